@@ -1,0 +1,1 @@
+//! Leaf evaluation on decoded values.

@@ -1,0 +1,241 @@
+//! `Bitmap`: the selection of rows within a row group that every filter refines.
+//!
+//! Bit `i` of word `i / 64` is row `i` (least significant bit first), the layout the bit-parallel
+//! kernels work on. Bits past `len` are always zero, so popcounts and word-wise operations need no
+//! masking.
+
+use std::ops::Range;
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct Bitmap {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl std::fmt::Debug for Bitmap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bitmap(len={}, ones={})", self.len, self.count_ones())
+    }
+}
+
+impl Bitmap {
+    pub fn new_zeroed(len: usize) -> Self {
+        Bitmap { words: vec![0; len.div_ceil(64)], len }
+    }
+
+    pub fn new_set(len: usize) -> Self {
+        let mut b = Bitmap { words: vec![u64::MAX; len.div_ceil(64)], len };
+        b.clear_tail();
+        b
+    }
+
+    /// A bitmap with the given row ranges set.
+    pub fn from_ranges(len: usize, ranges: &[Range<usize>]) -> Self {
+        let mut b = Self::new_zeroed(len);
+        for r in ranges {
+            b.set_range(r.start, r.end.min(len));
+        }
+        b
+    }
+
+    pub fn from_bools(bools: &[bool]) -> Self {
+        let mut b = Self::new_zeroed(bools.len());
+        for (i, &v) in bools.iter().enumerate() {
+            if v {
+                b.set(i);
+            }
+        }
+        b
+    }
+
+    fn clear_tail(&mut self) {
+        let rem = self.len % 64;
+        if rem != 0 {
+            if let Some(last) = self.words.last_mut() {
+                *last &= (1u64 << rem) - 1;
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        debug_assert!(i < self.len);
+        self.words[i >> 6] >> (i & 63) & 1 == 1
+    }
+    #[inline]
+    pub fn set(&mut self, i: usize) {
+        debug_assert!(i < self.len);
+        self.words[i >> 6] |= 1 << (i & 63);
+    }
+    #[inline]
+    pub fn unset(&mut self, i: usize) {
+        debug_assert!(i < self.len);
+        self.words[i >> 6] &= !(1 << (i & 63));
+    }
+
+    /// Sets bits `start..end`.
+    pub fn set_range(&mut self, start: usize, end: usize) {
+        let end = end.min(self.len);
+        let mut i = start;
+        while i < end {
+            if i & 63 == 0 && end - i >= 64 {
+                self.words[i >> 6] = u64::MAX;
+                i += 64;
+            } else {
+                self.set(i);
+                i += 1;
+            }
+        }
+    }
+
+    /// Clears bits `start..end`.
+    pub fn clear_range(&mut self, start: usize, end: usize) {
+        let end = end.min(self.len);
+        let mut i = start;
+        while i < end {
+            if i & 63 == 0 && end - i >= 64 {
+                self.words[i >> 6] = 0;
+                i += 64;
+            } else {
+                self.unset(i);
+                i += 1;
+            }
+        }
+    }
+
+    pub fn count_ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Number of set bits in `start..end`.
+    pub fn count_range(&self, start: usize, end: usize) -> usize {
+        (start..end.min(self.len)).filter(|&i| self.get(i)).count()
+    }
+
+    /// True if any bit in `start..end` is set.
+    pub fn any_in(&self, start: usize, end: usize) -> bool {
+        let end = end.min(self.len);
+        let mut i = start;
+        while i < end {
+            if i & 63 == 0 && end - i >= 64 {
+                if self.words[i >> 6] != 0 {
+                    return true;
+                }
+                i += 64;
+            } else {
+                if self.get(i) {
+                    return true;
+                }
+                i += 1;
+            }
+        }
+        false
+    }
+
+    pub fn and_inplace(&mut self, other: &Bitmap) {
+        debug_assert_eq!(self.len, other.len);
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a &= b;
+        }
+    }
+    pub fn or_inplace(&mut self, other: &Bitmap) {
+        debug_assert_eq!(self.len, other.len);
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a |= b;
+        }
+    }
+    /// `self &= !other`
+    pub fn and_not_inplace(&mut self, other: &Bitmap) {
+        debug_assert_eq!(self.len, other.len);
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a &= !b;
+        }
+    }
+
+    /// Indices of set bits, ascending.
+    pub fn iter_ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(wi, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    None
+                } else {
+                    let t = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    Some(wi * 64 + t)
+                }
+            })
+        })
+    }
+
+    /// Maximal runs of set bits as ranges, ascending.
+    pub fn ranges(&self) -> Vec<Range<usize>> {
+        let mut out: Vec<Range<usize>> = Vec::new();
+        for i in self.iter_ones() {
+            match out.last_mut() {
+                Some(r) if r.end == i => r.end = i + 1,
+                _ => out.push(i..i + 1),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_roundtrip_and_counts() {
+        for len in [0usize, 1, 63, 64, 65, 130, 1000] {
+            let ranges: Vec<Range<usize>> = vec![0..len.min(3), len / 2..len / 2 + len / 4];
+            let b = Bitmap::from_ranges(len, &ranges);
+            let expect: Vec<bool> =
+                (0..len).map(|i| ranges.iter().any(|r| r.contains(&i))).collect();
+            let got: Vec<bool> = (0..len).map(|i| b.get(i)).collect();
+            assert_eq!(got, expect, "len {len}");
+            assert_eq!(b.count_ones(), expect.iter().filter(|&&v| v).count());
+            assert_eq!(Bitmap::from_ranges(len, &b.ranges()), b);
+            assert_eq!(Bitmap::new_set(len).count_ones(), len);
+            let ones: Vec<usize> = b.iter_ones().collect();
+            let exp_ones: Vec<usize> = (0..len).filter(|&i| expect[i]).collect();
+            assert_eq!(ones, exp_ones);
+            for s in [0, len / 3, len.saturating_sub(1)] {
+                for e in [s, len / 2, len] {
+                    if e >= s {
+                        assert_eq!(b.any_in(s, e), (s..e).any(|i| expect[i]));
+                        assert_eq!(b.count_range(s, e), (s..e).filter(|&i| expect[i]).count());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn boolean_ops() {
+        let a = Bitmap::from_ranges(200, &[(10..150)]);
+        let b = Bitmap::from_ranges(200, &[(100..190)]);
+        let mut x = a.clone();
+        x.and_inplace(&b);
+        assert_eq!(x.ranges(), vec![100..150]);
+        let mut y = a.clone();
+        y.or_inplace(&b);
+        assert_eq!(y.ranges(), vec![10..190]);
+        let mut z = a.clone();
+        z.and_not_inplace(&b);
+        assert_eq!(z.ranges(), vec![10..100]);
+        let mut c = Bitmap::new_set(200);
+        c.clear_range(5, 195);
+        assert_eq!(c.ranges(), vec![0..5, 195..200]);
+    }
+}

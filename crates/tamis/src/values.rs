@@ -1,0 +1,67 @@
+//! Decoded physical values of one page or dictionary: dense (nulls are not stored; validity is
+//! kept beside them as a bitmap).
+
+/// Variable-length byte strings, Arrow-style: value `i` is `data[offsets[i]..offsets[i + 1]]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ByteArrays {
+    pub offsets: Vec<usize>,
+    pub data: Vec<u8>,
+}
+
+impl ByteArrays {
+    pub fn new() -> Self {
+        ByteArrays { offsets: vec![0], data: Vec::new() }
+    }
+    pub fn with_capacity(values: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(values + 1);
+        offsets.push(0);
+        ByteArrays { offsets, data: Vec::with_capacity(bytes) }
+    }
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn push(&mut self, value: &[u8]) {
+        self.data.extend_from_slice(value);
+        self.offsets.push(self.data.len());
+    }
+    pub fn get(&self, i: usize) -> &[u8] {
+        &self.data[self.offsets[i]..self.offsets[i + 1]]
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.offsets.windows(2).map(move |w| &self.data[w[0]..w[1]])
+    }
+}
+
+/// Dense values of one physical type. FIXED_LEN_BYTE_ARRAY values are stored as `Bytes` too
+/// (every value has the column's `type_length`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    Bool(Vec<bool>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    /// INT96 as its three little-endian 32-bit words.
+    I96(Vec<[u32; 3]>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Bytes(ByteArrays),
+}
+
+impl Values {
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Bool(v) => v.len(),
+            Values::I32(v) => v.len(),
+            Values::I64(v) => v.len(),
+            Values::I96(v) => v.len(),
+            Values::F32(v) => v.len(),
+            Values::F64(v) => v.len(),
+            Values::Bytes(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
