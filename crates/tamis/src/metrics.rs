@@ -1,0 +1,94 @@
+//! `ScanMetrics`: the pruning funnel and the cost of a scan.
+//!
+//! Counters are atomics shared by the row-group workers; [`MetricsCollector::snapshot`] turns them
+//! into a plain, serializable [`ScanMetrics`].
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde::Serialize;
+
+/// What a scan skipped, read and produced. Every pruning level has its own counter.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ScanMetrics {
+    pub files: u64,
+    pub row_groups_total: u64,
+    pub row_groups_pruned_statistics: u64,
+    pub row_groups_pruned_bloom: u64,
+    pub row_groups_pruned_dictionary: u64,
+    /// Row groups where pruning proved every row matches (no predicate evaluated).
+    pub row_groups_fully_matched: u64,
+    /// Leaves (conjuncts) whose evaluation was skipped because every dictionary entry matched.
+    pub conjuncts_skipped_dictionary: u64,
+    /// Data pages of the scanned row groups' needed columns.
+    pub pages_total: u64,
+    /// Filter-column pages skipped by the page index (ColumnIndex / OffsetIndex).
+    pub pages_pruned: u64,
+    /// Payload pages skipped because no surviving row falls in them.
+    pub pages_skipped_payload: u64,
+    /// Data pages decompressed and decoded.
+    pub pages_read: u64,
+    pub rows_total: u64,
+    /// Rows left after row-group and page pruning (evaluated by the filters).
+    pub rows_candidate: u64,
+    pub rows_selected: u64,
+    /// Values decoded by filters and payload columns (after skipping).
+    pub values_decoded: u64,
+    pub bytes_file: u64,
+    /// Bytes actually read from the files (footers, indexes, Bloom filters, pages).
+    pub bytes_read: u64,
+    pub time_metadata_ns: u64,
+    pub time_prune_ns: u64,
+    pub time_filter_ns: u64,
+    pub time_payload_ns: u64,
+    pub time_total_ns: u64,
+}
+
+macro_rules! collector {
+    ($($field:ident),* $(,)?) => {
+        /// Shared, thread-safe counters behind [`ScanMetrics`].
+        #[derive(Debug, Default)]
+        pub struct MetricsCollector { $(pub $field: AtomicU64,)* }
+
+        impl MetricsCollector {
+            pub fn snapshot(&self) -> ScanMetrics {
+                ScanMetrics { $($field: self.$field.load(Relaxed),)* }
+            }
+        }
+    };
+}
+
+collector!(
+    files,
+    row_groups_total,
+    row_groups_pruned_statistics,
+    row_groups_pruned_bloom,
+    row_groups_pruned_dictionary,
+    row_groups_fully_matched,
+    conjuncts_skipped_dictionary,
+    pages_total,
+    pages_pruned,
+    pages_skipped_payload,
+    pages_read,
+    rows_total,
+    rows_candidate,
+    rows_selected,
+    values_decoded,
+    bytes_file,
+    bytes_read,
+    time_metadata_ns,
+    time_prune_ns,
+    time_filter_ns,
+    time_payload_ns,
+    time_total_ns,
+);
+
+/// Adds `n` to a counter.
+#[inline]
+pub fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Relaxed);
+}
+
+/// Adds the time elapsed since `start` to a nanosecond counter.
+pub fn add_elapsed(counter: &AtomicU64, start: std::time::Instant) {
+    add(counter, start.elapsed().as_nanos() as u64);
+}
