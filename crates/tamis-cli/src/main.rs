@@ -1,1 +1,197 @@
-fn main() {}
+//! `tamis`: query, explain, inspect and generate Parquet files from the command line.
+
+mod explain;
+mod gen;
+mod inspect;
+mod output;
+mod progress;
+mod query;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The CLI's error: one line, printed as `error: <line>`.
+#[derive(Debug)]
+pub struct CliError {
+    pub message: String,
+    /// A closed stdout (e.g. `tamis query … | head`): not worth an error message.
+    pub broken_pipe: bool,
+}
+
+impl CliError {
+    pub fn msg(message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            broken_pipe: false,
+        }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message.replace('\n', " "))
+    }
+}
+
+impl From<tamis::Error> for CliError {
+    fn from(e: tamis::Error) -> Self {
+        CliError::msg(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError {
+            broken_pipe: e.kind() == std::io::ErrorKind::BrokenPipe,
+            message: format!("I/O error: {e}"),
+        }
+    }
+}
+
+impl From<parquet::errors::ParquetError> for CliError {
+    fn from(e: parquet::errors::ParquetError) -> Self {
+        if let parquet::errors::ParquetError::External(inner) = &e {
+            if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return CliError {
+                        message: e.to_string(),
+                        broken_pipe: true,
+                    };
+                }
+            }
+        }
+        CliError::msg(format!("parquet: {e}"))
+    }
+}
+
+impl From<arrow::error::ArrowError> for CliError {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        if let arrow::error::ArrowError::IoError(_, io) = &e {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return CliError {
+                    message: e.to_string(),
+                    broken_pipe: true,
+                };
+            }
+        }
+        CliError::msg(format!("arrow: {e}"))
+    }
+}
+
+pub type CliResult<T> = Result<T, CliError>;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tamis",
+    version,
+    about = "tamis: a Parquet scan engine that prunes at every level"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Scan Parquet files with a filter and a projection; write the result.
+    Query(QueryArgs),
+    /// Run a scan, discard the rows and print the pruning funnel.
+    Explain(ExplainArgs),
+    /// Print a Parquet file's schema, row groups, column chunks and indexes.
+    Inspect(InspectArgs),
+    /// Generate benchmark data.
+    #[command(subcommand)]
+    Gen(GenCommand),
+}
+
+/// What to scan: shared by `query` and `explain`.
+#[derive(Args, Debug, Clone)]
+pub struct ScanArgs {
+    /// A Parquet file, a directory of Parquet files or a glob (quote it: 'data/*.parquet').
+    pub path: String,
+    /// SQL WHERE expression, e.g. "l_quantity < 24 AND l_shipmode = 'AIR'".
+    #[arg(long = "where", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Comma-separated top-level columns to output (default: all).
+    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    pub select: Option<Vec<String>>,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub threads: Option<u64>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Human-readable table (collects the rows in memory: at most --limit or 10 000 rows shown).
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// Newline-delimited JSON.
+    Json,
+    /// Parquet file (requires --output).
+    Parquet,
+    /// Arrow IPC file (requires --output).
+    Arrow,
+}
+
+#[derive(Args, Debug)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    pub scan: ScanArgs,
+    /// Stop after N rows.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the pruning funnel to stderr after the result.
+    #[arg(long)]
+    pub stats: bool,
+    /// Write the scan metrics as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub scan: ScanArgs,
+    /// Print the metrics as JSON (with the predicate text).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// The Parquet file.
+    pub file: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+enum GenCommand {
+    /// TPC-H tables as Parquet files with page indexes (DIR/<table>.parquet).
+    Tpch(gen::TpchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Query(args) => query::run(&args),
+        Command::Explain(args) => explain::run(&args),
+        Command::Inspect(args) => inspect::run(&args.file),
+        Command::Gen(GenCommand::Tpch(args)) => gen::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.broken_pipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

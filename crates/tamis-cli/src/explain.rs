@@ -1,0 +1,148 @@
+//! `tamis explain`: run the scan, discard the rows, print the pruning funnel.
+
+use std::fmt::Write as _;
+
+use tamis::ScanMetrics;
+
+use crate::query::{build_scan, drive};
+use crate::{CliError, CliResult, ExplainArgs};
+
+pub fn run(args: &ExplainArgs) -> CliResult<()> {
+    let scan = build_scan(&args.scan, None)?;
+    let stream = scan.batches()?;
+    let metrics = drive(stream, |_batch| Ok(()))?;
+    if args.json {
+        println!("{}", metrics_json(&metrics, args.scan.filter.as_deref())?);
+    } else {
+        print!("{}", funnel_text(&metrics, args.scan.filter.as_deref()));
+    }
+    Ok(())
+}
+
+/// The metrics as one JSON object, plus `predicate` (the WHERE text, or null).
+pub fn metrics_json(metrics: &ScanMetrics, predicate: Option<&str>) -> CliResult<String> {
+    let mut value = serde_json::to_value(metrics)
+        .map_err(|e| CliError::msg(format!("cannot serialize metrics: {e}")))?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("predicate".to_string(), predicate.into());
+    }
+    serde_json::to_string_pretty(&value)
+        .map_err(|e| CliError::msg(format!("cannot serialize metrics: {e}")))
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.1} ms", ns as f64 / 1e6)
+}
+
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// The pruning funnel, one level per line.
+pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
+    let mut s = String::new();
+    let rg = m.row_groups_total;
+    let _ = writeln!(s, "predicate: {}", predicate.unwrap_or("(none)"));
+    let _ = writeln!(s, "files: {}", m.files);
+    let _ = writeln!(s, "row groups: {rg} total");
+    let _ = writeln!(
+        s,
+        "  pruned by statistics: {:>8} ({})",
+        m.row_groups_pruned_statistics,
+        pct(m.row_groups_pruned_statistics, rg)
+    );
+    let _ = writeln!(
+        s,
+        "  pruned by Bloom:      {:>8} ({})",
+        m.row_groups_pruned_bloom,
+        pct(m.row_groups_pruned_bloom, rg)
+    );
+    let _ = writeln!(
+        s,
+        "  pruned by dictionary: {:>8} ({})",
+        m.row_groups_pruned_dictionary,
+        pct(m.row_groups_pruned_dictionary, rg)
+    );
+    let _ = writeln!(
+        s,
+        "  fully matched:        {:>8} ({})",
+        m.row_groups_fully_matched,
+        pct(m.row_groups_fully_matched, rg)
+    );
+    let _ = writeln!(
+        s,
+        "conjuncts skipped by dictionary: {}",
+        m.conjuncts_skipped_dictionary
+    );
+    let p = m.pages_total;
+    let _ = writeln!(s, "pages: {p} total");
+    let _ = writeln!(
+        s,
+        "  pruned by page index:  {:>8} ({})",
+        m.pages_pruned,
+        pct(m.pages_pruned, p)
+    );
+    let _ = writeln!(
+        s,
+        "  payload pages skipped: {:>8} ({})",
+        m.pages_skipped_payload,
+        pct(m.pages_skipped_payload, p)
+    );
+    let _ = writeln!(
+        s,
+        "  read:                  {:>8} ({})",
+        m.pages_read,
+        pct(m.pages_read, p)
+    );
+    let r = m.rows_total;
+    let _ = writeln!(s, "rows: {r} total");
+    let _ = writeln!(
+        s,
+        "  candidate: {:>12} ({})",
+        m.rows_candidate,
+        pct(m.rows_candidate, r)
+    );
+    let _ = writeln!(
+        s,
+        "  selected:  {:>12} ({})",
+        m.rows_selected,
+        pct(m.rows_selected, r)
+    );
+    let _ = writeln!(s, "values decoded: {}", m.values_decoded);
+    let _ = writeln!(
+        s,
+        "bytes: {} in files, {} read ({})",
+        bytes(m.bytes_file),
+        bytes(m.bytes_read),
+        pct(m.bytes_read, m.bytes_file)
+    );
+    let _ = writeln!(
+        s,
+        "time: metadata {}, prune {}, filter {}, payload {}, total {}",
+        ms(m.time_metadata_ns),
+        ms(m.time_prune_ns),
+        ms(m.time_filter_ns),
+        ms(m.time_payload_ns),
+        ms(m.time_total_ns)
+    );
+    s
+}

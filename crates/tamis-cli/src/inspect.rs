@@ -1,0 +1,179 @@
+//! `tamis inspect`: what is in a Parquet file, straight from its metadata.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use parquet::column::page::PageReader;
+use parquet::file::metadata::{
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
+};
+use parquet::file::serialized_reader::SerializedPageReader;
+
+use crate::{CliError, CliResult};
+
+pub fn run(path: &Path) -> CliResult<()> {
+    let file = File::open(path)
+        .map_err(|e| CliError::msg(format!("cannot open {}: {e}", path.display())))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let metadata = ParquetMetaDataReader::new()
+        .with_page_index_policy(PageIndexPolicy::Optional)
+        .parse_and_finish(&file)
+        .map_err(|e| {
+            CliError::msg(format!(
+                "{}: not a readable Parquet file: {e}",
+                path.display()
+            ))
+        })?;
+    let file = Arc::new(file);
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let fm = metadata.file_metadata();
+    writeln!(out, "file: {} ({len} bytes)", path.display())?;
+    writeln!(
+        out,
+        "created by: {}",
+        fm.created_by().unwrap_or("(unknown)")
+    )?;
+    writeln!(out, "format version: {}", fm.version())?;
+    writeln!(out, "rows: {}", fm.num_rows())?;
+    writeln!(out, "row groups: {}", metadata.num_row_groups())?;
+    writeln!(out)?;
+    writeln!(out, "parquet schema:")?;
+    parquet::schema::printer::print_schema(&mut out, fm.schema());
+    writeln!(out)?;
+    match parquet::arrow::parquet_to_arrow_schema(fm.schema_descr(), fm.key_value_metadata()) {
+        Ok(schema) => {
+            writeln!(out, "arrow schema:")?;
+            for field in schema.fields() {
+                let null = if field.is_nullable() { "" } else { " not null" };
+                writeln!(out, "  {}: {}{null}", field.name(), field.data_type())?;
+            }
+        }
+        Err(e) => writeln!(
+            out,
+            "arrow schema: n/a ({})",
+            e.to_string().replace('\n', " ")
+        )?,
+    }
+    writeln!(out)?;
+    match fm.key_value_metadata() {
+        Some(kvs) if !kvs.is_empty() => {
+            let keys: Vec<&str> = kvs.iter().map(|kv| kv.key.as_str()).collect();
+            writeln!(out, "key-value metadata keys: {}", keys.join(", "))?;
+        }
+        _ => writeln!(out, "key-value metadata keys: (none)")?,
+    }
+
+    for (rg_idx, rg) in metadata.row_groups().iter().enumerate() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "row group {rg_idx}: {} rows, {} bytes uncompressed, {} bytes compressed",
+            rg.num_rows(),
+            rg.total_byte_size(),
+            rg.compressed_size()
+        )?;
+        for (col_idx, col) in rg.columns().iter().enumerate() {
+            let pages = data_pages(&metadata, &file, rg_idx, col_idx, col, rg.num_rows());
+            write_column(&mut out, &metadata, rg_idx, col_idx, col, &pages)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn codec_name(c: parquet::basic::Compression) -> String {
+    use parquet::basic::Compression as C;
+    match c {
+        C::ZSTD(l) => format!("ZSTD({})", l.compression_level()),
+        C::GZIP(l) => format!("GZIP({})", l.compression_level()),
+        C::BROTLI(l) => format!("BROTLI({})", l.compression_level()),
+        other => other.to_string(),
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn write_column(
+    out: &mut impl Write,
+    metadata: &ParquetMetaData,
+    rg_idx: usize,
+    col_idx: usize,
+    col: &ColumnChunkMetaData,
+    pages: &str,
+) -> std::io::Result<()> {
+    let encodings: Vec<String> = col.encodings().map(|e| format!("{e}")).collect();
+    let dict = match col.dictionary_page_offset() {
+        Some(dict_offset) => format!("{} bytes", col.data_page_offset() - dict_offset),
+        None => "none".to_string(),
+    };
+    let page_index = metadata.page_index_for_row_group(rg_idx);
+    let column_index =
+        page_index.column_index(col_idx).is_some() || col.column_index_offset().is_some();
+    let offset_index =
+        page_index.offset_index(col_idx).is_some() || col.offset_index_offset().is_some();
+    writeln!(
+        out,
+        "  column {}: {} [{}] codec {}, {} compressed / {} uncompressed bytes, {} values",
+        col.column_path().string(),
+        col.column_type(),
+        encodings.join(","),
+        codec_name(col.compression()),
+        col.compressed_size(),
+        col.uncompressed_size(),
+        col.num_values()
+    )?;
+    writeln!(
+        out,
+        "    data pages: {pages}, dictionary page: {dict}, statistics: {}, column index: {}, offset index: {}, bloom filter: {}",
+        yes_no(col.statistics().is_some()),
+        yes_no(column_index),
+        yes_no(offset_index),
+        match col.bloom_filter_length() {
+            Some(n) => format!("yes ({n} bytes)"),
+            None => yes_no(col.bloom_filter_offset().is_some()).to_string(),
+        }
+    )
+}
+
+/// The number of data pages: from the offset index, else by walking the page headers.
+fn data_pages(
+    metadata: &ParquetMetaData,
+    file: &Arc<File>,
+    rg_idx: usize,
+    col_idx: usize,
+    col: &ColumnChunkMetaData,
+    num_rows: i64,
+) -> String {
+    if let Some(locations) = metadata
+        .page_index_for_row_group(rg_idx)
+        .page_locations(col_idx)
+    {
+        return locations.len().to_string();
+    }
+    let count = || -> parquet::errors::Result<usize> {
+        let mut reader =
+            SerializedPageReader::new(Arc::clone(file), col, num_rows.max(0) as usize, None)?;
+        let mut n = 0;
+        while let Some(page) = reader.peek_next_page()? {
+            if !page.is_dict {
+                n += 1;
+            }
+            reader.skip_next_page()?;
+        }
+        Ok(n)
+    };
+    match count() {
+        Ok(n) => n.to_string(),
+        Err(_) => "n/a".to_string(),
+    }
+}

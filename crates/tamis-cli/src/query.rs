@@ -1,0 +1,163 @@
+//! `tamis query` and the scan set-up shared with `tamis explain`.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+use arrow::record_batch::RecordBatch;
+
+use crate::output::BatchSink;
+use crate::{explain, progress, CliError, CliResult, Format, QueryArgs, ScanArgs};
+
+/// Rows the table format shows when no --limit is given (the table is built in memory).
+pub const TABLE_DEFAULT_ROWS: usize = 10_000;
+
+/// Builds the scan described by the command line.
+pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Scan> {
+    let mut scan = tamis::Scan::open(&args.path)?;
+    if let Some(filter) = &args.filter {
+        scan = scan.filter(filter)?;
+    }
+    if let Some(columns) = &args.select {
+        let columns: Vec<&str> = columns
+            .iter()
+            .map(|c| c.trim())
+            .filter(|c| !c.is_empty())
+            .collect();
+        if columns.is_empty() {
+            return Err(CliError::msg("--select needs at least one column name"));
+        }
+        scan = scan.select(&columns)?;
+    }
+    if let Some(threads) = args.threads {
+        scan = scan.threads(threads as usize);
+    }
+    Ok(scan.limit(limit).batch_size(8192))
+}
+
+/// Drives a scan stream to its end, feeding every batch to `on_batch`, with a progress bar.
+/// Returns the final metrics.
+pub fn drive(
+    mut stream: tamis::ScanStream,
+    mut on_batch: impl FnMut(RecordBatch) -> CliResult<()>,
+) -> CliResult<tamis::ScanMetrics> {
+    let (_, total) = stream.progress();
+    let pb = progress::bar(total as u64, "row groups", "scanning");
+    let result = (|| {
+        while let Some(batch) = stream.next() {
+            let batch = batch?;
+            let (done, total) = stream.progress();
+            pb.set_length(total as u64);
+            pb.set_position(done as u64);
+            on_batch(batch)?;
+        }
+        Ok::<(), CliError>(())
+    })();
+    pb.finish_and_clear();
+    result?;
+    Ok(stream.metrics())
+}
+
+pub fn run(args: &QueryArgs) -> CliResult<()> {
+    if matches!(args.format, Format::Parquet | Format::Arrow) && args.output.is_none() {
+        let name = if args.format == Format::Parquet {
+            "parquet"
+        } else {
+            "arrow"
+        };
+        return Err(CliError::msg(format!(
+            "--format {name} writes a binary file: give it a path with --output FILE"
+        )));
+    }
+    let scan = build_scan(&args.scan, args.limit)?;
+    let stream = scan.batches()?;
+    let schema = stream.schema();
+
+    let metrics = if args.format == Format::Table {
+        // The table is laid out once all its rows are known, so it is built in memory:
+        // at most --limit rows, or the first TABLE_DEFAULT_ROWS (the rest is counted, not kept).
+        let cap = args.limit.unwrap_or(TABLE_DEFAULT_ROWS);
+        let mut kept: Vec<RecordBatch> = Vec::new();
+        let mut kept_rows = 0usize;
+        let mut dropped_rows = 0u64;
+        let metrics = drive(stream, |batch| {
+            let room = cap - kept_rows;
+            if batch.num_rows() <= room {
+                kept_rows += batch.num_rows();
+                kept.push(batch);
+            } else {
+                dropped_rows += (batch.num_rows() - room) as u64;
+                if room > 0 {
+                    kept.push(batch.slice(0, room));
+                    kept_rows += room;
+                }
+            }
+            Ok(())
+        })?;
+        let mut out = open_output(args)?;
+        let table = if kept.is_empty() {
+            arrow::util::pretty::pretty_format_batches_with_schema(schema.clone(), &[])?.to_string()
+        } else {
+            arrow::util::pretty::pretty_format_batches(&kept)?.to_string()
+        };
+        writeln!(out, "{table}")?;
+        writeln!(out, "{} row(s)", kept_rows as u64 + dropped_rows)?;
+        out.flush()?;
+        if dropped_rows > 0 {
+            eprintln!(
+                "note: the table shows the first {kept_rows} rows ({dropped_rows} more not shown); \
+                 use --limit N or --format csv|json|parquet|arrow for the full result"
+            );
+        }
+        metrics
+    } else {
+        let mut sink = match args.format {
+            Format::Parquet | Format::Arrow => {
+                let path = args
+                    .output
+                    .as_ref()
+                    .ok_or_else(|| CliError::msg("--output is required"))?;
+                let file = File::create(path)
+                    .map_err(|e| CliError::msg(format!("cannot create {}: {e}", path.display())))?;
+                BatchSink::file(args.format, file, schema.clone())?
+            }
+            format => BatchSink::text(format, open_output(args)?)?,
+        };
+        let metrics = drive(stream, |batch| sink.write(&batch));
+        match metrics {
+            Ok(m) => {
+                sink.finish()?;
+                m
+            }
+            Err(e) => {
+                drop(sink);
+                if let (Some(path), Format::Parquet | Format::Arrow) = (&args.output, args.format) {
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(e);
+            }
+        }
+    };
+
+    if args.stats {
+        eprint!(
+            "{}",
+            explain::funnel_text(&metrics, args.scan.filter.as_deref())
+        );
+    }
+    if let Some(path) = &args.stats_json {
+        let json = explain::metrics_json(&metrics, args.scan.filter.as_deref())?;
+        std::fs::write(path, json + "\n")
+            .map_err(|e| CliError::msg(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// stdout, or the --output file, buffered.
+fn open_output(args: &QueryArgs) -> CliResult<Box<dyn Write>> {
+    Ok(match &args.output {
+        Some(path) => Box::new(BufWriter::new(File::create(path).map_err(|e| {
+            CliError::msg(format!("cannot create {}: {e}", path.display()))
+        })?)),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    })
+}
