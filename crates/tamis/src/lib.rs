@@ -1,9 +1,29 @@
 //! tamis — a Parquet scan engine that pushes predicates down through every level of storage.
+//!
+//! ```text
+//! expr/      SQL → bound predicate (negation normal form)
+//! prune/     row groups by statistics, Bloom filters, dictionaries; pages by the page index
+//! column/    page fetching (only pages with live rows), levels, filter and projection per chunk
+//! encoding/  our decoders over decompressed page bytes, one module per Parquet encoding
+//! scan/      the sequencer: row groups in parallel, batches streamed in file order
+//! arrow.rs   survivors → Arrow arrays
+//! ```
+//!
+//! Start with [`Scan`].
+pub mod arrow;
+pub mod column;
+pub mod encoding;
 pub mod error;
 pub mod expr;
+pub mod io;
+pub mod levels;
 pub mod metrics;
+pub mod prune;
+pub mod scan;
 pub mod schema;
 pub mod selection;
 pub mod values;
 
 pub use error::{Error, ErrorKind, Result};
+pub use metrics::ScanMetrics;
+pub use scan::{Scan, ScanStream};

@@ -121,7 +121,7 @@ pub fn leaf_columns(schema: &SchemaDescriptor) -> Vec<LeafColumn> {
         .map(|i| {
             let descr = schema.column(i);
             let path = descr.path().parts().join(".");
-            let nested = descr.path().parts().len() > 1;
+            let nested = descr.path().parts().len() > 1 || descr.max_rep_level() > 0;
             LeafColumn {
                 index: i,
                 path,

@@ -65,3 +65,59 @@ impl Values {
         self.len() == 0
     }
 }
+
+impl Values {
+    /// An empty value vector of the same variant.
+    pub fn empty_like(&self) -> Values {
+        match self {
+            Values::Bool(_) => Values::Bool(Vec::new()),
+            Values::I32(_) => Values::I32(Vec::new()),
+            Values::I64(_) => Values::I64(Vec::new()),
+            Values::I96(_) => Values::I96(Vec::new()),
+            Values::F32(_) => Values::F32(Vec::new()),
+            Values::F64(_) => Values::F64(Vec::new()),
+            Values::Bytes(_) => Values::Bytes(ByteArrays::new()),
+        }
+    }
+
+    /// The values at `indices` (each must be in bounds).
+    pub fn take(&self, indices: &[u32]) -> Values {
+        fn pick<T: Copy>(v: &[T], idx: &[u32]) -> Vec<T> {
+            idx.iter().map(|&i| v[i as usize]).collect()
+        }
+        match self {
+            Values::Bool(v) => Values::Bool(pick(v, indices)),
+            Values::I32(v) => Values::I32(pick(v, indices)),
+            Values::I64(v) => Values::I64(pick(v, indices)),
+            Values::I96(v) => Values::I96(pick(v, indices)),
+            Values::F32(v) => Values::F32(pick(v, indices)),
+            Values::F64(v) => Values::F64(pick(v, indices)),
+            Values::Bytes(b) => {
+                let mut out = ByteArrays::with_capacity(indices.len(), 0);
+                for &i in indices {
+                    out.push(b.get(i as usize));
+                }
+                Values::Bytes(out)
+            }
+        }
+    }
+
+    /// Appends `other` (same variant) to `self`; `false` if the variants differ.
+    pub fn append(&mut self, other: Values) -> bool {
+        match (self, other) {
+            (Values::Bool(a), Values::Bool(b)) => a.extend(b),
+            (Values::I32(a), Values::I32(b)) => a.extend(b),
+            (Values::I64(a), Values::I64(b)) => a.extend(b),
+            (Values::I96(a), Values::I96(b)) => a.extend(b),
+            (Values::F32(a), Values::F32(b)) => a.extend(b),
+            (Values::F64(a), Values::F64(b)) => a.extend(b),
+            (Values::Bytes(a), Values::Bytes(b)) => {
+                for v in b.iter() {
+                    a.push(v);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+}

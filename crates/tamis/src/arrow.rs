@@ -1,0 +1,304 @@
+//! Survivors → Arrow arrays.
+//!
+//! Decoders produce physical values (`Values`); this module gives them their logical Arrow type —
+//! the type the `parquet` crate's own reader would produce for the column, including the hints of
+//! an embedded Arrow schema. Columns whose target type is not a plain reinterpretation of the
+//! physical values (nested, INT96, INTERVAL, unusual hints) are read through the `parquet`
+//! crate's reader instead (see `scan::fallback`).
+
+use std::sync::Arc;
+
+use arrow::array::*;
+use arrow::buffer::{NullBuffer, ScalarBuffer};
+use arrow::datatypes::*;
+use parquet::basic::Type as PhysicalType;
+
+use crate::column::project::Projected;
+use crate::error::{Error, Result};
+use crate::expr::i128_from_be;
+use crate::schema::{LeafColumn, LogicalKind, Unit};
+use crate::values::Values;
+
+/// The Arrow type tamis builds for a flat column before adapting it to the target type.
+fn native_type(leaf: &LeafColumn) -> Option<DataType> {
+    use LogicalKind as K;
+    Some(match (&leaf.logical, leaf.physical) {
+        (K::Boolean, PhysicalType::BOOLEAN) => DataType::Boolean,
+        (K::Integer { bits, signed }, PhysicalType::INT32 | PhysicalType::INT64) => {
+            match (bits, signed, leaf.physical) {
+                (8, true, PhysicalType::INT32) => DataType::Int8,
+                (16, true, PhysicalType::INT32) => DataType::Int16,
+                (32, true, PhysicalType::INT32) => DataType::Int32,
+                (64, true, PhysicalType::INT64) => DataType::Int64,
+                (8, false, PhysicalType::INT32) => DataType::UInt8,
+                (16, false, PhysicalType::INT32) => DataType::UInt16,
+                (32, false, PhysicalType::INT32) => DataType::UInt32,
+                (64, false, PhysicalType::INT64) => DataType::UInt64,
+                _ => return None,
+            }
+        }
+        (K::Float16, PhysicalType::FIXED_LEN_BYTE_ARRAY) if leaf.type_length == 2 => {
+            DataType::Float16
+        }
+        (K::Float32, PhysicalType::FLOAT) => DataType::Float32,
+        (K::Float64, PhysicalType::DOUBLE) => DataType::Float64,
+        (K::Decimal { precision, scale }, _) if (1..=38).contains(precision) => {
+            DataType::Decimal128(*precision as u8, i8::try_from(*scale).ok()?)
+        }
+        (K::Date, PhysicalType::INT32) => DataType::Date32,
+        (K::Time { unit: Unit::Millis }, PhysicalType::INT32) => {
+            DataType::Time32(TimeUnit::Millisecond)
+        }
+        (K::Time { unit: Unit::Micros }, PhysicalType::INT64) => {
+            DataType::Time64(TimeUnit::Microsecond)
+        }
+        (K::Time { unit: Unit::Nanos }, PhysicalType::INT64) => {
+            DataType::Time64(TimeUnit::Nanosecond)
+        }
+        (K::Timestamp { unit, .. }, PhysicalType::INT64) => {
+            DataType::Timestamp(arrow_unit(*unit), None)
+        }
+        (K::String, PhysicalType::BYTE_ARRAY) => DataType::Utf8,
+        (K::Binary, PhysicalType::BYTE_ARRAY) => DataType::Binary,
+        (K::Binary, PhysicalType::FIXED_LEN_BYTE_ARRAY) => {
+            DataType::FixedSizeBinary(i32::try_from(leaf.type_length).ok()?)
+        }
+        _ => return None,
+    })
+}
+
+fn arrow_unit(u: Unit) -> TimeUnit {
+    match u {
+        Unit::Millis => TimeUnit::Millisecond,
+        Unit::Micros => TimeUnit::Microsecond,
+        Unit::Nanos => TimeUnit::Nanosecond,
+    }
+}
+
+/// Whether tamis decodes this column itself for the given target Arrow type.
+pub fn is_native(leaf: &LeafColumn, target: &DataType) -> bool {
+    if leaf.nested {
+        return false;
+    }
+    let Some(native) = native_type(leaf) else { return false };
+    adaptable(&native, target)
+}
+
+/// Target types reachable from the native type without changing any value.
+fn adaptable(native: &DataType, target: &DataType) -> bool {
+    use DataType as D;
+    if native == target {
+        return true;
+    }
+    match (native, target) {
+        (D::Utf8, D::LargeUtf8 | D::Utf8View) => true,
+        (D::Binary, D::LargeBinary | D::BinaryView) => true,
+        (D::Timestamp(a, None), D::Timestamp(b, _)) => a == b,
+        (D::Decimal128(p, s), D::Decimal32(q, t) | D::Decimal64(q, t) | D::Decimal256(q, t)) => {
+            p == q && s == t
+        }
+        (D::Date32, D::Date64) => true,
+        (n, D::Dictionary(_, value)) => adaptable(n, value) && !matches!(n, D::FixedSizeBinary(_)),
+        _ => false,
+    }
+}
+
+/// Builds the Arrow array of `target` type from projected values.
+pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> Result<ArrayRef> {
+    let native = native_type(leaf).ok_or_else(|| {
+        Error::internal(format!("column '{}' is not natively decodable", leaf.path))
+    })?;
+    let n = projected.validity.len();
+    let nulls = if projected.validity.iter().all(|&v| v) {
+        None
+    } else {
+        Some(NullBuffer::from(projected.validity.clone()))
+    };
+    let values = match projected.values {
+        Some(v) => v,
+        None => empty_values(leaf.physical),
+    };
+    let dense = values.len();
+    // Spread dense values over the rows (nulls get a default value).
+    fn spread<T: Copy + Default>(dense: Vec<T>, validity: &[bool], nulls: bool) -> Vec<T> {
+        if !nulls {
+            return dense;
+        }
+        let mut out = Vec::with_capacity(validity.len());
+        let mut it = dense.into_iter();
+        for &v in validity {
+            out.push(if v { it.next().unwrap_or_default() } else { T::default() });
+        }
+        out
+    }
+    let has_nulls = nulls.is_some();
+    if dense != projected.validity.iter().filter(|&&v| v).count() {
+        return Err(Error::internal("value count does not match validity").in_column(&leaf.path));
+    }
+    let v = &projected.validity;
+    let array: ArrayRef = match (&native, values) {
+        (DataType::Boolean, Values::Bool(b)) => {
+            Arc::new(BooleanArray::new(spread(b, v, has_nulls).into(), nulls))
+        }
+        (DataType::Int8, Values::I32(x)) => {
+            prim::<Int8Type>(x.into_iter().map(|x| x as i8).collect(), v, nulls)
+        }
+        (DataType::Int16, Values::I32(x)) => {
+            prim::<Int16Type>(x.into_iter().map(|x| x as i16).collect(), v, nulls)
+        }
+        (DataType::Int32, Values::I32(x)) => prim::<Int32Type>(x, v, nulls),
+        (DataType::UInt8, Values::I32(x)) => {
+            prim::<UInt8Type>(x.into_iter().map(|x| x as u8).collect(), v, nulls)
+        }
+        (DataType::UInt16, Values::I32(x)) => {
+            prim::<UInt16Type>(x.into_iter().map(|x| x as u16).collect(), v, nulls)
+        }
+        (DataType::UInt32, Values::I32(x)) => {
+            prim::<UInt32Type>(x.into_iter().map(|x| x as u32).collect(), v, nulls)
+        }
+        (DataType::Int64, Values::I64(x)) => prim::<Int64Type>(x, v, nulls),
+        (DataType::UInt64, Values::I64(x)) => {
+            prim::<UInt64Type>(x.into_iter().map(|x| x as u64).collect(), v, nulls)
+        }
+        (DataType::Float32, Values::F32(x)) => prim::<Float32Type>(x, v, nulls),
+        (DataType::Float64, Values::F64(x)) => prim::<Float64Type>(x, v, nulls),
+        (DataType::Float16, Values::Bytes(b)) => {
+            let x: Vec<half::f16> = b
+                .iter()
+                .map(|s| half::f16::from_le_bytes([s[0], s.get(1).copied().unwrap_or(0)]))
+                .collect();
+            prim::<Float16Type>(x, v, nulls)
+        }
+        (DataType::Decimal128(p, s), vals) => {
+            let x: Vec<i128> = match vals {
+                Values::I32(x) => x.into_iter().map(i128::from).collect(),
+                Values::I64(x) => x.into_iter().map(i128::from).collect(),
+                Values::Bytes(b) => b
+                    .iter()
+                    .map(|s| {
+                        i128_from_be(s).ok_or_else(|| Error::corrupt("decimal wider than 16 bytes"))
+                    })
+                    .collect::<Result<_>>()?,
+                _ => return Err(Error::internal("decimal values of an unexpected type")),
+            };
+            let a = PrimitiveArray::<Decimal128Type>::new(
+                ScalarBuffer::from(spread(x, v, has_nulls)),
+                nulls,
+            );
+            Arc::new(a.with_precision_and_scale(*p, *s)?)
+        }
+        (DataType::Date32, Values::I32(x)) => prim::<Date32Type>(x, v, nulls),
+        (DataType::Time32(_), Values::I32(x)) => prim::<Time32MillisecondType>(x, v, nulls),
+        (DataType::Time64(TimeUnit::Microsecond), Values::I64(x)) => {
+            prim::<Time64MicrosecondType>(x, v, nulls)
+        }
+        (DataType::Time64(_), Values::I64(x)) => prim::<Time64NanosecondType>(x, v, nulls),
+        (DataType::Timestamp(unit, _), Values::I64(x)) => {
+            let tz = match target {
+                DataType::Timestamp(_, tz) => tz.clone(),
+                _ => None,
+            };
+            let x = spread(x, v, has_nulls);
+            match unit {
+                TimeUnit::Millisecond => {
+                    Arc::new(TimestampMillisecondArray::new(x.into(), nulls).with_timezone_opt(tz))
+                }
+                TimeUnit::Microsecond => {
+                    Arc::new(TimestampMicrosecondArray::new(x.into(), nulls).with_timezone_opt(tz))
+                }
+                _ => Arc::new(TimestampNanosecondArray::new(x.into(), nulls).with_timezone_opt(tz)),
+            }
+        }
+        (DataType::Utf8 | DataType::Binary, Values::Bytes(b)) => {
+            let mut offsets: Vec<i32> = Vec::with_capacity(n + 1);
+            offsets.push(0);
+            let mut it = b.offsets.windows(2);
+            let mut end = 0usize;
+            for &valid in v {
+                if valid {
+                    if let Some(w) = it.next() {
+                        end += w[1] - w[0];
+                    }
+                }
+                offsets.push(i32::try_from(end).map_err(|_| {
+                    Error::resource("more than 2 GiB of strings in one batch").in_column(&leaf.path)
+                })?);
+            }
+            let offsets = arrow::buffer::OffsetBuffer::new(offsets.into());
+            let data = arrow::buffer::Buffer::from_vec(b.data);
+            if native == DataType::Utf8 {
+                Arc::new(StringArray::try_new(offsets, data, nulls).map_err(|e| {
+                    Error::corrupt(format!("invalid UTF-8 in a string column: {e}"))
+                        .in_column(&leaf.path)
+                })?)
+            } else {
+                Arc::new(BinaryArray::new(offsets, data, nulls))
+            }
+        }
+        (DataType::FixedSizeBinary(width), Values::Bytes(b)) => {
+            let w = *width as usize;
+            let mut data = Vec::with_capacity(n * w);
+            let mut it = b.iter();
+            for &valid in v {
+                if valid {
+                    let s = it.next().unwrap_or_default();
+                    if s.len() != w {
+                        return Err(Error::corrupt("fixed-length value of the wrong width")
+                            .in_column(&leaf.path));
+                    }
+                    data.extend_from_slice(s);
+                } else {
+                    data.extend(std::iter::repeat_n(0u8, w));
+                }
+            }
+            Arc::new(FixedSizeBinaryArray::try_new(*width, data.into(), nulls)?)
+        }
+        (t, _) => {
+            return Err(Error::internal(format!("values do not match Arrow type {t}"))
+                .in_column(&leaf.path))
+        }
+    };
+    adapt(array, target)
+}
+
+fn prim<T: ArrowPrimitiveType>(
+    dense: Vec<T::Native>,
+    validity: &[bool],
+    nulls: Option<NullBuffer>,
+) -> ArrayRef {
+    let values = if nulls.is_some() {
+        let mut out = Vec::with_capacity(validity.len());
+        let mut it = dense.into_iter();
+        for &v in validity {
+            out.push(if v { it.next().unwrap_or_default() } else { T::Native::default() });
+        }
+        out
+    } else {
+        dense
+    };
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
+}
+
+fn empty_values(physical: PhysicalType) -> Values {
+    match physical {
+        PhysicalType::BOOLEAN => Values::Bool(Vec::new()),
+        PhysicalType::INT32 => Values::I32(Vec::new()),
+        PhysicalType::INT64 => Values::I64(Vec::new()),
+        PhysicalType::INT96 => Values::I96(Vec::new()),
+        PhysicalType::FLOAT => Values::F32(Vec::new()),
+        PhysicalType::DOUBLE => Values::F64(Vec::new()),
+        _ => Values::Bytes(crate::values::ByteArrays::new()),
+    }
+}
+
+/// Adapts a natively built array to the target type (representation changes only).
+fn adapt(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
+    if array.data_type() == target {
+        return Ok(array);
+    }
+    if let (DataType::Timestamp(..), DataType::Timestamp(..)) = (array.data_type(), target) {
+        // Already carries the target's time zone (set while building).
+        return Ok(array);
+    }
+    Ok(arrow::compute::cast(&array, target)?)
+}

@@ -1,0 +1,201 @@
+//! Byte sources: positioned reads from local files, counted, and in-memory sets of fetched
+//! ranges that the `parquet` crate's page reader can walk.
+//!
+//! Every byte tamis reads from a file goes through [`FileSource`], so `ScanMetrics::bytes_read`
+//! is what was actually read: footers, page indexes, Bloom filters and the pages themselves.
+
+use std::fs::File;
+use std::io::Read;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+
+use crate::error::{Error, Result};
+
+/// A local file read with positioned reads (`pread`), shared by all row-group workers.
+#[derive(Debug, Clone)]
+pub struct FileSource {
+    file: Arc<File>,
+    path: PathBuf,
+    len: u64,
+    bytes_read: Arc<AtomicU64>,
+}
+
+impl FileSource {
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::from(e).in_file(path.display()))?;
+        let len = file.metadata().map_err(|e| Error::from(e).in_file(path.display()))?.len();
+        Ok(FileSource {
+            file: Arc::new(file),
+            path: path.to_path_buf(),
+            len,
+            bytes_read: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes read from this file so far (by every clone).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Relaxed)
+    }
+
+    /// Reads `range`, which must lie within the file (checked before allocating).
+    pub fn read_range(&self, range: Range<u64>) -> Result<Bytes> {
+        Ok(self.get_bytes(range.start, (range.end.saturating_sub(range.start)) as usize)?)
+    }
+
+    /// Reads several ranges, merging ranges closer than `gap` bytes into one read.
+    pub fn read_ranges(&self, ranges: &[Range<u64>], gap: u64) -> Result<FetchedRanges> {
+        let mut sorted: Vec<Range<u64>> =
+            ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+        sorted.sort_by_key(|r| r.start);
+        let mut merged: Vec<Range<u64>> = Vec::new();
+        for r in sorted {
+            match merged.last_mut() {
+                Some(last) if r.start <= last.end.saturating_add(gap) => {
+                    last.end = last.end.max(r.end)
+                }
+                _ => merged.push(r),
+            }
+        }
+        let mut pieces = Vec::with_capacity(merged.len());
+        for r in merged {
+            let data = self.read_range(r.clone())?;
+            pieces.push((r.start, data));
+        }
+        Ok(FetchedRanges { pieces, len: self.len })
+    }
+}
+
+impl Length for FileSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// A `Read` at a position of a [`FileSource`], counting what it reads.
+pub struct PositionedReader {
+    source: FileSource,
+    pos: u64,
+}
+
+impl Read for PositionedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.source.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        self.source.bytes_read.fetch_add(n as u64, Relaxed);
+        Ok(n)
+    }
+}
+
+impl ChunkReader for FileSource {
+    type T = PositionedReader;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(PositionedReader { source: self.clone(), pos: start })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let end = start.checked_add(length as u64).filter(|&e| e <= self.len).ok_or_else(|| {
+            ParquetError::General(format!(
+                "byte range {start}+{length} lies beyond the end of the file ({} bytes)",
+                self.len
+            ))
+        })?;
+        let mut buf = vec![0u8; (end - start) as usize];
+        self.file
+            .read_exact_at(&mut buf, start)
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        self.bytes_read.fetch_add(length as u64, Relaxed);
+        Ok(Bytes::from(buf))
+    }
+}
+
+/// Byte ranges of a file already fetched into memory; serves the page reader without I/O.
+/// Asking for bytes that were not fetched is an error (it would be a bug in the I/O plan).
+#[derive(Debug, Clone)]
+pub struct FetchedRanges {
+    pieces: Vec<(u64, Bytes)>,
+    len: u64,
+}
+
+impl FetchedRanges {
+    fn piece(&self, start: u64) -> parquet::errors::Result<(u64, &Bytes)> {
+        let i = self.pieces.partition_point(|(s, _)| *s <= start);
+        if i > 0 {
+            let (s, data) = &self.pieces[i - 1];
+            if start < s + data.len() as u64 || (start == s + data.len() as u64 && data.is_empty())
+            {
+                return Ok((*s, data));
+            }
+        }
+        Err(ParquetError::General(format!("offset {start} lies outside the column chunk")))
+    }
+}
+
+impl Length for FetchedRanges {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for FetchedRanges {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        let (s, data) = self.piece(start)?;
+        Ok(data.slice((start - s) as usize..).reader())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let (s, data) = self.piece(start)?;
+        let from = (start - s) as usize;
+        let to = from.checked_add(length).filter(|&t| t <= data.len()).ok_or_else(|| {
+            ParquetError::General(format!(
+                "page at offset {start} of {length} bytes runs past the column chunk"
+            ))
+        })?;
+        Ok(data.slice(from..to))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn counts_and_checks_bounds() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&(0u8..100).collect::<Vec<_>>()).unwrap();
+        let src = FileSource::open(f.path()).unwrap();
+        assert_eq!(src.get_bytes(10, 5).unwrap().as_ref(), &[10, 11, 12, 13, 14]);
+        assert_eq!(src.bytes_read(), 5);
+        assert!(src.get_bytes(98, 5).is_err());
+        assert!(src.get_bytes(u64::MAX - 1, 5).is_err());
+        let fetched = src.read_ranges(&[20..30, 32..40, 80..90], 4).unwrap();
+        assert_eq!(src.bytes_read(), 5 + 20 + 10);
+        assert_eq!(fetched.get_bytes(33, 2).unwrap().as_ref(), &[33, 34]);
+        assert!(fetched.get_bytes(50, 1).is_err());
+        assert!(fetched.get_bytes(88, 5).is_err());
+    }
+}
+
+impl FetchedRanges {
+    pub fn from_pieces(mut pieces: Vec<(u64, Bytes)>, len: u64) -> Self {
+        pieces.sort_by_key(|(s, _)| *s);
+        FetchedRanges { pieces, len }
+    }
+    pub fn into_pieces(self) -> Vec<(u64, Bytes)> {
+        self.pieces
+    }
+}

@@ -1,0 +1,357 @@
+//! The scan: a builder over one or more files, and a stream of Arrow record batches.
+//!
+//! Row groups are the unit of parallelism. A bounded window of row-group tasks runs on a thread
+//! pool; results are emitted in file order, so memory stays bounded by the window (each task
+//! holds one row group's survivors) and `limit` stops the scan early.
+
+pub mod fallback;
+pub mod file;
+pub mod row_group;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{Schema, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::expr::{sql, Predicate};
+use crate::metrics::{add, MetricsCollector, ScanMetrics};
+
+use file::OpenedFile;
+use row_group::{scan_row_group, RowGroupJob};
+
+/// A scan over Parquet files, configured with a builder:
+///
+/// ```no_run
+/// # fn main() -> tamis::Result<()> {
+/// let mut stream = tamis::Scan::open("data/tpch-sf1/lineitem.parquet")?
+///     .filter("l_shipdate >= DATE '1994-01-01' AND l_quantity < 24")?
+///     .select(&["l_extendedprice", "l_discount"])?
+///     .threads(2)
+///     .batches()?;
+/// for batch in &mut stream {
+///     println!("{} rows", batch?.num_rows());
+/// }
+/// println!("{:?}", stream.metrics());
+/// # Ok(()) }
+/// ```
+pub struct Scan {
+    files: Vec<Arc<OpenedFile>>,
+    predicate: Option<Predicate>,
+    predicate_text: Option<String>,
+    projection: Vec<usize>,
+    threads: usize,
+    limit: Option<usize>,
+    batch_size: usize,
+    metrics: Arc<MetricsCollector>,
+}
+
+impl Scan {
+    /// Opens a file, every `*.parquet` below a directory, or the files matching a glob. With
+    /// several files their schemas must agree.
+    pub fn open(path: impl AsRef<str>) -> Result<Scan> {
+        let paths = file::resolve_paths(path.as_ref())?;
+        let metrics = Arc::new(MetricsCollector::default());
+        let mut files: Vec<Arc<OpenedFile>> = Vec::with_capacity(paths.len());
+        for p in &paths {
+            let f = OpenedFile::open(p)?;
+            add(&metrics.files, 1);
+            add(&metrics.bytes_file, parquet::file::reader::Length::len(&f.source));
+            add(&metrics.bytes_read, f.open_bytes);
+            add(&metrics.time_metadata_ns, f.open_ns);
+            if let Some(first) = files.first() {
+                check_same_schema(first, &f)?;
+            }
+            files.push(Arc::new(f));
+        }
+        let projection = (0..files[0].schema().fields().len()).collect();
+        Ok(Scan {
+            files,
+            predicate: None,
+            predicate_text: None,
+            projection,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            limit: None,
+            batch_size: 8192,
+            metrics,
+        })
+    }
+
+    /// Keeps only rows satisfying a SQL boolean expression (a WHERE clause without `WHERE`).
+    pub fn filter(mut self, sql_text: &str) -> Result<Scan> {
+        let p = sql::parse_predicate(sql_text, &self.files[0].leaves)?;
+        self.predicate = Some(p);
+        self.predicate_text = Some(sql_text.to_string());
+        Ok(self)
+    }
+
+    /// Projects top-level columns, in the given order.
+    pub fn select<S: AsRef<str>>(mut self, columns: &[S]) -> Result<Scan> {
+        let schema = self.files[0].schema().clone();
+        let mut projection = Vec::with_capacity(columns.len());
+        for c in columns {
+            let name = c.as_ref().trim();
+            let idx = schema.index_of(name).ok().or_else(|| {
+                let m: Vec<usize> = schema
+                    .fields()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.name().eq_ignore_ascii_case(name))
+                    .map(|(i, _)| i)
+                    .collect();
+                (m.len() == 1).then(|| m[0])
+            });
+            match idx {
+                Some(i) => projection.push(i),
+                None => {
+                    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                    return Err(Error::invalid(format!(
+                        "unknown column '{name}' in select (columns: {})",
+                        names.join(", ")
+                    )));
+                }
+            }
+        }
+        self.projection = projection;
+        Ok(self)
+    }
+
+    /// Number of worker threads (default: all cores).
+    pub fn threads(mut self, n: usize) -> Scan {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Stops after `n` rows.
+    pub fn limit(mut self, n: Option<usize>) -> Scan {
+        self.limit = n;
+        self
+    }
+
+    /// Maximum rows per output batch (default 8192).
+    pub fn batch_size(mut self, n: usize) -> Scan {
+        self.batch_size = n.max(1);
+        self
+    }
+
+    /// The schema of the output batches.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(self.files[0].schema().project(&self.projection).expect("projection in range"))
+    }
+
+    pub fn files(&self) -> Vec<std::path::PathBuf> {
+        self.files.iter().map(|f| f.path.clone()).collect()
+    }
+
+    /// The bound predicate, rendered (for explain output).
+    pub fn predicate_text(&self) -> Option<String> {
+        self.predicate.as_ref().map(|p| sql::render(p, &self.files[0].leaves))
+    }
+
+    /// Starts the scan.
+    pub fn batches(self) -> Result<ScanStream> {
+        let schema = self.schema();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .thread_name(|i| format!("tamis-{i}"))
+            .build()
+            .map_err(|e| Error::internal(format!("cannot start threads: {e}")))?;
+        let tasks: VecDeque<(usize, usize)> = self
+            .files
+            .iter()
+            .enumerate()
+            .flat_map(|(fi, f)| (0..f.metadata.num_row_groups()).map(move |rg| (fi, rg)))
+            .collect();
+        let total = tasks.len();
+        Ok(ScanStream {
+            shared: Arc::new(Shared {
+                files: self.files,
+                predicate: self.predicate,
+                projection: self.projection,
+                schema: schema.clone(),
+                metrics: self.metrics,
+                done: AtomicUsize::new(0),
+                cancelled: AtomicBool::new(false),
+            }),
+            pool,
+            pending: tasks,
+            in_flight: VecDeque::new(),
+            window: self.threads * 2,
+            ready: VecDeque::new(),
+            remaining: self.limit,
+            batch_size: self.batch_size,
+            total,
+            started: Instant::now(),
+            finished: false,
+            schema,
+        })
+    }
+}
+
+fn check_same_schema(first: &OpenedFile, other: &OpenedFile) -> Result<()> {
+    let strip = |s: &Schema| Schema::new(s.fields().clone());
+    let (a, b) = (strip(first.schema()), strip(other.schema()));
+    if a != b {
+        let diff = a
+            .fields()
+            .iter()
+            .zip(b.fields().iter())
+            .find(|(x, y)| x != y)
+            .map(|(x, y)| format!("column '{}' is {} there, {} here", x.name(), x.data_type(), y.data_type()))
+            .unwrap_or_else(|| format!("{} columns there, {} here", a.fields().len(), b.fields().len()));
+        return Err(Error::invalid(format!(
+            "schema differs from {}: {diff}",
+            first.name()
+        ))
+        .in_file(other.name()));
+    }
+    Ok(())
+}
+
+struct Shared {
+    files: Vec<Arc<OpenedFile>>,
+    predicate: Option<Predicate>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    metrics: Arc<MetricsCollector>,
+    done: AtomicUsize,
+    cancelled: AtomicBool,
+}
+
+/// Record batches of a running scan, in file order. Metrics are complete once it is exhausted.
+pub struct ScanStream {
+    shared: Arc<Shared>,
+    pool: rayon::ThreadPool,
+    pending: VecDeque<(usize, usize)>,
+    in_flight: VecDeque<Receiver<Result<Option<RecordBatch>>>>,
+    window: usize,
+    ready: VecDeque<RecordBatch>,
+    remaining: Option<usize>,
+    batch_size: usize,
+    total: usize,
+    started: Instant,
+    finished: bool,
+    schema: SchemaRef,
+}
+
+impl ScanStream {
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// (row groups done, row groups total).
+    pub fn progress(&self) -> (usize, usize) {
+        (self.shared.done.load(Relaxed), self.total)
+    }
+
+    /// A snapshot of the metrics; complete after the last batch.
+    pub fn metrics(&self) -> ScanMetrics {
+        let mut s = self.shared.metrics.snapshot();
+        s.bytes_read = self.shared.files.iter().map(|f| f.source.bytes_read()).sum();
+        s
+    }
+
+    fn spawn_more(&mut self) {
+        while self.in_flight.len() < self.window {
+            let Some((fi, rg)) = self.pending.pop_front() else { break };
+            let (tx, rx) = sync_channel(1);
+            let shared = self.shared.clone();
+            self.pool.spawn(move || {
+                if shared.cancelled.load(Relaxed) {
+                    let _ = tx.send(Ok(None));
+                    return;
+                }
+                let file = &shared.files[fi];
+                let job = RowGroupJob {
+                    file,
+                    rg,
+                    predicate: shared.predicate.as_ref(),
+                    projection: &shared.projection,
+                    schema: &shared.schema,
+                    metrics: &shared.metrics,
+                };
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))
+                    .unwrap_or_else(|_| {
+                        Err(Error::internal("a row-group task panicked").in_row_group(rg).in_file(file.name()))
+                    });
+                shared.done.fetch_add(1, Relaxed);
+                let _ = tx.send(result);
+            });
+            self.in_flight.push_back(rx);
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.finished {
+            self.finished = true;
+            self.shared.cancelled.store(true, Relaxed);
+            self.pending.clear();
+            add(&self.shared.metrics.time_total_ns, self.started.elapsed().as_nanos() as u64);
+        }
+    }
+}
+
+impl Iterator for ScanStream {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.remaining == Some(0) {
+                self.finish();
+                return None;
+            }
+            if let Some(batch) = self.ready.pop_front() {
+                let batch = match &mut self.remaining {
+                    Some(r) if batch.num_rows() > *r => {
+                        let b = batch.slice(0, *r);
+                        *r = 0;
+                        b
+                    }
+                    Some(r) => {
+                        *r -= batch.num_rows();
+                        batch
+                    }
+                    None => batch,
+                };
+                return Some(Ok(batch));
+            }
+            if self.finished {
+                return None;
+            }
+            self.spawn_more();
+            let Some(rx) = self.in_flight.pop_front() else {
+                self.finish();
+                return None;
+            };
+            match rx.recv() {
+                Ok(Ok(Some(batch))) => {
+                    let mut offset = 0;
+                    while offset < batch.num_rows() {
+                        let n = self.batch_size.min(batch.num_rows() - offset);
+                        self.ready.push_back(batch.slice(offset, n));
+                        offset += n;
+                    }
+                }
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    self.finish();
+                    return Some(Err(e));
+                }
+                Err(_) => {
+                    self.finish();
+                    return Some(Err(Error::internal("a row-group task vanished")));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ScanStream {
+    fn drop(&mut self) {
+        self.shared.cancelled.store(true, Relaxed);
+    }
+}

@@ -1,0 +1,223 @@
+//! One row group, start to finish: prune, filter, project. A sequencer — the logic lives in
+//! `prune/`, `column/` and `encoding/`.
+//!
+//! ```text
+//! predicate ─ statistics ─ Bloom ─ dictionary ─► simplified predicate (False ⇒ skip the group)
+//!           ─ page index ─► candidate rows (Bitmap)
+//!           ─ filters, leaf by leaf, each only on rows still alive ─► selection
+//!           ─ payload columns: only pages holding a selected row ─► Arrow arrays
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::datatypes::SchemaRef;
+
+use crate::arrow::{is_native, to_arrow};
+use crate::column::filter::eval_leaf;
+use crate::column::project::project;
+use crate::column::ColumnChunk;
+use crate::error::{Error, Result};
+use crate::expr::Predicate;
+use crate::metrics::{add, add_elapsed, MetricsCollector};
+use crate::prune;
+use crate::selection::Bitmap;
+use crate::values::Values;
+
+use super::fallback;
+use super::file::OpenedFile;
+
+/// What a row group task needs besides its file.
+pub struct RowGroupJob<'a> {
+    pub file: &'a OpenedFile,
+    pub rg: usize,
+    pub predicate: Option<&'a Predicate>,
+    /// Top-level fields to output, in output order.
+    pub projection: &'a [usize],
+    pub schema: &'a SchemaRef,
+    pub metrics: &'a MetricsCollector,
+}
+
+/// Runs the row group; returns the selected rows of the projected columns.
+pub fn scan_row_group(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
+    run(job).map_err(|e| e.in_row_group(job.rg).in_file(job.file.name()))
+}
+
+fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
+    let file = job.file;
+    let m = job.metrics;
+    let rg_meta = file.metadata.row_group(job.rg);
+    let rows = rg_meta.num_rows() as usize;
+    add(&m.row_groups_total, 1);
+    add(&m.rows_total, rows as u64);
+    let leaves = &file.leaves;
+    let page_index = file.metadata.page_index();
+    let offset_index = |c: usize| page_index.and_then(|p| p.offset_index(job.rg, c));
+    let column_index = |c: usize| page_index.and_then(|p| p.column_index(job.rg, c));
+    let mut chunks: HashMap<usize, ColumnChunk<'_>> = HashMap::new();
+    let chunk = |c: usize| {
+        ColumnChunk::new(&leaves[c], rg_meta.column(c), &file.source, offset_index(c), rows)
+    };
+
+    // ── prune ────────────────────────────────────────────────────────────────────────────────
+    let t = Instant::now();
+    let predicate = match job.predicate {
+        None => Predicate::True,
+        Some(p) => {
+            let p = prune::row_group::statistics_verdict(p, leaves, rg_meta);
+            if p == Predicate::False {
+                add(&m.row_groups_pruned_statistics, 1);
+                add_elapsed(&m.time_prune_ns, t);
+                return Ok(None);
+            }
+            let p = prune::bloom::bloom_verdict(&p, leaves, rg_meta, &file.source)?;
+            if p == Predicate::False {
+                add(&m.row_groups_pruned_bloom, 1);
+                add_elapsed(&m.time_prune_ns, t);
+                return Ok(None);
+            }
+            // Dictionaries of columns that are provably dictionary-encoded throughout.
+            let mut dicts: HashMap<usize, Arc<Values>> = HashMap::new();
+            for c in p.columns() {
+                if prune::dictionary::chunk_is_all_dictionary(rg_meta.column(c)) {
+                    let ch = chunks.entry(c).or_insert_with(|| chunk(c));
+                    if let Some(d) = ch.load_dictionary()? {
+                        dicts.insert(c, d);
+                    }
+                }
+            }
+            let (p, skipped) = if dicts.is_empty() {
+                (p, 0)
+            } else {
+                let dict_of = |c: usize| dicts.get(&c).map(|d| d.as_ref().clone());
+                let nulls = |c: usize| {
+                    rg_meta.column(c).statistics().and_then(|s| s.null_count_opt())
+                };
+                prune::dictionary::dictionary_verdict(&p, leaves, &dict_of, &nulls)?
+            };
+            add(&m.conjuncts_skipped_dictionary, skipped as u64);
+            if p == Predicate::False {
+                add(&m.row_groups_pruned_dictionary, 1);
+                add_elapsed(&m.time_prune_ns, t);
+                return Ok(None);
+            }
+            p
+        }
+    };
+    let candidates = match &predicate {
+        Predicate::True => {
+            if job.predicate.is_some() {
+                add(&m.row_groups_fully_matched, 1);
+            }
+            Bitmap::new_set(rows)
+        }
+        p => match prune::page_index::page_ranges(p, leaves, rows, &column_index, &offset_index) {
+            Some(ranges) => Bitmap::from_ranges(rows, &ranges),
+            None => Bitmap::new_set(rows),
+        },
+    };
+    add_elapsed(&m.time_prune_ns, t);
+    add(&m.rows_candidate, candidates.count_ones() as u64);
+
+    // ── filter ───────────────────────────────────────────────────────────────────────────────
+    let t = Instant::now();
+    let filter_columns = predicate.columns();
+    let selection = if candidates.count_ones() == 0 {
+        candidates.clone()
+    } else {
+        for &c in &filter_columns {
+            chunks.entry(c).or_insert_with(|| chunk(c));
+        }
+        eval(&predicate, &candidates, &mut chunks, m)?
+    };
+    for &c in &filter_columns {
+        if let Some(layout) = chunks.get(&c).and_then(|ch| ch.page_layout()) {
+            add(&m.pages_total, layout.len() as u64);
+            let pruned = layout.iter().filter(|(s, n)| !candidates.any_in(*s, s + n)).count();
+            add(&m.pages_pruned, pruned as u64);
+        }
+    }
+    add_elapsed(&m.time_filter_ns, t);
+    let selected = selection.count_ones();
+    add(&m.rows_selected, selected as u64);
+    if selected == 0 {
+        return Ok(None);
+    }
+
+    // ── payload ──────────────────────────────────────────────────────────────────────────────
+    let t = Instant::now();
+    let fields = file.schema().fields();
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(job.projection.len());
+    for &root in job.projection {
+        let field = &fields[root];
+        let leaf = leaves.iter().find(|l| l.root == root && !l.nested);
+        let array = match leaf {
+            Some(leaf) if is_native(leaf, field.data_type()) => {
+                let c = leaf.index;
+                let is_filter = filter_columns.contains(&c);
+                let ch = chunks.entry(c).or_insert_with(|| chunk(c));
+                let projected = project(ch, &selection, m)?;
+                if !is_filter {
+                    if let Some(layout) = ch.page_layout() {
+                        add(&m.pages_total, layout.len() as u64);
+                        let skipped = layout.iter().filter(|(s, n)| !selection.any_in(*s, s + n)).count();
+                        add(&m.pages_skipped_payload, skipped as u64);
+                    }
+                }
+                to_arrow(leaf, projected, field.data_type()).map_err(|e| e.in_column(&leaf.path))?
+            }
+            _ => fallback::read_root(file, job.rg, root, &selection)
+                .map_err(|e| e.in_column(field.name()))?,
+        };
+        columns.push(array);
+    }
+    add_elapsed(&m.time_payload_ns, t);
+    let options = RecordBatchOptions::new().with_row_count(Some(selected));
+    let batch = RecordBatch::try_new_with_options(job.schema.clone(), columns, &options)
+        .map_err(|e| Error::internal(format!("building the result batch: {e}")))?;
+    Ok(Some(batch))
+}
+
+/// Rows in `mask` satisfying `p`; children of AND see only rows still alive, children of OR only
+/// rows not yet accepted.
+fn eval(
+    p: &Predicate,
+    mask: &Bitmap,
+    chunks: &mut HashMap<usize, ColumnChunk<'_>>,
+    m: &MetricsCollector,
+) -> Result<Bitmap> {
+    Ok(match p {
+        Predicate::True => mask.clone(),
+        Predicate::False => Bitmap::new_zeroed(mask.len()),
+        Predicate::Leaf(leaf) => {
+            let ch = chunks
+                .get_mut(&leaf.column)
+                .ok_or_else(|| Error::internal("filter column not prepared"))?;
+            eval_leaf(ch, leaf, mask, m)?
+        }
+        Predicate::And(children) => {
+            let mut alive = mask.clone();
+            for c in children {
+                if alive.count_ones() == 0 {
+                    break;
+                }
+                alive = eval(c, &alive, chunks, m)?;
+            }
+            alive
+        }
+        Predicate::Or(children) => {
+            let mut accepted = Bitmap::new_zeroed(mask.len());
+            for c in children {
+                let mut rest = mask.clone();
+                rest.and_not_inplace(&accepted);
+                if rest.count_ones() == 0 {
+                    break;
+                }
+                accepted.or_inplace(&eval(c, &rest, chunks, m)?);
+            }
+            accepted
+        }
+    })
+}
