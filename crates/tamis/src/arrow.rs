@@ -80,7 +80,9 @@ pub fn is_native(leaf: &LeafColumn, target: &DataType) -> bool {
     if leaf.nested {
         return false;
     }
-    let Some(native) = native_type(leaf) else { return false };
+    let Some(native) = native_type(leaf) else {
+        return false;
+    };
     adaptable(&native, target)
 }
 
@@ -127,7 +129,11 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
         let mut out = Vec::with_capacity(validity.len());
         let mut it = dense.into_iter();
         for &v in validity {
-            out.push(if v { it.next().unwrap_or_default() } else { T::default() });
+            out.push(if v {
+                it.next().unwrap_or_default()
+            } else {
+                T::default()
+            });
         }
         out
     }
@@ -254,8 +260,10 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
             Arc::new(FixedSizeBinaryArray::try_new(*width, data.into(), nulls)?)
         }
         (t, _) => {
-            return Err(Error::internal(format!("values do not match Arrow type {t}"))
-                .in_column(&leaf.path))
+            return Err(
+                Error::internal(format!("values do not match Arrow type {t}"))
+                    .in_column(&leaf.path),
+            )
         }
     };
     adapt(array, target)
@@ -270,7 +278,11 @@ fn prim<T: ArrowPrimitiveType>(
         let mut out = Vec::with_capacity(validity.len());
         let mut it = dense.into_iter();
         for &v in validity {
-            out.push(if v { it.next().unwrap_or_default() } else { T::Native::default() });
+            out.push(if v {
+                it.next().unwrap_or_default()
+            } else {
+                T::Native::default()
+            });
         }
         out
     } else {

@@ -30,7 +30,10 @@ pub struct FileSource {
 impl FileSource {
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::from(e).in_file(path.display()))?;
-        let len = file.metadata().map_err(|e| Error::from(e).in_file(path.display()))?.len();
+        let len = file
+            .metadata()
+            .map_err(|e| Error::from(e).in_file(path.display()))?
+            .len();
         Ok(FileSource {
             file: Arc::new(file),
             path: path.to_path_buf(),
@@ -50,7 +53,10 @@ impl FileSource {
 
     /// Reads `range`, which must lie within the file (checked before allocating).
     pub fn read_range(&self, range: Range<u64>) -> Result<Bytes> {
-        Ok(self.get_bytes(range.start, (range.end.saturating_sub(range.start)) as usize)?)
+        Ok(self.get_bytes(
+            range.start,
+            (range.end.saturating_sub(range.start)) as usize,
+        )?)
     }
 
     /// Reads several ranges, merging ranges closer than `gap` bytes into one read.
@@ -72,7 +78,10 @@ impl FileSource {
             let data = self.read_range(r.clone())?;
             pieces.push((r.start, data));
         }
-        Ok(FetchedRanges { pieces, len: self.len })
+        Ok(FetchedRanges {
+            pieces,
+            len: self.len,
+        })
     }
 }
 
@@ -101,16 +110,22 @@ impl ChunkReader for FileSource {
     type T = PositionedReader;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        Ok(PositionedReader { source: self.clone(), pos: start })
+        Ok(PositionedReader {
+            source: self.clone(),
+            pos: start,
+        })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        let end = start.checked_add(length as u64).filter(|&e| e <= self.len).ok_or_else(|| {
-            ParquetError::General(format!(
-                "byte range {start}+{length} lies beyond the end of the file ({} bytes)",
-                self.len
-            ))
-        })?;
+        let end = start
+            .checked_add(length as u64)
+            .filter(|&e| e <= self.len)
+            .ok_or_else(|| {
+                ParquetError::General(format!(
+                    "byte range {start}+{length} lies beyond the end of the file ({} bytes)",
+                    self.len
+                ))
+            })?;
         let mut buf = vec![0u8; (end - start) as usize];
         self.file
             .read_exact_at(&mut buf, start)
@@ -138,7 +153,9 @@ impl FetchedRanges {
                 return Ok((*s, data));
             }
         }
-        Err(ParquetError::General(format!("offset {start} lies outside the column chunk")))
+        Err(ParquetError::General(format!(
+            "offset {start} lies outside the column chunk"
+        )))
     }
 }
 
@@ -159,11 +176,14 @@ impl ChunkReader for FetchedRanges {
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         let (s, data) = self.piece(start)?;
         let from = (start - s) as usize;
-        let to = from.checked_add(length).filter(|&t| t <= data.len()).ok_or_else(|| {
-            ParquetError::General(format!(
-                "page at offset {start} of {length} bytes runs past the column chunk"
-            ))
-        })?;
+        let to = from
+            .checked_add(length)
+            .filter(|&t| t <= data.len())
+            .ok_or_else(|| {
+                ParquetError::General(format!(
+                    "page at offset {start} of {length} bytes runs past the column chunk"
+                ))
+            })?;
         Ok(data.slice(from..to))
     }
 }
@@ -178,7 +198,10 @@ mod tests {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(&(0u8..100).collect::<Vec<_>>()).unwrap();
         let src = FileSource::open(f.path()).unwrap();
-        assert_eq!(src.get_bytes(10, 5).unwrap().as_ref(), &[10, 11, 12, 13, 14]);
+        assert_eq!(
+            src.get_bytes(10, 5).unwrap().as_ref(),
+            &[10, 11, 12, 13, 14]
+        );
         assert_eq!(src.bytes_read(), 5);
         assert!(src.get_bytes(98, 5).is_err());
         assert!(src.get_bytes(u64::MAX - 1, 5).is_err());

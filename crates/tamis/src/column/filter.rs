@@ -49,7 +49,9 @@ pub fn eval_leaf(
             encoding::dictionary::filter_codes(&frame.values, frame.non_null, dict.len(), matches)
                 .map_err(|e| e.in_column(&chunk.leaf.path))?
         } else {
-            let values = chunk.decode_page(frame).map_err(|e| e.in_column(&chunk.leaf.path))?;
+            let values = chunk
+                .decode_page(frame)
+                .map_err(|e| e.in_column(&chunk.leaf.path))?;
             eval_dense(&leaf.op, chunk.leaf, &values).map_err(|e| e.in_column(&chunk.leaf.path))?
         };
         add(&metrics.values_decoded, frame.non_null as u64);

@@ -47,7 +47,10 @@ pub struct PageFrame {
 
 impl PageFrame {
     pub fn is_dictionary_encoded(&self) -> bool {
-        matches!(self.encoding, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY)
+        matches!(
+            self.encoding,
+            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
+        )
     }
 }
 
@@ -83,8 +86,12 @@ impl<'a> ColumnChunk<'a> {
             let locs = oi.page_locations();
             !locs.is_empty()
                 && locs[0].first_row_index == 0
-                && locs.windows(2).all(|w| w[0].first_row_index < w[1].first_row_index)
-                && locs.last().is_some_and(|l| (l.first_row_index as usize) < rg_rows.max(1))
+                && locs
+                    .windows(2)
+                    .all(|w| w[0].first_row_index < w[1].first_row_index)
+                && locs
+                    .last()
+                    .is_some_and(|l| (l.first_row_index as usize) < rg_rows.max(1))
         });
         ColumnChunk {
             leaf,
@@ -109,7 +116,9 @@ impl<'a> ColumnChunk<'a> {
                     .enumerate()
                     .map(|(i, l)| {
                         let start = l.first_row_index as usize;
-                        let end = locs.get(i + 1).map_or(self.rg_rows, |n| n.first_row_index as usize);
+                        let end = locs
+                            .get(i + 1)
+                            .map_or(self.rg_rows, |n| n.first_row_index as usize);
                         (start, end.saturating_sub(start))
                     })
                     .collect(),
@@ -124,7 +133,8 @@ impl<'a> ColumnChunk<'a> {
 
     /// Makes sure every page holding a row set in `needed` is loaded.
     pub fn ensure(&mut self, needed: &Bitmap, metrics: &MetricsCollector) -> Result<()> {
-        self.ensure_inner(needed, metrics).map_err(|e| self.context(e))
+        self.ensure_inner(needed, metrics)
+            .map_err(|e| self.context(e))
     }
 
     fn ensure_inner(&mut self, needed: &Bitmap, metrics: &MetricsCollector) -> Result<()> {
@@ -168,7 +178,9 @@ impl<'a> ColumnChunk<'a> {
         let first_page = locs[0].offset as u64;
         if first_page > chunk_start && self.dict_bytes.is_none() {
             if first_page > chunk_end {
-                return Err(Error::corrupt("offset index points outside the column chunk"));
+                return Err(Error::corrupt(
+                    "offset index points outside the column chunk",
+                ));
             }
             let dict = self.source.read_range(chunk_start..first_page)?;
             self.dict_bytes = Some((chunk_start, dict));
@@ -180,7 +192,11 @@ impl<'a> ColumnChunk<'a> {
             let end = start.checked_add(l.compressed_page_size.max(0) as u64);
             match end {
                 Some(end) if start >= chunk_start && end <= chunk_end => ranges.push(start..end),
-                _ => return Err(Error::corrupt(format!("page {i} lies outside its column chunk"))),
+                _ => {
+                    return Err(Error::corrupt(format!(
+                        "page {i} lies outside its column chunk"
+                    )))
+                }
             }
         }
         let fetched = self.source.read_ranges(&ranges, 0)?;
@@ -201,7 +217,9 @@ impl<'a> ColumnChunk<'a> {
                 let page = pages.get_next_page()?.ok_or_else(|| {
                     Error::corrupt(format!("page {i} announced by the offset index is missing"))
                 })?;
-                let frame = self.frame(page, first_row, Some(rows)).map_err(|e| e.in_page(i))?;
+                let frame = self
+                    .frame(page, first_row, Some(rows))
+                    .map_err(|e| e.in_page(i))?;
                 add(&metrics.pages_read, 1);
                 self.pages.insert(i, frame);
             } else {
@@ -248,7 +266,9 @@ impl<'a> ColumnChunk<'a> {
                     None => true,
                 };
             let rows = if wanted {
-                let page = pages.get_next_page()?.ok_or_else(|| Error::corrupt("page vanished"))?;
+                let page = pages
+                    .get_next_page()?
+                    .ok_or_else(|| Error::corrupt("page vanished"))?;
                 let frame = self.frame(page, row, None).map_err(|e| e.in_page(i))?;
                 add(&metrics.pages_read, 1);
                 let n = frame.num_rows;
@@ -279,7 +299,12 @@ impl<'a> ColumnChunk<'a> {
 
     fn take_dictionary(&mut self, page: Option<Page>) -> Result<()> {
         match page {
-            Some(Page::DictionaryPage { buf, num_values, encoding, .. }) => {
+            Some(Page::DictionaryPage {
+                buf,
+                num_values,
+                encoding,
+                ..
+            }) => {
                 if self.dictionary.is_none() {
                     let enc = match encoding {
                         Encoding::PLAIN_DICTIONARY | Encoding::PLAIN => Encoding::PLAIN,
@@ -296,7 +321,9 @@ impl<'a> ColumnChunk<'a> {
                 }
                 Ok(())
             }
-            _ => Err(Error::corrupt("expected a dictionary page at the start of the column chunk")),
+            _ => Err(Error::corrupt(
+                "expected a dictionary page at the start of the column chunk",
+            )),
         }
     }
 
@@ -305,13 +332,24 @@ impl<'a> ColumnChunk<'a> {
         let max_def = self.leaf.max_def;
         let mut defs = Vec::new();
         let (num_rows, encoding, values) = match page {
-            Page::DataPage { buf, num_values, encoding, def_level_encoding, .. } => {
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                ..
+            } => {
                 let n = num_values as usize;
                 let used = levels::decode_v1(&buf, def_level_encoding, max_def, n, &mut defs)?;
                 (n, encoding, buf.slice(used.min(buf.len())..))
             }
             Page::DataPageV2 {
-                buf, num_values, encoding, def_levels_byte_len, rep_levels_byte_len, ..
+                buf,
+                num_values,
+                encoding,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                ..
             } => {
                 let n = num_values as usize;
                 let rep = rep_levels_byte_len as usize;
@@ -335,13 +373,25 @@ impl<'a> ColumnChunk<'a> {
                 )));
             }
         }
-        if first_row.checked_add(num_rows).is_none_or(|e| e > self.rg_rows) {
-            return Err(Error::corrupt("page rows run past the end of the row group"));
+        if first_row
+            .checked_add(num_rows)
+            .is_none_or(|e| e > self.rg_rows)
+        {
+            return Err(Error::corrupt(
+                "page rows run past the end of the row group",
+            ));
         }
         let validity = (max_def > 0).then(|| levels::validity(&defs, max_def));
         let non_null = validity.as_ref().map_or(num_rows, |v| v.count_ones());
         let validity = validity.filter(|v| non_null != v.len());
-        Ok(PageFrame { first_row, num_rows, validity, non_null, encoding, values })
+        Ok(PageFrame {
+            first_row,
+            num_rows,
+            validity,
+            non_null,
+            encoding,
+            values,
+        })
     }
 
     /// Reads and decodes only the dictionary page (for dictionary pruning); `None` if the chunk
@@ -350,16 +400,24 @@ impl<'a> ColumnChunk<'a> {
         if self.dictionary.is_some() {
             return Ok(self.dictionary.clone());
         }
-        let Some(dict_offset) = self.meta.dictionary_page_offset() else { return Ok(None) };
+        let Some(dict_offset) = self.meta.dictionary_page_offset() else {
+            return Ok(None);
+        };
         let (chunk_start, chunk_end) = self.chunk_range().map_err(|e| self.context(e))?;
         let data_start = self.meta.data_page_offset() as u64;
         let dict_offset = dict_offset as u64;
         if dict_offset < chunk_start || data_start <= dict_offset || data_start > chunk_end {
             return Ok(None); // odd metadata: no dictionary pruning (fail open)
         }
-        let bytes = self.source.read_range(chunk_start..data_start).map_err(|e| self.context(e))?;
+        let bytes = self
+            .source
+            .read_range(chunk_start..data_start)
+            .map_err(|e| self.context(e))?;
         self.dict_bytes = Some((chunk_start, bytes.clone()));
-        let reader = Arc::new(FetchedRanges::from_pieces(vec![(chunk_start, bytes)], self.source_len()));
+        let reader = Arc::new(FetchedRanges::from_pieces(
+            vec![(chunk_start, bytes)],
+            self.source_len(),
+        ));
         let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)
             .map_err(|e| self.context(e))?;
         match pages.peek_next_page() {
@@ -376,7 +434,12 @@ impl<'a> ColumnChunk<'a> {
         if frame.is_dictionary_encoded() {
             let dict = self.dictionary_for(frame)?;
             let mut codes = Vec::with_capacity(frame.non_null);
-            encoding::dictionary::decode_codes(&frame.values, frame.non_null, dict.len(), &mut codes)?;
+            encoding::dictionary::decode_codes(
+                &frame.values,
+                frame.non_null,
+                dict.len(),
+                &mut codes,
+            )?;
             Ok(encoding::dictionary::gather(dict, &codes))
         } else {
             encoding::decode_values(

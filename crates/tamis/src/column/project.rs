@@ -22,7 +22,10 @@ pub fn project(
 ) -> Result<Projected> {
     chunk.ensure(selection, metrics)?;
     let path = chunk.leaf.path.clone();
-    let mut out = Projected { values: None, validity: Vec::with_capacity(selection.count_ones()) };
+    let mut out = Projected {
+        values: None,
+        validity: Vec::with_capacity(selection.count_ones()),
+    };
     for frame in chunk.pages.values() {
         let (start, end) = (frame.first_row, frame.first_row + frame.num_rows);
         if !selection.any_in(start, end) {
@@ -76,8 +79,10 @@ pub fn project(
             None => out.values = Some(values),
             Some(acc) => {
                 if !acc.append(values) {
-                    return Err(Error::corrupt("pages of one column decode to different types")
-                        .in_column(&path));
+                    return Err(
+                        Error::corrupt("pages of one column decode to different types")
+                            .in_column(&path),
+                    );
                 }
             }
         }

@@ -12,16 +12,25 @@ use crate::selection::Bitmap;
 use super::file::OpenedFile;
 
 /// The selected rows of top-level field `root` in row group `rg`.
-pub fn read_root(file: &OpenedFile, rg: usize, root: usize, selection: &Bitmap) -> Result<ArrayRef> {
+pub fn read_root(
+    file: &OpenedFile,
+    rg: usize,
+    root: usize,
+    selection: &Bitmap,
+) -> Result<ArrayRef> {
     let schema = file.metadata.file_metadata().schema_descr();
     let mask = ProjectionMask::roots(schema, [root]);
     let rows = selection.len();
     let ranges = selection.ranges();
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file.source.clone(), file.arrow.clone())
-        .with_row_groups(vec![rg])
-        .with_projection(mask)
-        .with_batch_size(rows.clamp(1, 1 << 20))
-        .with_row_selection(RowSelection::from_consecutive_ranges(ranges.into_iter(), rows));
+    let builder =
+        ParquetRecordBatchReaderBuilder::new_with_metadata(file.source.clone(), file.arrow.clone())
+            .with_row_groups(vec![rg])
+            .with_projection(mask)
+            .with_batch_size(rows.clamp(1, 1 << 20))
+            .with_row_selection(RowSelection::from_consecutive_ranges(
+                ranges.into_iter(),
+                rows,
+            ));
     let reader = builder.build()?;
     let mut parts = Vec::new();
     for batch in reader {
@@ -35,7 +44,9 @@ pub fn read_root(file: &OpenedFile, rg: usize, root: usize, selection: &Bitmap) 
     let refs: Vec<&dyn arrow::array::Array> = parts.iter().map(|a| a.as_ref()).collect();
     let out = arrow::compute::concat(&refs)?;
     if out.len() != selection.count_ones() {
-        return Err(Error::internal("fallback reader returned the wrong number of rows"));
+        return Err(Error::internal(
+            "fallback reader returned the wrong number of rows",
+        ));
     }
     Ok(out)
 }

@@ -46,7 +46,9 @@ impl OpenedFile {
                 ))));
             }
             if rg.num_rows() < 0 {
-                return Err(ctx(Error::corrupt(format!("row group {i} has a negative row count"))));
+                return Err(ctx(Error::corrupt(format!(
+                    "row group {i} has a negative row count"
+                ))));
             }
         }
         Ok(OpenedFile {
@@ -81,13 +83,19 @@ pub fn resolve_paths(path: &str) -> Result<Vec<PathBuf>> {
         collect_dir(p, &mut out)?;
         out.sort();
         if out.is_empty() {
-            return Err(Error::invalid(format!("no *.parquet files below directory {path}")));
+            return Err(Error::invalid(format!(
+                "no *.parquet files below directory {path}"
+            )));
         }
         return Ok(out);
     }
     if path.contains(['*', '?', '[']) {
-        let paths = glob::glob(path).map_err(|e| Error::invalid(format!("bad glob {path}: {e}")))?;
-        let mut out: Vec<PathBuf> = paths.filter_map(|r| r.ok()).filter(|p| p.is_file()).collect();
+        let paths =
+            glob::glob(path).map_err(|e| Error::invalid(format!("bad glob {path}: {e}")))?;
+        let mut out: Vec<PathBuf> = paths
+            .filter_map(|r| r.ok())
+            .filter(|p| p.is_file())
+            .collect();
         out.sort();
         if out.is_empty() {
             return Err(Error::invalid(format!("no files match {path}")));
@@ -100,7 +108,9 @@ pub fn resolve_paths(path: &str) -> Result<Vec<PathBuf>> {
 fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).in_file(dir.display()))?;
     for entry in entries {
-        let path = entry.map_err(|e| Error::from(e).in_file(dir.display()))?.path();
+        let path = entry
+            .map_err(|e| Error::from(e).in_file(dir.display()))?
+            .path();
         if path.is_dir() {
             collect_dir(&path, out)?;
         } else if path.extension().is_some_and(|e| e == "parquet") {

@@ -60,7 +60,10 @@ impl Scan {
         for p in &paths {
             let f = OpenedFile::open(p)?;
             add(&metrics.files, 1);
-            add(&metrics.bytes_file, parquet::file::reader::Length::len(&f.source));
+            add(
+                &metrics.bytes_file,
+                parquet::file::reader::Length::len(&f.source),
+            );
             add(&metrics.bytes_read, f.open_bytes);
             add(&metrics.time_metadata_ns, f.open_ns);
             if let Some(first) = files.first() {
@@ -108,7 +111,8 @@ impl Scan {
             match idx {
                 Some(i) => projection.push(i),
                 None => {
-                    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                    let names: Vec<&str> =
+                        schema.fields().iter().map(|f| f.name().as_str()).collect();
                     return Err(Error::invalid(format!(
                         "unknown column '{name}' in select (columns: {})",
                         names.join(", ")
@@ -140,7 +144,12 @@ impl Scan {
 
     /// The schema of the output batches.
     pub fn schema(&self) -> SchemaRef {
-        Arc::new(self.files[0].schema().project(&self.projection).expect("projection in range"))
+        Arc::new(
+            self.files[0]
+                .schema()
+                .project(&self.projection)
+                .expect("projection in range"),
+        )
     }
 
     pub fn files(&self) -> Vec<std::path::PathBuf> {
@@ -149,7 +158,9 @@ impl Scan {
 
     /// The bound predicate, rendered (for explain output).
     pub fn predicate_text(&self) -> Option<String> {
-        self.predicate.as_ref().map(|p| sql::render(p, &self.files[0].leaves))
+        self.predicate
+            .as_ref()
+            .map(|p| sql::render(p, &self.files[0].leaves))
     }
 
     /// Starts the scan.
@@ -201,13 +212,25 @@ fn check_same_schema(first: &OpenedFile, other: &OpenedFile) -> Result<()> {
             .iter()
             .zip(b.fields().iter())
             .find(|(x, y)| x != y)
-            .map(|(x, y)| format!("column '{}' is {} there, {} here", x.name(), x.data_type(), y.data_type()))
-            .unwrap_or_else(|| format!("{} columns there, {} here", a.fields().len(), b.fields().len()));
-        return Err(Error::invalid(format!(
-            "schema differs from {}: {diff}",
-            first.name()
-        ))
-        .in_file(other.name()));
+            .map(|(x, y)| {
+                format!(
+                    "column '{}' is {} there, {} here",
+                    x.name(),
+                    x.data_type(),
+                    y.data_type()
+                )
+            })
+            .unwrap_or_else(|| {
+                format!(
+                    "{} columns there, {} here",
+                    a.fields().len(),
+                    b.fields().len()
+                )
+            });
+        return Err(
+            Error::invalid(format!("schema differs from {}: {diff}", first.name()))
+                .in_file(other.name()),
+        );
     }
     Ok(())
 }
@@ -251,13 +274,20 @@ impl ScanStream {
     /// A snapshot of the metrics; complete after the last batch.
     pub fn metrics(&self) -> ScanMetrics {
         let mut s = self.shared.metrics.snapshot();
-        s.bytes_read = self.shared.files.iter().map(|f| f.source.bytes_read()).sum();
+        s.bytes_read = self
+            .shared
+            .files
+            .iter()
+            .map(|f| f.source.bytes_read())
+            .sum();
         s
     }
 
     fn spawn_more(&mut self) {
         while self.in_flight.len() < self.window {
-            let Some((fi, rg)) = self.pending.pop_front() else { break };
+            let Some((fi, rg)) = self.pending.pop_front() else {
+                break;
+            };
             let (tx, rx) = sync_channel(1);
             let shared = self.shared.clone();
             self.pool.spawn(move || {
@@ -274,10 +304,13 @@ impl ScanStream {
                     schema: &shared.schema,
                     metrics: &shared.metrics,
                 };
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))
-                    .unwrap_or_else(|_| {
-                        Err(Error::internal("a row-group task panicked").in_row_group(rg).in_file(file.name()))
-                    });
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))
+                        .unwrap_or_else(|_| {
+                            Err(Error::internal("a row-group task panicked")
+                                .in_row_group(rg)
+                                .in_file(file.name()))
+                        });
                 shared.done.fetch_add(1, Relaxed);
                 let _ = tx.send(result);
             });
@@ -290,7 +323,10 @@ impl ScanStream {
             self.finished = true;
             self.shared.cancelled.store(true, Relaxed);
             self.pending.clear();
-            add(&self.shared.metrics.time_total_ns, self.started.elapsed().as_nanos() as u64);
+            add(
+                &self.shared.metrics.time_total_ns,
+                self.started.elapsed().as_nanos() as u64,
+            );
         }
     }
 }

@@ -58,7 +58,13 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     let column_index = |c: usize| page_index.and_then(|p| p.column_index(job.rg, c));
     let mut chunks: HashMap<usize, ColumnChunk<'_>> = HashMap::new();
     let chunk = |c: usize| {
-        ColumnChunk::new(&leaves[c], rg_meta.column(c), &file.source, offset_index(c), rows)
+        ColumnChunk::new(
+            &leaves[c],
+            rg_meta.column(c),
+            &file.source,
+            offset_index(c),
+            rows,
+        )
     };
 
     // ── prune ────────────────────────────────────────────────────────────────────────────────
@@ -93,7 +99,10 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             } else {
                 let dict_of = |c: usize| dicts.get(&c).map(|d| d.as_ref().clone());
                 let nulls = |c: usize| {
-                    rg_meta.column(c).statistics().and_then(|s| s.null_count_opt())
+                    rg_meta
+                        .column(c)
+                        .statistics()
+                        .and_then(|s| s.null_count_opt())
                 };
                 prune::dictionary::dictionary_verdict(&p, leaves, &dict_of, &nulls)?
             };
@@ -135,7 +144,10 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     for &c in &filter_columns {
         if let Some(layout) = chunks.get(&c).and_then(|ch| ch.page_layout()) {
             add(&m.pages_total, layout.len() as u64);
-            let pruned = layout.iter().filter(|(s, n)| !candidates.any_in(*s, s + n)).count();
+            let pruned = layout
+                .iter()
+                .filter(|(s, n)| !candidates.any_in(*s, s + n))
+                .count();
             add(&m.pages_pruned, pruned as u64);
         }
     }
@@ -162,7 +174,10 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 if !is_filter {
                     if let Some(layout) = ch.page_layout() {
                         add(&m.pages_total, layout.len() as u64);
-                        let skipped = layout.iter().filter(|(s, n)| !selection.any_in(*s, s + n)).count();
+                        let skipped = layout
+                            .iter()
+                            .filter(|(s, n)| !selection.any_in(*s, s + n))
+                            .count();
                         add(&m.pages_skipped_payload, skipped as u64);
                     }
                 }
