@@ -1,0 +1,295 @@
+//! Dictionary-encoded data pages (RLE_DICTIONARY / PLAIN_DICTIONARY): one bit-width byte, then
+//! dictionary codes in the RLE/bit-packed hybrid.
+//!
+//! Predicates on dictionary columns are evaluated once per dictionary entry; [`filter_codes`]
+//! then maps codes to a row bitmap run by run, so a repeated run costs one lookup however long.
+
+use super::bitpack;
+use super::rle::{RleDecoder, Run};
+use crate::error::{Error, Result};
+use crate::selection::Bitmap;
+use crate::values::{ByteArrays, Values};
+
+/// Bit-packed runs are unpacked and tested this many codes at a time.
+const CHUNK: usize = 1024;
+
+fn out_of_range(code: u32, dict_len: usize) -> Error {
+    Error::corrupt(format!(
+        "dictionary code {code} out of range for dictionary of {dict_len} entries"
+    ))
+}
+
+/// Splits off the bit-width byte; `None` means there are no values to read.
+fn split_header(data: &[u8], num_values: usize) -> Result<Option<(u8, &[u8])>> {
+    if num_values == 0 {
+        return Ok(None);
+    }
+    let (&bit_width, rest) = data.split_first().ok_or_else(|| {
+        Error::corrupt(format!(
+            "dictionary-encoded page for {num_values} values is empty"
+        ))
+    })?;
+    if bit_width > 32 {
+        return Err(Error::corrupt(format!(
+            "dictionary code bit width {bit_width} is above 32"
+        )));
+    }
+    Ok(Some((bit_width, rest)))
+}
+
+/// Appends the `num_values` codes of a dictionary-encoded page to `out`, checking each is below
+/// `dict_len`.
+pub fn decode_codes(
+    data: &[u8],
+    num_values: usize,
+    dict_len: usize,
+    out: &mut Vec<u32>,
+) -> Result<()> {
+    let Some((bit_width, rest)) = split_header(data, num_values)? else {
+        return Ok(());
+    };
+    let start = out.len();
+    super::rle::decode_rle(rest, bit_width, num_values, out)?;
+    // One branch-free max over the codes, then a precise message only on failure.
+    let max = out[start..].iter().copied().max().unwrap_or(0);
+    if max as usize >= dict_len {
+        return Err(out_of_range(max, dict_len));
+    }
+    Ok(())
+}
+
+/// Returns a bitmap of `num_values` bits where bit `i` is `matches[code_i]`.
+///
+/// `matches` has one bit per dictionary entry (at least `dict_len` bits). Codes are checked
+/// against `dict_len`.
+pub fn filter_codes(
+    data: &[u8],
+    num_values: usize,
+    dict_len: usize,
+    matches: &Bitmap,
+) -> Result<Bitmap> {
+    if matches.len() < dict_len {
+        return Err(Error::internal(format!(
+            "dictionary match bitmap has {} bits for {dict_len} entries",
+            matches.len()
+        )));
+    }
+    let mut result = Bitmap::new_zeroed(num_values);
+    let Some((bit_width, rest)) = split_header(data, num_values)? else {
+        return Ok(result);
+    };
+    let mut decoder = RleDecoder::new(rest, bit_width);
+    let mut pos = 0usize;
+    let mut codes: Vec<u32> = Vec::with_capacity(CHUNK.min(num_values));
+    while pos < num_values {
+        match decoder.next_run()? {
+            None => {
+                return Err(Error::corrupt(format!(
+                    "dictionary codes end after {pos} of {num_values} values"
+                )))
+            }
+            Some(Run::Repeated { value, count }) => {
+                let take = count.min(num_values - pos);
+                if take > 0 {
+                    if value as usize >= dict_len {
+                        return Err(out_of_range(value, dict_len));
+                    }
+                    if matches.get(value as usize) {
+                        result.set_range(pos, pos + take);
+                    }
+                }
+                pos += take;
+            }
+            Some(Run::BitPacked { data, count }) => {
+                let take = count.min(num_values - pos);
+                let bw = bit_width as usize;
+                let mut done = 0;
+                while done < take {
+                    let n = CHUNK.min(take - done);
+                    // CHUNK is a multiple of 8, so each chunk starts on a byte boundary.
+                    let from = done / 8 * bw;
+                    codes.clear();
+                    bitpack::unpack(
+                        data.get(from..).unwrap_or_default(),
+                        bit_width,
+                        n,
+                        &mut codes,
+                    )?;
+                    let max = codes.iter().copied().max().unwrap_or(0);
+                    if max as usize >= dict_len {
+                        return Err(out_of_range(max, dict_len));
+                    }
+                    for (i, &code) in codes.iter().enumerate() {
+                        if matches.get(code as usize) {
+                            result.set(pos + done + i);
+                        }
+                    }
+                    done += n;
+                }
+                pos += take;
+            }
+        }
+    }
+    Ok(result)
+}
+
+/// Dense values for `codes` from the dictionary `dict`. Codes must already be validated (by
+/// [`decode_codes`]); an out-of-range code yields a default value rather than a panic.
+pub fn gather(dict: &Values, codes: &[u32]) -> Values {
+    fn pick<T: Copy + Default>(dict: &[T], codes: &[u32]) -> Vec<T> {
+        codes
+            .iter()
+            .map(|&c| dict.get(c as usize).copied().unwrap_or_default())
+            .collect()
+    }
+    match dict {
+        Values::Bool(d) => Values::Bool(pick(d, codes)),
+        Values::I32(d) => Values::I32(pick(d, codes)),
+        Values::I64(d) => Values::I64(pick(d, codes)),
+        Values::I96(d) => Values::I96(pick(d, codes)),
+        Values::F32(d) => Values::F32(pick(d, codes)),
+        Values::F64(d) => Values::F64(pick(d, codes)),
+        Values::Bytes(d) => {
+            let span = |c: u32| {
+                let c = c as usize;
+                match (d.offsets.get(c), d.offsets.get(c + 1)) {
+                    (Some(&s), Some(&e)) if s <= e && e <= d.data.len() => s..e,
+                    _ => 0..0,
+                }
+            };
+            let total: usize = codes.iter().map(|&c| span(c).len()).sum();
+            let mut out = ByteArrays::with_capacity(codes.len(), total);
+            for &c in codes {
+                out.push(&d.data[span(c)]);
+            }
+            Values::Bytes(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::encodings::rle::RleEncoder;
+    use proptest::prelude::*;
+
+    fn encode(codes: &[u32], bit_width: u8) -> Vec<u8> {
+        let mut enc = RleEncoder::new(bit_width, 64);
+        for &c in codes {
+            enc.put(c as u64);
+        }
+        let mut data = vec![bit_width];
+        data.extend(enc.consume());
+        data
+    }
+
+    fn bits_for(dict_len: usize) -> u8 {
+        (usize::BITS - dict_len.saturating_sub(1).leading_zeros()) as u8
+    }
+
+    fn arb_codes() -> impl Strategy<Value = (usize, Vec<u32>)> {
+        (1usize..3000).prop_flat_map(|dict_len| {
+            let code = 0..dict_len as u32;
+            let runs = prop::collection::vec((code, 1usize..300, any::<bool>()), 0..12);
+            (Just(dict_len), runs).prop_map(move |(dl, runs)| {
+                let mut codes = Vec::new();
+                for (c, n, repeat) in runs {
+                    for i in 0..n {
+                        let x = if repeat {
+                            c
+                        } else {
+                            (c + i as u32 * 7) % dl as u32
+                        };
+                        codes.push(x);
+                    }
+                }
+                (dl, codes)
+            })
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn codes_filter_and_gather((dict_len, codes) in arb_codes(), seed in any::<u64>(), extra_bits in 0u8..3) {
+            let bw = (bits_for(dict_len) + extra_bits).min(32);
+            let data = encode(&codes, bw);
+            let mut out = vec![9];
+            decode_codes(&data, codes.len(), dict_len, &mut out).unwrap();
+            prop_assert_eq!(&out[1..], &codes[..]);
+
+            let matches = Bitmap::from_bools(
+                &(0..dict_len).map(|i| (seed >> (i % 64)) & 1 == 1).collect::<Vec<_>>());
+            let got = filter_codes(&data, codes.len(), dict_len, &matches).unwrap();
+            let want = Bitmap::from_bools(&codes.iter().map(|&c| matches.get(c as usize)).collect::<Vec<_>>());
+            prop_assert_eq!(got, want);
+
+            let dict = Values::I64((0..dict_len as i64).map(|i| i * 3).collect());
+            prop_assert_eq!(gather(&dict, &codes), Values::I64(codes.iter().map(|&c| c as i64 * 3).collect()));
+
+            if let Some(&max) = codes.iter().max() {
+                let mut out = Vec::new();
+                prop_assert!(decode_codes(&data, codes.len(), max as usize, &mut out).is_err());
+                let small = Bitmap::new_set(max as usize);
+                prop_assert!(filter_codes(&data, codes.len(), max as usize, &small).is_err());
+                prop_assert!(decode_codes(&data, codes.len() + 10_000, dict_len, &mut out).is_err());
+                prop_assert!(filter_codes(&data, codes.len() + 10_000, dict_len, &matches).is_err());
+            }
+        }
+
+        #[test]
+        fn garbage_never_panics(data in prop::collection::vec(any::<u8>(), 0..64), n in 0usize..2000, dict_len in 0usize..40) {
+            let mut out = Vec::new();
+            let _ = decode_codes(&data, n, dict_len, &mut out);
+            let _ = filter_codes(&data, n, dict_len, &Bitmap::new_set(dict_len));
+        }
+    }
+
+    #[test]
+    fn edge_cases() {
+        let mut out = Vec::new();
+        decode_codes(&[], 0, 0, &mut out).unwrap();
+        assert!(decode_codes(&[], 1, 5, &mut out).is_err());
+        assert!(decode_codes(&[33, 2, 0], 1, 5, &mut out).is_err());
+        // Repeated run of code 7 with 5 entries.
+        let e = decode_codes(&[3, 2, 7], 1, 5, &mut out).unwrap_err();
+        assert_eq!(
+            e.message,
+            "dictionary code 7 out of range for dictionary of 5 entries"
+        );
+        let e = filter_codes(&[3, 2, 7], 1, 5, &Bitmap::new_set(5)).unwrap_err();
+        assert_eq!(
+            e.message,
+            "dictionary code 7 out of range for dictionary of 5 entries"
+        );
+        assert!(filter_codes(&[3, 2, 1], 1, 5, &Bitmap::new_set(4)).is_err());
+        assert_eq!(
+            filter_codes(&[], 0, 5, &Bitmap::new_set(5)).unwrap().len(),
+            0
+        );
+        // Bit width 0: every code is 0.
+        let got = filter_codes(&[0, 200, 1], 100, 1, &Bitmap::new_set(1)).unwrap();
+        assert_eq!(got, Bitmap::new_set(100));
+        // A huge run with few values wanted is fine.
+        let got = filter_codes(
+            &[1, 0xfe, 0xff, 0xff, 0xff, 0x07, 1],
+            70,
+            2,
+            &Bitmap::from_bools(&[false, true]),
+        )
+        .unwrap();
+        assert_eq!(got, Bitmap::new_set(70));
+        let dict = Values::Bytes({
+            let mut b = ByteArrays::new();
+            b.push(b"x");
+            b.push(b"yz");
+            b
+        });
+        let Values::Bytes(g) = gather(&dict, &[1, 0, 1, 5]) else {
+            panic!()
+        };
+        assert_eq!(
+            g.iter().collect::<Vec<_>>(),
+            vec![&b"yz"[..], b"x", b"yz", b""]
+        );
+    }
+}

@@ -1,0 +1,322 @@
+//! Our own value decoders over decompressed page bytes, one Parquet encoding per module.
+//!
+//! Every decoder checks lengths and counts against the bytes it was given and reports a corrupt
+//! file instead of panicking, and never sizes an allocation from a header count the data cannot
+//! back. Dictionary-encoded pages are decoded to codes by [`dictionary`], which can also filter on
+//! the codes directly without materialising values.
+
+pub mod bitpack;
+pub mod byte_stream_split;
+pub mod delta_binary_packed;
+pub mod delta_byte_array;
+pub mod delta_length_byte_array;
+pub mod dictionary;
+pub mod plain;
+pub mod rle;
+
+use crate::error::{Error, Result};
+use crate::values::Values;
+use parquet::basic::{Encoding, Type as PhysicalType};
+
+/// Decodes exactly `num_values` non-null values of `physical` type stored with `encoding`.
+///
+/// `type_length` is the FIXED_LEN_BYTE_ARRAY width (ignored for other types). Dictionary
+/// encodings are not handled here: see [`dictionary`].
+pub fn decode_values(
+    encoding: Encoding,
+    physical: PhysicalType,
+    type_length: usize,
+    data: &[u8],
+    num_values: usize,
+) -> Result<Values> {
+    use PhysicalType as T;
+    match (encoding, physical) {
+        (Encoding::PLAIN, _) => plain::decode(physical, type_length, data, num_values),
+        (Encoding::DELTA_BINARY_PACKED, T::INT32 | T::INT64) => {
+            delta_binary_packed::decode(physical, data, num_values)
+        }
+        (Encoding::DELTA_LENGTH_BYTE_ARRAY, T::BYTE_ARRAY) => {
+            delta_length_byte_array::decode(data, num_values).map(Values::Bytes)
+        }
+        (Encoding::DELTA_BYTE_ARRAY, T::BYTE_ARRAY) => {
+            delta_byte_array::decode(data, num_values, None).map(Values::Bytes)
+        }
+        (Encoding::DELTA_BYTE_ARRAY, T::FIXED_LEN_BYTE_ARRAY) => {
+            delta_byte_array::decode(data, num_values, Some(type_length)).map(Values::Bytes)
+        }
+        (
+            Encoding::BYTE_STREAM_SPLIT,
+            T::FLOAT | T::DOUBLE | T::INT32 | T::INT64 | T::FIXED_LEN_BYTE_ARRAY,
+        ) => byte_stream_split::decode(physical, type_length, data, num_values),
+        (Encoding::RLE, T::BOOLEAN) => decode_rle_booleans(data, num_values),
+        _ => Err(Error::unsupported(format!(
+            "encoding {encoding} for physical type {physical}"
+        ))),
+    }
+}
+
+/// RLE booleans (data page values): a 4-byte little-endian length, then the hybrid stream with
+/// bit width 1.
+fn decode_rle_booleans(data: &[u8], num_values: usize) -> Result<Values> {
+    if num_values == 0 {
+        return Ok(Values::Bool(Vec::new()));
+    }
+    let body = data
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .and_then(|len| data.get(4..4usize.checked_add(len)?))
+        .ok_or_else(|| {
+            Error::corrupt(format!(
+                "RLE BOOLEAN page of {} bytes has a missing or too large length prefix",
+                data.len()
+            ))
+        })?;
+    let mut bits = Vec::new();
+    rle::decode_rle(body, 1, num_values, &mut bits)?;
+    Ok(Values::Bool(bits.into_iter().map(|b| b == 1).collect()))
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    //! The `parquet` crate's encoders as the independent oracle, and value strategies.
+
+    use crate::values::{ByteArrays, Values};
+    use parquet::basic::{Encoding, Type as PhysicalType};
+    use parquet::data_type::{
+        BoolType, ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray,
+        FixedLenByteArrayType, FloatType, Int32Type, Int64Type, Int96, Int96Type,
+    };
+    use parquet::encodings::encoding::get_encoder;
+    use parquet::schema::types::{ColumnDescriptor, ColumnPath, Type as SchemaType};
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    pub const ALL_TYPES: [PhysicalType; 8] = [
+        PhysicalType::BOOLEAN,
+        PhysicalType::INT32,
+        PhysicalType::INT64,
+        PhysicalType::INT96,
+        PhysicalType::FLOAT,
+        PhysicalType::DOUBLE,
+        PhysicalType::BYTE_ARRAY,
+        PhysicalType::FIXED_LEN_BYTE_ARRAY,
+    ];
+
+    fn encode<T: DataType>(
+        encoding: Encoding,
+        physical: PhysicalType,
+        type_length: usize,
+        values: &[T::T],
+    ) -> Vec<u8> {
+        let mut builder = SchemaType::primitive_type_builder("c", physical);
+        if physical == PhysicalType::FIXED_LEN_BYTE_ARRAY {
+            builder = builder.with_length(type_length as i32);
+        }
+        let tp = builder.build().unwrap();
+        let descr = Arc::new(ColumnDescriptor::new(
+            Arc::new(tp),
+            0,
+            0,
+            ColumnPath::from("c"),
+        ));
+        let mut enc = get_encoder::<T>(encoding, &descr).unwrap();
+        enc.put(values).unwrap();
+        enc.flush_buffer().unwrap().to_vec()
+    }
+
+    /// Encodes `values` with the parquet crate's encoder for `encoding`.
+    pub fn encode_values(
+        encoding: Encoding,
+        physical: PhysicalType,
+        type_length: usize,
+        values: &Values,
+    ) -> Vec<u8> {
+        let (p, tl) = (physical, type_length);
+        match values {
+            Values::Bool(v) => encode::<BoolType>(encoding, p, tl, v),
+            Values::I32(v) => encode::<Int32Type>(encoding, p, tl, v),
+            Values::I64(v) => encode::<Int64Type>(encoding, p, tl, v),
+            Values::I96(v) => {
+                let v: Vec<Int96> = v.iter().map(|w| Int96::from(w.to_vec())).collect();
+                encode::<Int96Type>(encoding, p, tl, &v)
+            }
+            Values::F32(v) => encode::<FloatType>(encoding, p, tl, v),
+            Values::F64(v) => encode::<DoubleType>(encoding, p, tl, v),
+            Values::Bytes(v) if physical == PhysicalType::FIXED_LEN_BYTE_ARRAY => {
+                let v: Vec<FixedLenByteArray> = v
+                    .iter()
+                    .map(|b| FixedLenByteArray::from(b.to_vec()))
+                    .collect();
+                encode::<FixedLenByteArrayType>(encoding, p, tl, &v)
+            }
+            Values::Bytes(v) => {
+                let v: Vec<ByteArray> = v.iter().map(ByteArray::from).collect();
+                encode::<ByteArrayType>(encoding, p, tl, &v)
+            }
+        }
+    }
+
+    fn bytes_from(v: Vec<Vec<u8>>) -> Values {
+        let mut b = ByteArrays::new();
+        for x in &v {
+            b.push(x);
+        }
+        Values::Bytes(b)
+    }
+
+    /// Byte strings with shared prefixes, so DELTA_BYTE_ARRAY prefixes are exercised.
+    pub fn arb_strings() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        prop::collection::vec(
+            prop_oneof![
+                prop::collection::vec(any::<u8>(), 0..20),
+                prop::collection::vec(prop::sample::select(vec![b'a', b'b']), 0..12),
+            ],
+            0..150,
+        )
+        .prop_map(|mut v| {
+            if v.len() > 3 && v[0].len() > 2 {
+                let prefix = v[0].clone();
+                v[2] = [prefix, v[2].clone()].concat();
+            }
+            v
+        })
+    }
+
+    /// Integers that are sometimes small and sometimes extreme, to get every delta bit width.
+    pub fn arb_i64s() -> impl Strategy<Value = Vec<i64>> {
+        prop::collection::vec(
+            prop_oneof![any::<i64>(), -1000i64..1000, Just(i64::MIN), Just(i64::MAX)],
+            0..400,
+        )
+    }
+
+    /// `num` values of `physical` type with `type_length` bytes for FLBA.
+    pub fn arb_of(physical: PhysicalType, type_length: usize) -> BoxedStrategy<Values> {
+        let n = 0usize..300;
+        match physical {
+            PhysicalType::BOOLEAN => prop::collection::vec(any::<bool>(), n)
+                .prop_map(Values::Bool)
+                .boxed(),
+            PhysicalType::INT32 => prop::collection::vec(
+                prop_oneof![any::<i32>(), -100i32..100, Just(i32::MIN), Just(i32::MAX)],
+                n,
+            )
+            .prop_map(Values::I32)
+            .boxed(),
+            PhysicalType::INT64 => arb_i64s().prop_map(Values::I64).boxed(),
+            PhysicalType::INT96 => prop::collection::vec(any::<[u32; 3]>(), n)
+                .prop_map(Values::I96)
+                .boxed(),
+            PhysicalType::FLOAT => {
+                prop::collection::vec(any::<f32>().prop_filter("nan", |f| !f.is_nan()), n)
+                    .prop_map(Values::F32)
+                    .boxed()
+            }
+            PhysicalType::DOUBLE => {
+                prop::collection::vec(any::<f64>().prop_filter("nan", |f| !f.is_nan()), n)
+                    .prop_map(Values::F64)
+                    .boxed()
+            }
+            PhysicalType::BYTE_ARRAY => arb_strings().prop_map(bytes_from).boxed(),
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => prop::collection::vec(
+                prop_oneof![
+                    prop::collection::vec(any::<u8>(), type_length),
+                    prop::collection::vec(Just(7u8), type_length),
+                ],
+                n,
+            )
+            .prop_map(bytes_from)
+            .boxed(),
+        }
+    }
+
+    /// A physical type, type length and values of that type.
+    pub fn arb_values() -> impl Strategy<Value = (PhysicalType, usize, Values)> {
+        (prop::sample::select(ALL_TYPES.to_vec()), 1usize..20)
+            .prop_flat_map(|(p, tl)| arb_of(p, tl).prop_map(move |v| (p, tl, v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_util::*;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every (encoding, type) pair decode_values supports, as the parquet crate encodes them.
+    fn supported() -> Vec<(Encoding, PhysicalType)> {
+        use PhysicalType as T;
+        let mut v: Vec<_> = ALL_TYPES.iter().map(|&t| (Encoding::PLAIN, t)).collect();
+        v.extend([
+            (Encoding::DELTA_BINARY_PACKED, T::INT32),
+            (Encoding::DELTA_BINARY_PACKED, T::INT64),
+            (Encoding::DELTA_LENGTH_BYTE_ARRAY, T::BYTE_ARRAY),
+            (Encoding::DELTA_BYTE_ARRAY, T::BYTE_ARRAY),
+            (Encoding::DELTA_BYTE_ARRAY, T::FIXED_LEN_BYTE_ARRAY),
+            (Encoding::BYTE_STREAM_SPLIT, T::FLOAT),
+            (Encoding::BYTE_STREAM_SPLIT, T::DOUBLE),
+            (Encoding::BYTE_STREAM_SPLIT, T::INT32),
+            (Encoding::BYTE_STREAM_SPLIT, T::INT64),
+            (Encoding::BYTE_STREAM_SPLIT, T::FIXED_LEN_BYTE_ARRAY),
+            (Encoding::RLE, T::BOOLEAN),
+        ]);
+        v
+    }
+
+    fn arb_case() -> impl Strategy<Value = (Encoding, PhysicalType, usize, Values)> {
+        (prop::sample::select(supported()), 1usize..20)
+            .prop_flat_map(|((e, p), tl)| arb_of(p, tl).prop_map(move |v| (e, p, tl, v)))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn roundtrip_every_encoding((encoding, physical, tl, values) in arb_case()) {
+            let data = encode_values(encoding, physical, tl, &values);
+            let got = decode_values(encoding, physical, tl, &data, values.len()).unwrap();
+            prop_assert_eq!(&got, &values);
+            // Truncation anywhere is an error or (for padding) still the same prefix; never a panic.
+            for cut in [0, data.len() / 2, data.len().saturating_sub(1)] {
+                if let Ok(v) = decode_values(encoding, physical, tl, &data[..cut], values.len()) {
+                    prop_assert_eq!(&v, &values);
+                }
+            }
+            prop_assert!(decode_values(encoding, physical, tl, &data, values.len() + 100_000).is_err());
+            let _ = decode_values(encoding, physical, tl, &data, usize::MAX);
+        }
+
+        #[test]
+        fn garbage_never_panics(data in prop::collection::vec(any::<u8>(), 0..80), n in 0usize..600, tl in 0usize..4) {
+            for (e, p) in supported() {
+                let _ = decode_values(e, p, tl, &data, n);
+                let _ = decode_values(e, p, tl, &data, usize::MAX - n);
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_pairs() {
+        let e = decode_values(
+            Encoding::DELTA_BINARY_PACKED,
+            PhysicalType::FLOAT,
+            0,
+            &[],
+            0,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::Unsupported);
+        assert!(e.message.contains("DELTA_BINARY_PACKED"), "{}", e.message);
+        for enc in [Encoding::RLE_DICTIONARY, Encoding::PLAIN_DICTIONARY] {
+            assert!(decode_values(enc, PhysicalType::INT32, 0, &[], 0).is_err());
+        }
+        assert!(decode_values(Encoding::RLE, PhysicalType::INT32, 0, &[], 0).is_err());
+    }
+
+    #[test]
+    fn rle_booleans_bad_prefix() {
+        assert!(decode_rle_booleans(&[], 1).is_err());
+        assert!(decode_rle_booleans(&[9, 0, 0, 0, 1], 1).is_err());
+        assert!(decode_rle_booleans(&[0xff, 0xff, 0xff, 0xff, 1], 1).is_err());
+        assert_eq!(decode_rle_booleans(&[], 0).unwrap(), Values::Bool(vec![]));
+    }
+}
