@@ -38,6 +38,19 @@ impl Bitmap {
         b
     }
 
+    /// A bitmap over `len` rows from its words (bit `i` of word `i / 64` is row `i`); bits past
+    /// `len` are cleared.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Self {
+        assert_eq!(
+            words.len(),
+            len.div_ceil(64),
+            "Bitmap::from_words: {len} rows"
+        );
+        let mut b = Bitmap { words, len };
+        b.clear_tail();
+        b
+    }
+
     pub fn from_bools(bools: &[bool]) -> Self {
         let mut b = Self::new_zeroed(bools.len());
         for (i, &v) in bools.iter().enumerate() {
