@@ -1,6 +1,7 @@
 //! `tamis explain`: run the scan, discard the rows, print the pruning funnel.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 use tamis::ScanMetrics;
 
@@ -11,11 +12,14 @@ pub fn run(args: &ExplainArgs) -> CliResult<()> {
     let scan = build_scan(&args.scan, None)?;
     let stream = scan.batches()?;
     let metrics = drive(stream, |_batch| Ok(()))?;
-    if args.json {
-        println!("{}", metrics_json(&metrics, args.scan.filter.as_deref())?);
+    let text = if args.json {
+        metrics_json(&metrics, args.scan.filter.as_deref())? + "\n"
     } else {
-        print!("{}", funnel_text(&metrics, args.scan.filter.as_deref()));
-    }
+        funnel_text(&metrics, args.scan.filter.as_deref())
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
     Ok(())
 }
 

@@ -82,6 +82,9 @@ impl From<arrow::error::ArrowError> for CliError {
 
 pub type CliResult<T> = Result<T, CliError>;
 
+/// Set when writing to stdout failed because its reader closed the pipe.
+pub static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "tamis",
@@ -188,7 +191,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.broken_pipe => ExitCode::SUCCESS,
+        Err(e) if e.broken_pipe || STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed) => {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(1)

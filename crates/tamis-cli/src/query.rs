@@ -158,6 +158,30 @@ fn open_output(args: &QueryArgs) -> CliResult<Box<dyn Write>> {
         Some(path) => Box::new(BufWriter::new(File::create(path).map_err(|e| {
             CliError::msg(format!("cannot create {}: {e}", path.display()))
         })?)),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+        None => Box::new(BufWriter::new(PipeWatch(std::io::stdout().lock()))),
     })
+}
+
+/// Notes when stdout's reader went away (`tamis query … | head`), whatever error type the
+/// writer on top of it (csv, json) turns that into: `main` then exits quietly with success.
+struct PipeWatch<W>(W);
+
+impl<W: Write> PipeWatch<W> {
+    fn watch<T>(r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                crate::STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        r
+    }
+}
+
+impl<W: Write> Write for PipeWatch<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Self::watch(self.0.write(buf))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Self::watch(self.0.flush())
+    }
 }

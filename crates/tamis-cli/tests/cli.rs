@@ -1,0 +1,343 @@
+//! End-to-end tests of the `tamis` binary: generate a tiny TPC-H lineitem, then query it.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TAMIS: &str = env!("CARGO_BIN_EXE_tamis");
+
+fn tamis(args: &[&str]) -> Output {
+    Command::new(TAMIS)
+        .args(args)
+        .output()
+        .expect("failed to run the tamis binary")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn ok(o: Output) -> Output {
+    assert!(
+        o.status.success(),
+        "tamis failed: {:?}\nstderr: {}",
+        o.status,
+        stderr(&o)
+    );
+    o
+}
+
+/// A tempdir holding `lineitem.parquet` at SF 0.001 (~6 000 rows).
+fn lineitem_dir() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().to_str().expect("utf-8 path");
+    ok(tamis(&[
+        "gen",
+        "tpch",
+        "--scale-factor",
+        "0.001",
+        "--output",
+        out,
+        "--tables",
+        "lineitem",
+    ]));
+    let file = dir.path().join("lineitem.parquet");
+    assert!(file.exists());
+    assert!(!dir.path().join("lineitem.parquet.tmp").exists());
+    (dir, file)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn parquet_rows(path: &Path) -> usize {
+    let file = File::open(path).expect("open parquet");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("parquet metadata")
+        .build()
+        .expect("parquet reader");
+    reader.map(|b| b.expect("batch").num_rows()).sum()
+}
+
+fn csv_rows(out: &str) -> usize {
+    out.lines().count().saturating_sub(1)
+}
+
+fn explain_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["explain", "--json"];
+    all.extend_from_slice(args);
+    let o = ok(tamis(&all));
+    serde_json::from_str(&stdout(&o)).expect("explain --json prints JSON")
+}
+
+const FILTER: &str = "l_quantity < 24 AND l_shipmode = 'AIR'";
+
+#[test]
+fn query_every_format() {
+    let (dir, file) = lineitem_dir();
+    let file = s(&file);
+    let select = "l_orderkey,l_quantity,l_shipmode,l_shipdate";
+
+    let csv = ok(tamis(&[
+        "query", file, "--where", FILTER, "--select", select, "--format", "csv",
+    ]));
+    let csv = stdout(&csv);
+    assert_eq!(
+        csv.lines().next(),
+        Some("l_orderkey,l_quantity,l_shipmode,l_shipdate")
+    );
+    let n = csv_rows(&csv);
+    assert!(n > 0, "the filter selects some rows");
+    assert!(csv.lines().skip(1).all(|l| l.contains(",AIR,")));
+
+    let json = ok(tamis(&[
+        "query", file, "--where", FILTER, "--select", select, "--format", "json",
+    ]));
+    let json = stdout(&json);
+    assert_eq!(json.lines().count(), n);
+    for line in json.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
+        assert_eq!(v["l_shipmode"], "AIR");
+    }
+
+    let table = ok(tamis(&[
+        "query", file, "--where", FILTER, "--select", select, "--limit", "5",
+    ]));
+    let table = stdout(&table);
+    assert!(
+        table.contains("l_orderkey") && table.contains("AIR"),
+        "{table}"
+    );
+
+    let pq = dir.path().join("out.parquet");
+    ok(tamis(&[
+        "query",
+        file,
+        "--where",
+        FILTER,
+        "--select",
+        select,
+        "--format",
+        "parquet",
+        "--output",
+        s(&pq),
+    ]));
+    assert_eq!(parquet_rows(&pq), n);
+
+    let ipc = dir.path().join("out.arrow");
+    ok(tamis(&[
+        "query",
+        file,
+        "--where",
+        FILTER,
+        "--select",
+        select,
+        "--format",
+        "arrow",
+        "--output",
+        s(&ipc),
+    ]));
+    let reader = arrow::ipc::reader::FileReader::try_new(File::open(&ipc).expect("open"), None)
+        .expect("arrow IPC file");
+    assert_eq!(reader.schema().fields().len(), 4);
+    let rows: usize = reader.map(|b| b.expect("batch").num_rows()).sum();
+    assert_eq!(rows, n);
+
+    let limited = ok(tamis(&[
+        "query",
+        file,
+        "--select",
+        "l_orderkey",
+        "--format",
+        "csv",
+        "--limit",
+        "7",
+    ]));
+    assert_eq!(csv_rows(&stdout(&limited)), 7);
+
+    // --stats prints the funnel on stderr; --stats-json writes the metrics.
+    let stats_json = dir.path().join("stats.json");
+    let o = ok(tamis(&[
+        "query",
+        file,
+        "--where",
+        FILTER,
+        "--select",
+        select,
+        "--format",
+        "csv",
+        "--stats",
+        "--stats-json",
+        s(&stats_json),
+    ]));
+    assert_eq!(csv_rows(&stdout(&o)), n);
+    assert!(stderr(&o).contains("row groups"), "{}", stderr(&o));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_json).expect("stats json"))
+            .expect("json");
+    assert_eq!(m["rows_selected"].as_u64(), Some(n as u64));
+}
+
+#[test]
+fn explain_text_and_json() {
+    let (_dir, file) = lineitem_dir();
+    let file = s(&file);
+    let total = parquet_rows(Path::new(file)) as u64;
+
+    let v = explain_json(&[file, "--where", FILTER]);
+    let selected = v["rows_selected"].as_u64().expect("rows_selected");
+    assert!(selected > 0 && selected < total);
+    assert_eq!(v["rows_total"].as_u64(), Some(total));
+    assert_eq!(v["files"].as_u64(), Some(1));
+    assert_eq!(v["predicate"], FILTER);
+
+    let csv = ok(tamis(&[
+        "query",
+        file,
+        "--where",
+        FILTER,
+        "--select",
+        "l_orderkey",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(csv_rows(&stdout(&csv)) as u64, selected);
+
+    let text = stdout(&ok(tamis(&["explain", file, "--where", FILTER])));
+    for word in ["files", "row groups", "pages", "rows", "bytes", "time"] {
+        assert!(text.contains(word), "explain output lacks {word}: {text}");
+    }
+}
+
+#[test]
+fn inspect_prints_the_columns() {
+    let (_dir, file) = lineitem_dir();
+    let out = stdout(&ok(tamis(&["inspect", s(&file)])));
+    for column in ["l_orderkey", "l_shipdate", "l_comment"] {
+        assert!(out.contains(column), "inspect lacks {column}: {out}");
+    }
+    assert!(
+        out.contains("offset index: yes"),
+        "gen writes page indexes: {out}"
+    );
+}
+
+#[test]
+fn errors_are_one_line_with_exit_code_1() {
+    let (dir, file) = lineitem_dir();
+    let file = s(&file);
+
+    for args in [
+        vec!["query", file, "--where", "no_such_column > 3"],
+        vec!["query", file, "--select", "l_orderkey,no_such_column"],
+        vec!["explain", file, "--where", "no_such_column = 'x'"],
+    ] {
+        let o = tamis(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(err.starts_with("error: "), "{err}");
+        assert!(err.contains("no_such_column"), "names the column: {err}");
+    }
+
+    let missing = dir.path().join("missing.parquet");
+    let o = tamis(&["query", s(&missing)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("error: "));
+    let o = tamis(&["inspect", s(&missing)]);
+    assert_eq!(o.status.code(), Some(1));
+
+    let o = tamis(&["query", file, "--format", "parquet"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--output"));
+
+    let o = tamis(&["query", file, "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = tamis(&["query", file, "--format", "xml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = tamis(&["query"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn directory_and_glob_paths() {
+    let (gen_dir, file) = lineitem_dir();
+    let one = parquet_rows(&file) as u64;
+    let dir = gen_dir.path().join("two");
+    std::fs::create_dir(&dir).expect("mkdir");
+    std::fs::copy(&file, dir.join("part-1.parquet")).expect("copy");
+    std::fs::copy(&file, dir.join("part-2.parquet")).expect("copy");
+
+    let v = explain_json(&[s(&dir)]);
+    assert_eq!(v["files"].as_u64(), Some(2));
+    assert_eq!(v["rows_selected"].as_u64(), Some(2 * one));
+
+    let glob = format!("{}/part-*.parquet", s(&dir));
+    let v = explain_json(&[&glob, "--where", "l_linenumber = 1"]);
+    assert_eq!(v["files"].as_u64(), Some(2));
+    let selected = v["rows_selected"].as_u64().expect("rows_selected");
+    assert!(selected > 0 && selected % 2 == 0);
+
+    let csv = ok(tamis(&[
+        "query",
+        &glob,
+        "--select",
+        "l_orderkey",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(csv_rows(&stdout(&csv)) as u64, 2 * one);
+}
+
+#[test]
+fn schema_mismatch_between_files_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ok(tamis(&[
+        "gen",
+        "tpch",
+        "--scale-factor",
+        "0.001",
+        "--output",
+        s(dir.path()),
+        "--tables",
+        "nation,region",
+    ]));
+    let o = tamis(&["query", s(dir.path())]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+}
+
+#[test]
+fn gen_writes_all_tables_by_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ok(tamis(&[
+        "gen",
+        "tpch",
+        "--scale-factor",
+        "0.001",
+        "--output",
+        s(dir.path()),
+    ]));
+    for table in [
+        "lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region",
+    ] {
+        let path = dir.path().join(format!("{table}.parquet"));
+        assert!(parquet_rows(&path) > 0, "{table}");
+    }
+    assert_eq!(parquet_rows(&dir.path().join("nation.parquet")), 25);
+    let o = tamis(&[
+        "gen",
+        "tpch",
+        "--scale-factor",
+        "0",
+        "--output",
+        s(dir.path()),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+}
