@@ -330,6 +330,19 @@ impl<'a> ColumnChunk<'a> {
     /// Decodes the levels of a data page of a flat column.
     fn frame(&self, page: Page, first_row: usize, rows: Option<usize>) -> Result<PageFrame> {
         let max_def = self.leaf.max_def;
+        // Checked before any level or value is decoded: a page header's count sizes buffers.
+        let announced = match &page {
+            Page::DataPage { num_values, .. } | Page::DataPageV2 { num_values, .. } => {
+                *num_values as usize
+            }
+            Page::DictionaryPage { .. } => 0,
+        };
+        if announced > self.rg_rows.saturating_sub(first_row) {
+            return Err(Error::corrupt(format!(
+                "page announces {announced} values but only {} rows of the row group remain",
+                self.rg_rows.saturating_sub(first_row)
+            )));
+        }
         let mut defs = Vec::new();
         let (num_rows, encoding, values) = match page {
             Page::DataPage {

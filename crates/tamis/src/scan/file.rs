@@ -13,6 +13,10 @@ use crate::error::{Error, Result};
 use crate::io::FileSource;
 use crate::schema::{leaf_columns, LeafColumn};
 
+/// Largest row group tamis scans: selections are bitmaps over a row group's rows (256 MiB at
+/// this size), and page value counts are checked against it before buffers are sized.
+pub const MAX_ROW_GROUP_ROWS: i64 = 1 << 31;
+
 pub struct OpenedFile {
     pub path: PathBuf,
     pub source: FileSource,
@@ -48,6 +52,12 @@ impl OpenedFile {
             if rg.num_rows() < 0 {
                 return Err(ctx(Error::corrupt(format!(
                     "row group {i} has a negative row count"
+                ))));
+            }
+            if rg.num_rows() > MAX_ROW_GROUP_ROWS {
+                return Err(ctx(Error::resource(format!(
+                    "row group {i} has {} rows; tamis handles at most {MAX_ROW_GROUP_ROWS} per row group",
+                    rg.num_rows()
                 ))));
             }
         }
