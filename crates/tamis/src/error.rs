@@ -57,7 +57,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), context: Context::default() }
+        Error {
+            kind,
+            message: message.into(),
+            context: Context::default(),
+        }
     }
     pub fn corrupt(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::CorruptFile, message)
@@ -85,7 +89,9 @@ impl Error {
         self
     }
     pub fn in_column(mut self, column: impl fmt::Display) -> Self {
-        self.context.column.get_or_insert_with(|| column.to_string());
+        self.context
+            .column
+            .get_or_insert_with(|| column.to_string());
         self
     }
     pub fn in_page(mut self, page: usize) -> Self {

@@ -31,15 +31,26 @@ impl Unit {
 pub enum LogicalKind {
     Boolean,
     /// Integer of `bits` bits, signed or not (plain INT32/INT64 are signed 32/64).
-    Integer { bits: u8, signed: bool },
+    Integer {
+        bits: u8,
+        signed: bool,
+    },
     Float16,
     Float32,
     Float64,
-    Decimal { precision: i32, scale: i32 },
+    Decimal {
+        precision: i32,
+        scale: i32,
+    },
     /// Days since 1970-01-01.
     Date,
-    Time { unit: Unit },
-    Timestamp { unit: Unit, utc: bool },
+    Time {
+        unit: Unit,
+    },
+    Timestamp {
+        unit: Unit,
+        utc: bool,
+    },
     /// UTF-8 text (STRING, ENUM, JSON).
     String,
     /// Opaque bytes (BYTE_ARRAY without annotation, BSON, FIXED_LEN_BYTE_ARRAY, UUID).
@@ -98,7 +109,9 @@ impl LeafColumn {
             (LogicalKind::Boolean, _) => Domain::Bool,
             (LogicalKind::Integer { signed: false, .. }, _) => Domain::UInt,
             (LogicalKind::Integer { .. }, _) => Domain::Int,
-            (LogicalKind::Float16 | LogicalKind::Float32 | LogicalKind::Float64, _) => Domain::Float,
+            (LogicalKind::Float16 | LogicalKind::Float32 | LogicalKind::Float64, _) => {
+                Domain::Float
+            }
             (LogicalKind::Decimal { .. }, PhysicalType::INT32 | PhysicalType::INT64) => Domain::Int,
             (LogicalKind::Decimal { .. }, _) => Domain::Decimal,
             (LogicalKind::Date | LogicalKind::Time { .. } | LogicalKind::Timestamp { .. }, _) => {
@@ -156,15 +169,28 @@ fn logical_kind(descr: &ColumnDescPtr) -> LogicalKind {
             LogicalType::String | LogicalType::Enum | LogicalType::Json => return K::String,
             LogicalType::Bson | LogicalType::Uuid => return K::Binary,
             LogicalType::Decimal(d) => {
-                return K::Decimal { precision: d.precision, scale: d.scale };
+                return K::Decimal {
+                    precision: d.precision,
+                    scale: d.scale,
+                };
             }
             LogicalType::Date => return K::Date,
-            LogicalType::Time(t) => return K::Time { unit: unit(&t.unit) },
+            LogicalType::Time(t) => {
+                return K::Time {
+                    unit: unit(&t.unit),
+                }
+            }
             LogicalType::Timestamp(t) => {
-                return K::Timestamp { unit: unit(&t.unit), utc: t.is_adjusted_to_u_t_c };
+                return K::Timestamp {
+                    unit: unit(&t.unit),
+                    utc: t.is_adjusted_to_u_t_c,
+                };
             }
             LogicalType::Integer(i) => {
-                return K::Integer { bits: i.bit_width as u8, signed: i.is_signed };
+                return K::Integer {
+                    bits: i.bit_width as u8,
+                    signed: i.is_signed,
+                };
             }
             LogicalType::Float16 => return K::Float16,
             LogicalType::Unknown => {}
@@ -175,28 +201,87 @@ fn logical_kind(descr: &ColumnDescPtr) -> LogicalKind {
         ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON => return K::String,
         ConvertedType::BSON => return K::Binary,
         ConvertedType::DECIMAL => {
-            return K::Decimal { precision: descr.type_precision(), scale: descr.type_scale() };
+            return K::Decimal {
+                precision: descr.type_precision(),
+                scale: descr.type_scale(),
+            };
         }
         ConvertedType::DATE => return K::Date,
         ConvertedType::TIME_MILLIS => return K::Time { unit: Unit::Millis },
         ConvertedType::TIME_MICROS => return K::Time { unit: Unit::Micros },
-        ConvertedType::TIMESTAMP_MILLIS => return K::Timestamp { unit: Unit::Millis, utc: true },
-        ConvertedType::TIMESTAMP_MICROS => return K::Timestamp { unit: Unit::Micros, utc: true },
-        ConvertedType::UINT_8 => return K::Integer { bits: 8, signed: false },
-        ConvertedType::UINT_16 => return K::Integer { bits: 16, signed: false },
-        ConvertedType::UINT_32 => return K::Integer { bits: 32, signed: false },
-        ConvertedType::UINT_64 => return K::Integer { bits: 64, signed: false },
-        ConvertedType::INT_8 => return K::Integer { bits: 8, signed: true },
-        ConvertedType::INT_16 => return K::Integer { bits: 16, signed: true },
-        ConvertedType::INT_32 => return K::Integer { bits: 32, signed: true },
-        ConvertedType::INT_64 => return K::Integer { bits: 64, signed: true },
+        ConvertedType::TIMESTAMP_MILLIS => {
+            return K::Timestamp {
+                unit: Unit::Millis,
+                utc: true,
+            }
+        }
+        ConvertedType::TIMESTAMP_MICROS => {
+            return K::Timestamp {
+                unit: Unit::Micros,
+                utc: true,
+            }
+        }
+        ConvertedType::UINT_8 => {
+            return K::Integer {
+                bits: 8,
+                signed: false,
+            }
+        }
+        ConvertedType::UINT_16 => {
+            return K::Integer {
+                bits: 16,
+                signed: false,
+            }
+        }
+        ConvertedType::UINT_32 => {
+            return K::Integer {
+                bits: 32,
+                signed: false,
+            }
+        }
+        ConvertedType::UINT_64 => {
+            return K::Integer {
+                bits: 64,
+                signed: false,
+            }
+        }
+        ConvertedType::INT_8 => {
+            return K::Integer {
+                bits: 8,
+                signed: true,
+            }
+        }
+        ConvertedType::INT_16 => {
+            return K::Integer {
+                bits: 16,
+                signed: true,
+            }
+        }
+        ConvertedType::INT_32 => {
+            return K::Integer {
+                bits: 32,
+                signed: true,
+            }
+        }
+        ConvertedType::INT_64 => {
+            return K::Integer {
+                bits: 64,
+                signed: true,
+            }
+        }
         ConvertedType::INTERVAL => return K::Opaque,
         _ => {}
     }
     match physical {
         PhysicalType::BOOLEAN => K::Boolean,
-        PhysicalType::INT32 => K::Integer { bits: 32, signed: true },
-        PhysicalType::INT64 => K::Integer { bits: 64, signed: true },
+        PhysicalType::INT32 => K::Integer {
+            bits: 32,
+            signed: true,
+        },
+        PhysicalType::INT64 => K::Integer {
+            bits: 64,
+            signed: true,
+        },
         PhysicalType::INT96 => K::Int96,
         PhysicalType::FLOAT => K::Float32,
         PhysicalType::DOUBLE => K::Float64,

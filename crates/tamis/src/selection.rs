@@ -20,11 +20,17 @@ impl std::fmt::Debug for Bitmap {
 
 impl Bitmap {
     pub fn new_zeroed(len: usize) -> Self {
-        Bitmap { words: vec![0; len.div_ceil(64)], len }
+        Bitmap {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
     }
 
     pub fn new_set(len: usize) -> Self {
-        let mut b = Bitmap { words: vec![u64::MAX; len.div_ceil(64)], len };
+        let mut b = Bitmap {
+            words: vec![u64::MAX; len.div_ceil(64)],
+            len,
+        };
         b.clear_tail();
         b
     }
@@ -213,8 +219,9 @@ mod tests {
         for len in [0usize, 1, 63, 64, 65, 130, 1000] {
             let ranges: Vec<Range<usize>> = vec![0..len.min(3), len / 2..len / 2 + len / 4];
             let b = Bitmap::from_ranges(len, &ranges);
-            let expect: Vec<bool> =
-                (0..len).map(|i| ranges.iter().any(|r| r.contains(&i))).collect();
+            let expect: Vec<bool> = (0..len)
+                .map(|i| ranges.iter().any(|r| r.contains(&i)))
+                .collect();
             let got: Vec<bool> = (0..len).map(|i| b.get(i)).collect();
             assert_eq!(got, expect, "len {len}");
             assert_eq!(b.count_ones(), expect.iter().filter(|&&v| v).count());

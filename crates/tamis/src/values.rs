@@ -10,12 +10,18 @@ pub struct ByteArrays {
 
 impl ByteArrays {
     pub fn new() -> Self {
-        ByteArrays { offsets: vec![0], data: Vec::new() }
+        ByteArrays {
+            offsets: vec![0],
+            data: Vec::new(),
+        }
     }
     pub fn with_capacity(values: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(values + 1);
         offsets.push(0);
-        ByteArrays { offsets, data: Vec::with_capacity(bytes) }
+        ByteArrays {
+            offsets,
+            data: Vec::with_capacity(bytes),
+        }
     }
     pub fn len(&self) -> usize {
         self.offsets.len().saturating_sub(1)

@@ -187,8 +187,12 @@ impl Predicate {
             Predicate::True => Verdict::AllMatch,
             Predicate::False => Verdict::NoneMatch,
             Predicate::Leaf(l) => leaf(l),
-            Predicate::And(c) => c.iter().fold(Verdict::AllMatch, |acc, p| acc.and(p.verdict(leaf))),
-            Predicate::Or(c) => c.iter().fold(Verdict::NoneMatch, |acc, p| acc.or(p.verdict(leaf))),
+            Predicate::And(c) => c
+                .iter()
+                .fold(Verdict::AllMatch, |acc, p| acc.and(p.verdict(leaf))),
+            Predicate::Or(c) => c
+                .iter()
+                .fold(Verdict::NoneMatch, |acc, p| acc.or(p.verdict(leaf))),
         }
     }
 }
@@ -265,7 +269,11 @@ pub fn i128_from_be(bytes: &[u8]) -> Option<i128> {
         }
         return i128_from_be(tail);
     }
-    let mut buf = if bytes[0] & 0x80 != 0 { [0xffu8; 16] } else { [0u8; 16] };
+    let mut buf = if bytes[0] & 0x80 != 0 {
+        [0xffu8; 16]
+    } else {
+        [0u8; 16]
+    };
     buf[16 - bytes.len()..].copy_from_slice(bytes);
     Some(i128::from_be_bytes(buf))
 }
