@@ -141,7 +141,7 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
     );
     let _ = writeln!(
         s,
-        "time: metadata {}, prune {}, filter {}, payload {}, total {}",
+        "time: metadata {}, prune {}, filter {}, payload {} (summed over threads); total {} wall",
         ms(m.time_metadata_ns),
         ms(m.time_prune_ns),
         ms(m.time_filter_ns),

@@ -255,7 +255,7 @@ fn write_table(
 
     let result = std::thread::scope(|scope| -> CliResult<u64> {
         // Producer: generates `window` parts at a time with rayon; sends them in order.
-        let (tx, rx) = sync_channel::<Result<Vec<RecordBatch>, ArrowError>>(window);
+        let (tx, rx) = sync_channel::<Result<Vec<RecordBatch>, ArrowError>>(1);
         scope.spawn(move || {
             let all: Vec<i32> = (1..=parts).collect();
             for chunk in all.chunks(window) {
