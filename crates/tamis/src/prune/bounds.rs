@@ -13,7 +13,9 @@
 //! * `AllMatch` additionally requires the bound(s) it relies on to be exact and
 //!   `null_count == Some(0)` (unless the leaf accepts NULL).
 //! * Floats: Parquet min/max exclude NaN and tamis orders NaN above everything, so when
-//!   `may_have_nan` the effective upper bound is NaN. A NaN min or max is treated as missing.
+//!   `may_have_nan` the values are `[min, max] ∪ {NaN}`: a leaf is `NoneMatch` only if it fails
+//!   on the range *and* on NaN (`f > 5` with max 2 is kept), `AllMatch` only if it holds on
+//!   both. A NaN min or max is treated as missing.
 //!   `-0.0 == 0.0` (comparisons go through [`Scalar::compare`]).
 //! * Inconsistent bounds (`min > max`) are ignored.
 

@@ -33,7 +33,14 @@
 //! integers, dates/times/timestamps, INT32/INT64 decimals, booleans and FLOAT/DOUBLE; `min_value`
 //! / `max_value` follow the type-defined order (unsigned bytewise for strings, unsigned for
 //! UINT, signed value for decimals). parquet-rs 60.1 exposes deprecated statistics instead of
-//! hiding them (`Statistics::is_min_max_deprecated`), so tamis does the filtering.
+//! hiding them (`Statistics::is_min_max_deprecated`), so tamis does the filtering. Given the
+//! footer's column orders ([`statistics_verdict_with_orders`]), a legacy file (no orders) gets
+//! only the signed-safe types, an unknown order nothing. Statistics of this parquet version carry
+//! a NaN count: a float chunk may hold NaN unless `nan_count == Some(0)`. Byte-string bounds are
+//! exact only if the writer said so (`is_*_value_exact`); fixed-width bounds cannot be truncated.
+//!
+//! Bloom filters: a missing or undecodable filter keeps the row group; an I/O error reading one
+//! is returned by [`bloom_verdict`]; [`bloom_check`] never fails and lists the errors.
 
 pub mod bloom;
 pub mod bounds;

@@ -154,6 +154,11 @@ mod tests {
         assert_eq!(v(&like("x%")), Predicate::False);
         assert_eq!(v(&like("s009%")), like("s009%"));
         assert_eq!(v(&like("s01%")), Predicate::False, "max is s00998");
+        // parquet-rs writes is_max_value_exact: exact string bounds prove AllMatch.
+        assert_eq!(
+            v(&cmp(s, CmpOp::LtEq, Scalar::Bytes(b"s00998".to_vec()))),
+            Predicate::True
+        );
         assert_eq!(
             v(&cmp(s, CmpOp::Lt, Scalar::Bytes(b"s".to_vec()))),
             Predicate::False
@@ -324,5 +329,42 @@ mod tests {
         );
         // Statistics of another physical type are ignored.
         assert_eq!(stats_bounds(s, &i32s(1, 2, false), 10).min, None);
+    }
+
+    /// DuckDB once returned no rows for `f > 5.0` on a file with values [1.0, NaN, 2.0].
+    #[test]
+    fn nan_in_data_keeps_row_group() {
+        use arrow::array::{ArrayRef, Float64Array};
+        use arrow::record_batch::RecordBatch;
+        let batch = RecordBatch::try_from_iter([(
+            "f",
+            Arc::new(Float64Array::from(vec![1.0, f64::NAN, 2.0])) as ArrayRef,
+        )])
+        .unwrap();
+        let mut out = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let bytes = bytes::Bytes::from(out);
+        let (md, leaves) = open(&bytes);
+        let rg = md.row_group(0);
+        let gt = cmp(0, CmpOp::Gt, Scalar::Float(5.0));
+        assert_eq!(statistics_verdict(&gt, &leaves, rg), gt);
+        let lt = cmp(0, CmpOp::Lt, Scalar::Float(5.0));
+        assert_eq!(statistics_verdict(&lt, &leaves, rg), lt, "NaN < 5 is false");
+        assert_eq!(
+            statistics_verdict(&cmp(0, CmpOp::Eq, Scalar::Float(5.0)), &leaves, rg),
+            Predicate::False
+        );
+        assert_eq!(
+            statistics_verdict(&cmp(0, CmpOp::GtEq, Scalar::Float(0.0)), &leaves, rg),
+            Predicate::True
+        );
+        let b = chunk_bounds(&leaves[0], rg, 0, None);
+        assert!(b.may_have_nan);
+        assert_eq!(
+            (b.min, b.max),
+            (Some(Scalar::Float(1.0)), Some(Scalar::Float(2.0)))
+        );
     }
 }
