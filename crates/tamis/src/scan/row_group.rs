@@ -72,7 +72,15 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     let predicate = match job.predicate {
         None => Predicate::True,
         Some(p) => {
-            let p = prune::row_group::statistics_verdict(p, leaves, rg_meta);
+            let p = prune::row_group::statistics_verdict_with_orders(
+                p,
+                leaves,
+                rg_meta,
+                file.metadata
+                    .file_metadata()
+                    .column_orders()
+                    .map(|o| o.as_slice()),
+            );
             if p == Predicate::False {
                 add(&m.row_groups_pruned_statistics, 1);
                 add_elapsed(&m.time_prune_ns, t);
