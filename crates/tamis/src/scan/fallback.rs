@@ -26,27 +26,33 @@ pub fn read_root(
         ParquetRecordBatchReaderBuilder::new_with_metadata(file.source.clone(), file.arrow.clone())
             .with_row_groups(vec![rg])
             .with_projection(mask)
-            .with_batch_size(rows.clamp(1, 1 << 20))
-            .with_row_selection(RowSelection::from_consecutive_ranges(
-                ranges.into_iter(),
-                rows,
-            ));
-    let reader = builder.build()?;
+            .with_batch_size(rows.clamp(1, 1 << 20));
+    // A full selection is left implicit: the reader then needs no row-count bookkeeping.
+    let builder = if ranges.len() == 1 && ranges[0] == (0..rows) {
+        builder
+    } else {
+        builder.with_row_selection(RowSelection::from_consecutive_ranges(
+            ranges.into_iter(),
+            rows,
+        ))
+    };
     let mut parts = Vec::new();
-    for batch in reader {
-        let batch = batch?;
-        parts.push(batch.column(0).clone());
+    for batch in builder.build()? {
+        parts.push(batch?.column(0).clone());
     }
     let field = &file.schema().fields()[root];
-    if parts.is_empty() {
-        return Ok(arrow::array::new_empty_array(field.data_type()));
-    }
-    let refs: Vec<&dyn arrow::array::Array> = parts.iter().map(|a| a.as_ref()).collect();
-    let out = arrow::compute::concat(&refs)?;
+    let out = if parts.is_empty() {
+        arrow::array::new_empty_array(field.data_type())
+    } else {
+        let refs: Vec<&dyn arrow::array::Array> = parts.iter().map(|a| a.as_ref()).collect();
+        arrow::compute::concat(&refs)?
+    };
     if out.len() != selection.count_ones() {
-        return Err(Error::internal(
-            "fallback reader returned the wrong number of rows",
-        ));
+        return Err(Error::corrupt(format!(
+            "the column holds {} of the {} selected rows the row group announces",
+            out.len(),
+            selection.count_ones()
+        )));
     }
     Ok(out)
 }
