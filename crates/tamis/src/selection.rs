@@ -132,6 +132,24 @@ impl Bitmap {
         }
     }
 
+    /// ORs `src` into `self` starting at bit `offset`, a word at a time.
+    pub fn or_at(&mut self, src: &Bitmap, offset: usize) {
+        assert!(offset + src.len <= self.len, "or_at out of range");
+        let shift = offset % 64;
+        let base = offset / 64;
+        for (i, &w) in src.words.iter().enumerate() {
+            if w == 0 {
+                continue;
+            }
+            self.words[base + i] |= w << shift;
+            if shift > 0 {
+                if let Some(next) = self.words.get_mut(base + i + 1) {
+                    *next |= w >> (64 - shift);
+                }
+            }
+        }
+    }
+
     pub fn count_ones(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
@@ -237,6 +255,22 @@ mod tests {
                         assert_eq!(b.count_range(s, e), (s..e).filter(|&i| expect[i]).count());
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn or_at_matches_bitwise_reference() {
+        for len in [0usize, 1, 63, 64, 65, 200] {
+            for offset in [0usize, 1, 31, 63, 64, 65, 130] {
+                let src = Bitmap::from_bools(&(0..len).map(|i| i % 3 != 1).collect::<Vec<_>>());
+                let mut dst = Bitmap::from_ranges(offset + len + 70, &[(0..2)]);
+                let mut expect = dst.clone();
+                for i in src.iter_ones() {
+                    expect.set(offset + i);
+                }
+                dst.or_at(&src, offset);
+                assert_eq!(dst, expect, "len {len} offset {offset}");
             }
         }
     }

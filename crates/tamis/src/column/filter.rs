@@ -65,11 +65,7 @@ pub fn eval_leaf(
 fn scatter(frame: &PageFrame, dense: &Bitmap, null_result: bool, out: &mut Bitmap) {
     let start = frame.first_row;
     match &frame.validity {
-        None => {
-            for j in dense.iter_ones() {
-                out.set(start + j);
-            }
-        }
+        None => out.or_at(dense, start),
         Some(validity) => {
             let mut j = 0;
             for r in 0..frame.num_rows {
