@@ -1,0 +1,185 @@
+//! Helpers shared by the integration tests: the oracle (the `parquet` crate's reader plus Arrow
+//! kernels), running tamis, and comparing record batches.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch};
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Schema, SchemaRef};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// Reads a whole file with the `parquet` crate, all columns, concatenated.
+pub fn oracle_read(path: &Path) -> Result<RecordBatch, String> {
+    let f = File::open(path).map_err(|e| e.to_string())?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string())?;
+    let schema = b.schema().clone();
+    let reader = b.with_batch_size(4096).build().map_err(|e| e.to_string())?;
+    let mut batches = Vec::new();
+    for r in reader {
+        batches.push(r.map_err(|e| e.to_string())?);
+    }
+    concat_batches(&schema, &batches).map_err(|e| e.to_string())
+}
+
+/// What a tamis scan is asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct Req<'a> {
+    pub filter: Option<&'a str>,
+    pub select: Option<Vec<String>>,
+    pub threads: Option<usize>,
+    pub limit: Option<usize>,
+    pub batch_size: Option<usize>,
+}
+
+/// Runs tamis; returns the concatenated batches and the metrics.
+pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::ScanMetrics)> {
+    let mut scan = tamis::Scan::open(path)?;
+    if let Some(f) = req.filter {
+        scan = scan.filter(f)?;
+    }
+    if let Some(s) = &req.select {
+        scan = scan.select(s)?;
+    }
+    if let Some(t) = req.threads {
+        scan = scan.threads(t);
+    }
+    if let Some(b) = req.batch_size {
+        scan = scan.batch_size(b);
+    }
+    scan = scan.limit(req.limit);
+    let mut stream = scan.batches()?;
+    let schema = stream.schema();
+    let mut batches = Vec::new();
+    for b in &mut stream {
+        batches.push(b?);
+    }
+    let m = stream.metrics();
+    let batch = concat_batches(&schema, &batches).expect("tamis batches concatenate");
+    Ok((batch, m))
+}
+
+/// Float columns with -0.0 → 0.0 and every NaN → positive `NAN`, so Arrow's total order equals
+/// SQL (DuckDB) semantics. Other columns are returned unchanged.
+pub fn normalize(a: &ArrayRef) -> ArrayRef {
+    match a.data_type() {
+        DataType::Float64 => {
+            let x = a.as_any().downcast_ref::<Float64Array>().unwrap();
+            Arc::new(x.unary::<_, arrow::datatypes::Float64Type>(norm64))
+        }
+        DataType::Float32 => {
+            let x = a.as_any().downcast_ref::<Float32Array>().unwrap();
+            Arc::new(x.unary::<_, arrow::datatypes::Float32Type>(|v| norm64(v as f64) as f32))
+        }
+        _ => a.clone(),
+    }
+}
+
+pub fn norm64(v: f64) -> f64 {
+    if v.is_nan() {
+        f64::NAN
+    } else if v == 0.0 {
+        0.0
+    } else {
+        v
+    }
+}
+
+/// Projects a batch by column names.
+pub fn project(b: &RecordBatch, names: &[String]) -> RecordBatch {
+    let idx: Vec<usize> = names
+        .iter()
+        .map(|n| b.schema().index_of(n).unwrap())
+        .collect();
+    b.project(&idx).unwrap()
+}
+
+fn strip(s: &SchemaRef) -> Schema {
+    Schema::new(s.fields().clone())
+}
+
+pub fn fmt_cell(a: &dyn Array, i: usize) -> String {
+    let opts = FormatOptions::default().with_null("NULL");
+    match ArrayFormatter::try_new(a, &opts) {
+        Ok(f) => {
+            let mut s = f.value(i).to_string();
+            if let Some(x) = a.as_any().downcast_ref::<Float64Array>() {
+                if a.is_valid(i) {
+                    s = format!("{:?} (bits {:#x})", x.value(i), x.value(i).to_bits());
+                }
+            }
+            s
+        }
+        Err(_) => "?".into(),
+    }
+}
+
+pub fn fmt_row(b: &RecordBatch, i: usize) -> String {
+    let schema = b.schema();
+    let cells: Vec<String> = (0..b.num_columns())
+        .map(|c| {
+            format!(
+                "{}={}",
+                schema.field(c).name(),
+                fmt_cell(b.column(c).as_ref(), i)
+            )
+        })
+        .collect();
+    cells.join(", ")
+}
+
+/// `None` if the batches are equal (same field names and types, same rows); else a description
+/// of the first difference.
+pub fn diff_batches(got: &RecordBatch, want: &RecordBatch) -> Option<String> {
+    let (gs, ws) = (strip(&got.schema()), strip(&want.schema()));
+    if gs.fields().len() != ws.fields().len()
+        || gs
+            .fields()
+            .iter()
+            .zip(ws.fields().iter())
+            .any(|(a, b)| a.name() != b.name() || a.data_type() != b.data_type())
+    {
+        return Some(format!("schema differs:\n  got  {gs:?}\n  want {ws:?}"));
+    }
+    if got.num_rows() != want.num_rows() {
+        let n = got.num_rows().min(want.num_rows());
+        let first = (0..n).find(|&i| row_differs(got, want, i)).unwrap_or(n);
+        let mut s = format!(
+            "row count differs: got {} rows, want {}; first differing row {first}",
+            got.num_rows(),
+            want.num_rows()
+        );
+        if first < got.num_rows() {
+            s += &format!("\n  got  [{}]", fmt_row(got, first));
+        }
+        if first < want.num_rows() {
+            s += &format!("\n  want [{}]", fmt_row(want, first));
+        }
+        return Some(s);
+    }
+    for c in 0..got.num_columns() {
+        if got.column(c).as_ref() != want.column(c).as_ref() {
+            let (g, w) = (got.column(c), want.column(c));
+            let i = (0..got.num_rows())
+                .find(|&i| g.slice(i, 1).as_ref() != w.slice(i, 1).as_ref())
+                .unwrap_or(0);
+            return Some(format!(
+                "column '{}' differs at row {i}: got {}, want {}\n  got  [{}]\n  want [{}]",
+                gs.field(c).name(),
+                fmt_cell(g.as_ref(), i),
+                fmt_cell(w.as_ref(), i),
+                fmt_row(got, i),
+                fmt_row(want, i)
+            ));
+        }
+    }
+    None
+}
+
+fn row_differs(a: &RecordBatch, b: &RecordBatch, i: usize) -> bool {
+    (0..a.num_columns())
+        .any(|c| a.column(c).slice(i, 1).as_ref() != b.column(c).slice(i, 1).as_ref())
+}
