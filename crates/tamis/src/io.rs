@@ -148,8 +148,8 @@ impl FetchedRanges {
         let i = self.pieces.partition_point(|(s, _)| *s <= start);
         if i > 0 {
             let (s, data) = &self.pieces[i - 1];
-            if start < s + data.len() as u64 || (start == s + data.len() as u64 && data.is_empty())
-            {
+            // A zero-length read may start at the very end of a piece (an empty page body).
+            if start <= s + data.len() as u64 {
                 return Ok((*s, data));
             }
         }

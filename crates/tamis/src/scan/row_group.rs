@@ -106,7 +106,11 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 (p, 0)
             } else {
                 let dict_of = |c: usize| dicts.get(&c).map(|d| d.as_ref().clone());
+                // A required column holds no nulls; otherwise trust the statistics' null count.
                 let nulls = |c: usize| {
+                    if !leaves[c].optional() {
+                        return Some(0);
+                    }
                     rg_meta
                         .column(c)
                         .statistics()
