@@ -188,6 +188,16 @@ impl ChunkReader for FetchedRanges {
     }
 }
 
+impl FetchedRanges {
+    pub fn from_pieces(mut pieces: Vec<(u64, Bytes)>, len: u64) -> Self {
+        pieces.sort_by_key(|(s, _)| *s);
+        FetchedRanges { pieces, len }
+    }
+    pub fn into_pieces(self) -> Vec<(u64, Bytes)> {
+        self.pieces
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,15 +220,5 @@ mod tests {
         assert_eq!(fetched.get_bytes(33, 2).unwrap().as_ref(), &[33, 34]);
         assert!(fetched.get_bytes(50, 1).is_err());
         assert!(fetched.get_bytes(88, 5).is_err());
-    }
-}
-
-impl FetchedRanges {
-    pub fn from_pieces(mut pieces: Vec<(u64, Bytes)>, len: u64) -> Self {
-        pieces.sort_by_key(|(s, _)| *s);
-        FetchedRanges { pieces, len }
-    }
-    pub fn into_pieces(self) -> Vec<(u64, Bytes)> {
-        self.pieces
     }
 }

@@ -229,6 +229,7 @@ impl Bitmap {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 
@@ -264,7 +265,7 @@ mod tests {
         for len in [0usize, 1, 63, 64, 65, 200] {
             for offset in [0usize, 1, 31, 63, 64, 65, 130] {
                 let src = Bitmap::from_bools(&(0..len).map(|i| i % 3 != 1).collect::<Vec<_>>());
-                let mut dst = Bitmap::from_ranges(offset + len + 70, &[(0..2)]);
+                let mut dst = Bitmap::from_ranges(offset + len + 70, &[0..2]);
                 let mut expect = dst.clone();
                 for i in src.iter_ones() {
                     expect.set(offset + i);
@@ -277,8 +278,8 @@ mod tests {
 
     #[test]
     fn boolean_ops() {
-        let a = Bitmap::from_ranges(200, &[(10..150)]);
-        let b = Bitmap::from_ranges(200, &[(100..190)]);
+        let a = Bitmap::from_ranges(200, &[10..150]);
+        let b = Bitmap::from_ranges(200, &[100..190]);
         let mut x = a.clone();
         x.and_inplace(&b);
         assert_eq!(x.ranges(), vec![100..150]);
