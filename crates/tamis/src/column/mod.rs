@@ -14,7 +14,7 @@ pub mod filter;
 pub mod project;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use parquet::basic::Encoding;
@@ -43,6 +43,9 @@ pub struct PageFrame {
     pub encoding: Encoding,
     /// The encoded values, after the levels.
     pub values: Bytes,
+    /// The decoded values of a non-dictionary page, kept once decoded so that every filter on
+    /// the column and its projection decode the page once.
+    pub decoded: OnceLock<Arc<Values>>,
 }
 
 impl PageFrame {
@@ -404,6 +407,7 @@ impl<'a> ColumnChunk<'a> {
             non_null,
             encoding,
             values,
+            decoded: OnceLock::new(),
         })
     }
 
@@ -442,9 +446,13 @@ impl<'a> ColumnChunk<'a> {
         Ok(self.dictionary.clone())
     }
 
-    /// The dense decoded values of a page (dictionary pages are looked up).
-    pub fn decode_page(&self, frame: &PageFrame) -> Result<Values> {
-        if frame.is_dictionary_encoded() {
+    /// The dense decoded values of a page (dictionary pages are looked up), and how many values
+    /// this call decoded (0 when they were already decoded).
+    pub fn decode_page(&self, frame: &PageFrame) -> Result<(Arc<Values>, usize)> {
+        if let Some(v) = frame.decoded.get() {
+            return Ok((v.clone(), 0));
+        }
+        let values = if frame.is_dictionary_encoded() {
             let dict = self.dictionary_for(frame)?;
             let mut codes = Vec::with_capacity(frame.non_null);
             encoding::dictionary::decode_codes(
@@ -453,7 +461,7 @@ impl<'a> ColumnChunk<'a> {
                 dict.len(),
                 &mut codes,
             )?;
-            Ok(encoding::dictionary::gather(dict, &codes))
+            encoding::dictionary::gather(dict, &codes)
         } else {
             encoding::decode_values(
                 frame.encoding,
@@ -461,8 +469,18 @@ impl<'a> ColumnChunk<'a> {
                 self.leaf.type_length,
                 &frame.values,
                 frame.non_null,
-            )
+            )?
+        };
+        if values.len() != frame.non_null {
+            return Err(Error::corrupt(format!(
+                "page decoded to {} values where its levels announce {}",
+                values.len(),
+                frame.non_null
+            )));
         }
+        let values = Arc::new(values);
+        let _ = frame.decoded.set(values.clone());
+        Ok((values, frame.non_null))
     }
 
     pub fn dictionary_for(&self, _frame: &PageFrame) -> Result<&Values> {

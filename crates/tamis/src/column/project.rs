@@ -1,5 +1,7 @@
 //! Late materialization: decoding only the selected rows of a column chunk.
 
+use std::sync::Arc;
+
 use crate::encoding;
 use crate::error::{Error, Result};
 use crate::metrics::{add, MetricsCollector};
@@ -60,21 +62,17 @@ pub fn project(
             )
             .map_err(|e| e.in_column(&path))?;
             let picked: Vec<u32> = dense_idx.iter().map(|&i| codes[i as usize]).collect();
+            add(&metrics.values_decoded, frame.non_null as u64);
             encoding::dictionary::gather(dict, &picked)
         } else {
-            let all = chunk.decode_page(frame).map_err(|e| e.in_column(&path))?;
-            if all.len() != frame.non_null {
-                return Err(
-                    Error::corrupt("page decoded to the wrong number of values").in_column(&path)
-                );
-            }
+            let (all, fresh) = chunk.decode_page(frame).map_err(|e| e.in_column(&path))?;
+            add(&metrics.values_decoded, fresh as u64);
             if dense_idx.len() == all.len() {
-                all
+                Arc::unwrap_or_clone(all)
             } else {
                 all.take(&dense_idx)
             }
         };
-        add(&metrics.values_decoded, frame.non_null as u64);
         match &mut out.values {
             None => out.values = Some(values),
             Some(acc) => {

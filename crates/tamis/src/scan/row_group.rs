@@ -16,11 +16,11 @@ use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::SchemaRef;
 
 use crate::arrow::{is_native, to_arrow};
-use crate::column::filter::eval_leaf;
+use crate::column::filter::{eval_conjunction, eval_leaf};
 use crate::column::project::project;
 use crate::column::ColumnChunk;
 use crate::error::{Error, Result};
-use crate::expr::Predicate;
+use crate::expr::{Leaf, Predicate};
 use crate::metrics::{add, add_elapsed, MetricsCollector};
 use crate::prune;
 use crate::selection::Bitmap;
@@ -225,8 +225,30 @@ fn eval(
             eval_leaf(ch, leaf, mask, m)?
         }
         Predicate::And(children) => {
-            let mut alive = mask.clone();
+            // Leaves on the same column are evaluated together, in one pass over the column.
+            let mut groups: Vec<(usize, Vec<&Leaf>)> = Vec::new();
+            let mut others: Vec<&Predicate> = Vec::new();
             for c in children {
+                match c {
+                    Predicate::Leaf(l) => match groups.iter_mut().find(|(col, _)| *col == l.column)
+                    {
+                        Some((_, g)) => g.push(l),
+                        None => groups.push((l.column, vec![l])),
+                    },
+                    other => others.push(other),
+                }
+            }
+            let mut alive = mask.clone();
+            for (column, leaves) in &groups {
+                if alive.count_ones() == 0 {
+                    return Ok(alive);
+                }
+                let ch = chunks
+                    .get_mut(column)
+                    .ok_or_else(|| Error::internal("filter column not prepared"))?;
+                alive = eval_conjunction(ch, leaves, &alive, m)?;
+            }
+            for c in others {
                 if alive.count_ones() == 0 {
                     break;
                 }
