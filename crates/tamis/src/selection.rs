@@ -132,6 +132,39 @@ impl Bitmap {
         }
     }
 
+    /// ORs the bits of `word` into `self` at bits `offset..offset + 64` (bits that would land
+    /// past `len` must be zero in `word`).
+    #[inline]
+    pub fn or_word_at(&mut self, offset: usize, word: u64) {
+        if word == 0 {
+            return;
+        }
+        let (base, shift) = (offset / 64, offset % 64);
+        self.words[base] |= word << shift;
+        if shift > 0 {
+            if let Some(next) = self.words.get_mut(base + 1) {
+                *next |= word >> (64 - shift);
+            }
+        }
+    }
+
+    /// ORs bits `offset..offset + self.len()` of `src` into `self` (a window of a larger bitmap).
+    pub fn or_range_from(&mut self, src: &Bitmap, offset: usize) {
+        assert!(offset + self.len <= src.len, "or_range_from out of range");
+        let (base, shift) = (offset / 64, offset % 64);
+        let n = self.words.len();
+        for i in 0..n {
+            let lo = src.words[base + i] >> shift;
+            let hi = if shift > 0 {
+                src.words.get(base + i + 1).map_or(0, |w| w << (64 - shift))
+            } else {
+                0
+            };
+            self.words[i] |= lo | hi;
+        }
+        self.clear_tail();
+    }
+
     /// ORs `src` into `self` starting at bit `offset`, a word at a time.
     pub fn or_at(&mut self, src: &Bitmap, offset: usize) {
         assert!(offset + src.len <= self.len, "or_at out of range");
@@ -272,6 +305,22 @@ mod tests {
                 }
                 dst.or_at(&src, offset);
                 assert_eq!(dst, expect, "len {len} offset {offset}");
+            }
+        }
+    }
+
+    #[test]
+    fn or_range_from_matches_reference() {
+        let src = Bitmap::from_bools(&(0..300).map(|i| i % 7 < 3).collect::<Vec<_>>());
+        for offset in [0usize, 1, 63, 64, 100, 236] {
+            for len in [0usize, 1, 64, 300 - offset] {
+                if offset + len > 300 {
+                    continue;
+                }
+                let mut w = Bitmap::new_zeroed(len);
+                w.or_range_from(&src, offset);
+                let expect: Vec<bool> = (0..len).map(|i| src.get(offset + i)).collect();
+                assert_eq!(w, Bitmap::from_bools(&expect), "offset {offset} len {len}");
             }
         }
     }

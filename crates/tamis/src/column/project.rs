@@ -35,21 +35,31 @@ pub fn project(
         }
         // Dense indices of the selected non-null values.
         let mut dense_idx: Vec<u32> = Vec::new();
-        let mut j = 0u32;
-        for r in 0..frame.num_rows {
-            let valid = frame.validity.as_ref().is_none_or(|v| v.get(r));
-            if selection.get(start + r) {
-                out.validity.push(valid);
-                if valid {
-                    dense_idx.push(j);
+        match &frame.validity {
+            // No nulls: the selected rows are the dense indices.
+            None => {
+                let mut page_sel = Bitmap::new_zeroed(frame.num_rows);
+                page_sel.or_range_from(selection, start);
+                dense_idx.extend(page_sel.iter_ones().map(|r| r as u32));
+                out.validity
+                    .extend(std::iter::repeat_n(true, dense_idx.len()));
+            }
+            Some(validity) => {
+                let mut j = 0u32;
+                for r in 0..frame.num_rows {
+                    let valid = validity.get(r);
+                    if selection.get(start + r) {
+                        out.validity.push(valid);
+                        if valid {
+                            dense_idx.push(j);
+                        }
+                    }
+                    j += valid as u32;
+                }
+                if (j as usize) != frame.non_null {
+                    return Err(Error::internal("validity count mismatch").in_column(&path));
                 }
             }
-            if valid {
-                j += 1;
-            }
-        }
-        if (j as usize) != frame.non_null {
-            return Err(Error::internal("validity count mismatch").in_column(&path));
         }
         let values = if frame.is_dictionary_encoded() {
             let dict = chunk.dictionary_for(frame)?;

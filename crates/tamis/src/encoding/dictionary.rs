@@ -119,10 +119,15 @@ pub fn filter_codes(
                     if max as usize >= dict_len {
                         return Err(out_of_range(max, dict_len));
                     }
-                    for (i, &code) in codes.iter().enumerate() {
-                        if matches.get(code as usize) {
-                            result.set(pos + done + i);
+                    // Branch-free: 64 lookups packed into one word, written at once.
+                    let lookup = matches.words();
+                    for (g, group) in codes.chunks(64).enumerate() {
+                        let mut word = 0u64;
+                        for (i, &code) in group.iter().enumerate() {
+                            let c = code as usize;
+                            word |= ((lookup[c >> 6] >> (c & 63)) & 1) << i;
                         }
+                        result.or_word_at(pos + done + g * 64, word);
                     }
                     done += n;
                 }
