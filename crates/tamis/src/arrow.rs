@@ -121,22 +121,6 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
         None => empty_values(leaf.physical),
     };
     let dense = values.len();
-    // Spread dense values over the rows (nulls get a default value).
-    fn spread<T: Copy + Default>(dense: Vec<T>, validity: &[bool], nulls: bool) -> Vec<T> {
-        if !nulls {
-            return dense;
-        }
-        let mut out = Vec::with_capacity(validity.len());
-        let mut it = dense.into_iter();
-        for &v in validity {
-            out.push(if v {
-                it.next().unwrap_or_default()
-            } else {
-                T::default()
-            });
-        }
-        out
-    }
     let has_nulls = nulls.is_some();
     if dense != projected.validity.iter().filter(|&&v| v).count() {
         return Err(Error::internal("value count does not match validity").in_column(&leaf.path));
@@ -274,21 +258,25 @@ fn prim<T: ArrowPrimitiveType>(
     validity: &[bool],
     nulls: Option<NullBuffer>,
 ) -> ArrayRef {
-    let values = if nulls.is_some() {
-        let mut out = Vec::with_capacity(validity.len());
-        let mut it = dense.into_iter();
-        for &v in validity {
-            out.push(if v {
-                it.next().unwrap_or_default()
-            } else {
-                T::Native::default()
-            });
-        }
-        out
-    } else {
-        dense
-    };
+    let values = spread(dense, validity, nulls.is_some());
     Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
+}
+
+/// Spreads dense (non-null) values over the rows; null rows get a default value.
+fn spread<T: Copy + Default>(dense: Vec<T>, validity: &[bool], has_nulls: bool) -> Vec<T> {
+    if !has_nulls {
+        return dense;
+    }
+    let mut out = Vec::with_capacity(validity.len());
+    let mut it = dense.into_iter();
+    for &v in validity {
+        out.push(if v {
+            it.next().unwrap_or_default()
+        } else {
+            T::default()
+        });
+    }
+    out
 }
 
 fn empty_values(physical: PhysicalType) -> Values {
