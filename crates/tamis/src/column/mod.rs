@@ -453,15 +453,7 @@ impl<'a> ColumnChunk<'a> {
             return Ok((v.clone(), 0));
         }
         let values = if frame.is_dictionary_encoded() {
-            let dict = self.dictionary_for(frame)?;
-            let mut codes = Vec::with_capacity(frame.non_null);
-            encoding::dictionary::decode_codes(
-                &frame.values,
-                frame.non_null,
-                dict.len(),
-                &mut codes,
-            )?;
-            encoding::dictionary::gather(dict, &codes)
+            encoding::dictionary::gather(self.dictionary_for(frame)?, &self.page_codes(frame)?)
         } else {
             encoding::decode_values(
                 frame.encoding,
@@ -481,6 +473,14 @@ impl<'a> ColumnChunk<'a> {
         let values = Arc::new(values);
         let _ = frame.decoded.set(values.clone());
         Ok((values, frame.non_null))
+    }
+
+    /// The dictionary codes of a dictionary-encoded page, checked against the dictionary's size.
+    pub fn page_codes(&self, frame: &PageFrame) -> Result<Vec<u32>> {
+        let dict = self.dictionary_for(frame)?;
+        let mut codes = Vec::with_capacity(frame.non_null);
+        encoding::dictionary::decode_codes(&frame.values, frame.non_null, dict.len(), &mut codes)?;
+        Ok(codes)
     }
 
     pub fn dictionary_for(&self, _frame: &PageFrame) -> Result<&Values> {

@@ -63,14 +63,7 @@ pub fn project(
         }
         let values = if frame.is_dictionary_encoded() {
             let dict = chunk.dictionary_for(frame)?;
-            let mut codes = Vec::with_capacity(frame.non_null);
-            encoding::dictionary::decode_codes(
-                &frame.values,
-                frame.non_null,
-                dict.len(),
-                &mut codes,
-            )
-            .map_err(|e| e.in_column(&path))?;
+            let codes = chunk.page_codes(frame).map_err(|e| e.in_column(&path))?;
             let picked: Vec<u32> = dense_idx.iter().map(|&i| codes[i as usize]).collect();
             add(&metrics.values_decoded, frame.non_null as u64);
             encoding::dictionary::gather(dict, &picked)
