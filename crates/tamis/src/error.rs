@@ -51,6 +51,8 @@ pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
     pub context: Context,
+    /// The operating system's error kind, for `Io` errors that came from one.
+    pub io_kind: Option<std::io::ErrorKind>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -61,6 +63,7 @@ impl Error {
             kind,
             message: message.into(),
             context: Context::default(),
+            io_kind: None,
         }
     }
     pub fn corrupt(message: impl Into<String>) -> Self {
@@ -127,7 +130,9 @@ impl fmt::Display for Error {
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::new(ErrorKind::Io, e.to_string())
+        let mut err = Error::new(ErrorKind::Io, e.to_string());
+        err.io_kind = Some(e.kind());
+        err
     }
 }
 
@@ -154,7 +159,11 @@ impl From<arrow::error::ArrowError> for Error {
     fn from(e: arrow::error::ArrowError) -> Self {
         use arrow::error::ArrowError as A;
         match e {
-            A::IoError(m, io) => Error::new(ErrorKind::Io, format!("{m}: {io}")),
+            A::IoError(m, io) => {
+                let mut err = Error::new(ErrorKind::Io, format!("{m}: {io}"));
+                err.io_kind = Some(io.kind());
+                err
+            }
             A::NotYetImplemented(m) => Error::unsupported(m),
             A::ExternalError(inner) => Error::internal(inner.to_string()),
             other => Error::corrupt(other.to_string()),

@@ -26,4 +26,4 @@ pub mod values;
 
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::ScanMetrics;
-pub use scan::{Scan, ScanStream};
+pub use scan::{Canceller, Scan, ScanStream};

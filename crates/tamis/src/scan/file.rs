@@ -112,7 +112,9 @@ pub fn resolve_paths(path: &str) -> Result<Vec<PathBuf>> {
         }
         return Ok(out);
     }
-    Err(Error::new(crate::ErrorKind::Io, "no such file or directory").in_file(path))
+    let mut err = Error::new(crate::ErrorKind::Io, "no such file or directory");
+    err.io_kind = Some(std::io::ErrorKind::NotFound);
+    Err(err.in_file(path))
 }
 
 fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {

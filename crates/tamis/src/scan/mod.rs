@@ -266,6 +266,14 @@ impl ScanStream {
         self.schema.clone()
     }
 
+    /// A handle that stops this scan from another thread: row groups not yet started are skipped
+    /// and the stream ends (returns `None`) at its next step.
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// (row groups done, row groups total).
     pub fn progress(&self) -> (usize, usize) {
         (self.shared.done.load(Relaxed), self.total)
@@ -336,7 +344,7 @@ impl Iterator for ScanStream {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if self.remaining == Some(0) {
+            if self.remaining == Some(0) || self.shared.cancelled.load(Relaxed) {
                 self.finish();
                 return None;
             }
@@ -383,6 +391,18 @@ impl Iterator for ScanStream {
                 }
             }
         }
+    }
+}
+
+/// Stops a running [`ScanStream`] from any thread (e.g. on Ctrl-C in a binding).
+#[derive(Clone)]
+pub struct Canceller {
+    shared: Arc<Shared>,
+}
+
+impl Canceller {
+    pub fn cancel(&self) {
+        self.shared.cancelled.store(true, Relaxed);
     }
 }
 

@@ -1,0 +1,34 @@
+"""Type stubs of the native module; the documented API is in ``tamis/__init__.py``."""
+
+from typing import Any, List, Optional
+
+__version__: str
+
+class ArrowStream:
+    """Record batches behind the Arrow PyCapsule stream interface; can be exported once."""
+
+    def __arrow_c_stream__(self, requested_schema: Optional[Any] = None) -> Any: ...
+
+def scan_all(
+    path: str,
+    filter: Optional[str] = None,
+    columns: Optional[List[str]] = None,
+    threads: Optional[int] = None,
+    limit: Optional[int] = None,
+    batch_size: Optional[int] = None,
+) -> ArrowStream: ...
+def scan_stream(
+    path: str,
+    filter: Optional[str] = None,
+    columns: Optional[List[str]] = None,
+    threads: Optional[int] = None,
+    limit: Optional[int] = None,
+    batch_size: Optional[int] = None,
+) -> ArrowStream: ...
+def explain_json(
+    path: str,
+    filter: Optional[str] = None,
+    columns: Optional[List[str]] = None,
+    threads: Optional[int] = None,
+    limit: Optional[int] = None,
+) -> str: ...

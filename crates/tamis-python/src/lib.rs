@@ -1,0 +1,285 @@
+//! `tamis._tamis`: the native half of the Python package (`python/tamis/` is the other half).
+//!
+//! Results leave through the Arrow C stream interface (a PyCapsule named `arrow_array_stream`),
+//! so pyarrow, Polars, DuckDB and pandas take them without copies. Scans run with the GIL
+//! released; the calling thread wakes every few milliseconds to check for Ctrl-C and cancels the
+//! scan when it sees one.
+
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use arrow::array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use tamis::{Error, ErrorKind, Scan, ScanMetrics, ScanStream};
+
+/// How often a waiting scan call looks for Ctrl-C.
+const SIGNAL_POLL: Duration = Duration::from_millis(20);
+
+/// Turns a tamis error into the Python exception of its category, with the CLI's message.
+fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
+    let message = e.to_string();
+    let class = match e.kind {
+        ErrorKind::Io => {
+            return match e.io_kind {
+                Some(std::io::ErrorKind::NotFound) => PyFileNotFoundError::new_err(message),
+                Some(std::io::ErrorKind::PermissionDenied) => PyPermissionError::new_err(message),
+                _ => PyOSError::new_err(message),
+            }
+        }
+        ErrorKind::InvalidArgument => "InvalidArgumentError",
+        ErrorKind::Unsupported => "UnsupportedError",
+        ErrorKind::CorruptFile => "CorruptFileError",
+        ErrorKind::ResourceLimit => "ResourceLimitError",
+        ErrorKind::Internal => "InternalError",
+    };
+    let exception = py
+        .import("tamis.errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|c| c.call1((message.clone(),)));
+    match exception {
+        Ok(value) => PyErr::from_value(value),
+        Err(import_failed) => import_failed,
+    }
+}
+
+/// One scan request, as the Python functions receive it.
+#[derive(Clone)]
+struct Request {
+    path: String,
+    filter: Option<String>,
+    columns: Option<Vec<String>>,
+    threads: Option<usize>,
+    limit: Option<usize>,
+    batch_size: Option<usize>,
+}
+
+impl Request {
+    fn open(&self) -> tamis::Result<ScanStream> {
+        let mut scan = Scan::open(&self.path)?;
+        if let Some(sql) = &self.filter {
+            scan = scan.filter(sql)?;
+        }
+        if let Some(columns) = &self.columns {
+            scan = scan.select(columns)?;
+        }
+        if let Some(n) = self.threads {
+            if n == 0 {
+                return Err(Error::invalid("threads must be at least 1"));
+            }
+            scan = scan.threads(n);
+        }
+        if let Some(n) = self.batch_size {
+            if n == 0 {
+                return Err(Error::invalid("batch_size must be at least 1"));
+            }
+            scan = scan.batch_size(n);
+        }
+        scan.limit(self.limit).batches()
+    }
+}
+
+/// Runs a scan to the end on a helper thread while this thread waits without the GIL, handing
+/// each batch to `sink`. Ctrl-C cancels the scan and raises `KeyboardInterrupt` here.
+fn drive(
+    py: Python<'_>,
+    stream: ScanStream,
+    mut sink: impl FnMut(RecordBatch),
+) -> PyResult<ScanMetrics> {
+    let canceller = stream.canceller();
+    let (tx, rx) = sync_channel::<tamis::Result<RecordBatch>>(2);
+    let worker = std::thread::Builder::new()
+        .name("tamis-scan".to_string())
+        .spawn(move || {
+            let mut stream = stream;
+            for item in &mut stream {
+                let failed = item.is_err();
+                if tx.send(item).is_err() || failed {
+                    break;
+                }
+            }
+            stream.metrics()
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start the scan thread: {e}")))?;
+    let mut rx: Option<Receiver<_>> = Some(rx);
+    loop {
+        let waiting = rx.take().expect("receiver is put back after each wait");
+        let (waiting, received) = py.detach(move || {
+            let received = waiting.recv_timeout(SIGNAL_POLL);
+            (waiting, received)
+        });
+        rx = Some(waiting);
+        match received {
+            Ok(Ok(batch)) => sink(batch),
+            Ok(Err(e)) => {
+                canceller.cancel();
+                return Err(to_py_err(py, e));
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if let Err(interrupt) = py.check_signals() {
+            // The worker stops after the row groups already running; it is not waited for.
+            canceller.cancel();
+            return Err(interrupt);
+        }
+    }
+    py.detach(move || worker.join())
+        .map_err(|_| to_py_err(py, Error::internal("the scan thread panicked")))
+}
+
+/// A `ScanStream` as an Arrow `RecordBatchReader` (for the C stream export).
+struct ScanReader {
+    stream: ScanStream,
+    schema: SchemaRef,
+}
+
+impl Iterator for ScanReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.stream
+            .next()
+            .map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl RecordBatchReader for ScanReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// Record batches behind the Arrow PyCapsule stream interface; consumed once.
+#[pyclass(module = "tamis._tamis", name = "ArrowStream")]
+struct ArrowStream {
+    reader: Mutex<Option<Box<dyn RecordBatchReader + Send>>>,
+}
+
+impl ArrowStream {
+    fn new(reader: Box<dyn RecordBatchReader + Send>) -> Self {
+        ArrowStream {
+            reader: Mutex::new(Some(reader)),
+        }
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// Exports the stream (the Arrow PyCapsule interface). The requested schema is ignored:
+    /// the stream already has the columns the scan asked for.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = self
+            .reader
+            .lock()
+            .map_err(|_| PyValueError::new_err("the stream is poisoned"))?
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this tamis stream was already consumed"))?;
+        PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(reader), c"arrow_array_stream")
+    }
+}
+
+fn request(
+    path: String,
+    filter: Option<String>,
+    columns: Option<Vec<String>>,
+    threads: Option<usize>,
+    limit: Option<usize>,
+    batch_size: Option<usize>,
+) -> Request {
+    Request {
+        path,
+        filter,
+        columns,
+        threads,
+        limit,
+        batch_size,
+    }
+}
+
+/// Scans to the end and returns the batches as one stream (the Python side makes a Table).
+#[pyfunction]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None))]
+fn scan_all(
+    py: Python<'_>,
+    path: String,
+    filter: Option<String>,
+    columns: Option<Vec<String>>,
+    threads: Option<usize>,
+    limit: Option<usize>,
+    batch_size: Option<usize>,
+) -> PyResult<ArrowStream> {
+    let req = request(path, filter, columns, threads, limit, batch_size);
+    let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
+    let schema = stream.schema();
+    let mut batches = Vec::new();
+    drive(py, stream, |b| batches.push(b))?;
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    Ok(ArrowStream::new(Box::new(reader)))
+}
+
+/// Starts a scan and returns it as a lazy stream; batches are produced as the consumer pulls.
+#[pyfunction]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None))]
+fn scan_stream(
+    py: Python<'_>,
+    path: String,
+    filter: Option<String>,
+    columns: Option<Vec<String>>,
+    threads: Option<usize>,
+    limit: Option<usize>,
+    batch_size: Option<usize>,
+) -> PyResult<ArrowStream> {
+    let req = request(path, filter, columns, threads, limit, batch_size);
+    let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
+    let schema = stream.schema();
+    Ok(ArrowStream::new(Box::new(ScanReader { stream, schema })))
+}
+
+/// Runs the scan, discards the rows and returns the metrics as JSON: the same object as
+/// `tamis explain --json`.
+#[pyfunction]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None))]
+fn explain_json(
+    py: Python<'_>,
+    path: String,
+    filter: Option<String>,
+    columns: Option<Vec<String>>,
+    threads: Option<usize>,
+    limit: Option<usize>,
+) -> PyResult<String> {
+    let req = request(path, filter, columns, threads, limit, None);
+    let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
+    let metrics = drive(py, stream, drop)?;
+    let mut value = serde_json::to_value(&metrics).map_err(|e| {
+        to_py_err(
+            py,
+            Error::internal(format!("cannot serialize metrics: {e}")),
+        )
+    })?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("predicate".to_string(), req.filter.into());
+    }
+    Ok(value.to_string())
+}
+
+#[pymodule]
+fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<ArrowStream>()?;
+    m.add_function(wrap_pyfunction!(scan_all, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(explain_json, m)?)?;
+    Ok(())
+}

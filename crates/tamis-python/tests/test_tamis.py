@@ -1,0 +1,286 @@
+"""The Python package against an independent oracle: pyarrow's own Parquet reader and compute."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import tamis
+
+ROWS = 50_000
+
+
+def _table(rows: int = ROWS) -> pa.Table:
+    idx = pa.array(range(rows), pa.int64())
+    mod = lambda n: pc.cast(pc.divide(idx, 1), pa.int64()).to_numpy() % n  # noqa: E731
+    status = pa.array([["new", "open", "closed", "", "late"][i % 5] for i in range(rows)])
+    names = pa.array(
+        [None if i % 7 == 0 else f"item-{i % 997:04d}-{'special' if i % 13 == 0 else 'plain'}"
+         for i in range(rows)]
+    )
+    price = pa.array(
+        [None if i % 11 == 0 else (float("nan") if i % 101 == 0 else (i % 1000) / 10 - 25.0)
+         for i in range(rows)],
+        pa.float64(),
+    )
+    day = pa.array(
+        [dt.date(2020, 1, 1) + dt.timedelta(days=int(i % 400)) for i in range(rows)], pa.date32()
+    )
+    amount = pa.array([Decimal(int(i % 5000)) / 100 for i in range(rows)], pa.decimal128(12, 2))
+    return pa.table(
+        {
+            "id": idx,
+            "bucket": pa.array(mod(100), pa.int32()),
+            "status": status,
+            "name": names,
+            "price": price,
+            "day": day,
+            "amount": amount,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> tuple[str, pa.Table]:
+    path = tmp_path_factory.mktemp("data") / "t.parquet"
+    table = _table()
+    pq.write_table(
+        table,
+        path,
+        row_group_size=8_000,
+        data_page_size=4096,
+        write_page_index=True,
+        use_dictionary=["status", "bucket", "name"],
+    )
+    return str(path), pq.read_table(path)
+
+
+CASES = [
+    ("id = 12345", lambda t: pc.equal(t["id"], 12345)),
+    ("id >= 49000 OR id < 10", lambda t: pc.or_(pc.greater_equal(t["id"], 49000), pc.less(t["id"], 10))),
+    ("bucket IN (3, 50, 99)", lambda t: pc.is_in(t["bucket"], pa.array([3, 50, 99], pa.int32()))),
+    ("status = ''", lambda t: pc.equal(t["status"], "")),
+    ("status <> 'open' AND bucket < 5", lambda t: pc.and_(pc.not_equal(t["status"], "open"), pc.less(t["bucket"], 5))),
+    ("name LIKE '%special'", lambda t: pc.match_like(t["name"], "%special")),
+    ("name IS NULL", lambda t: pc.is_null(t["name"])),
+    ("NOT (name LIKE 'item-00%')", lambda t: pc.invert(pc.match_like(t["name"], "item-00%"))),
+    # NaN sorts above every number (DuckDB's rule), so it matches `>`.
+    ("price > 10.5", lambda t: pc.or_(pc.greater(t["price"], 10.5), pc.is_nan(t["price"]))),
+    ("price = 0.0", lambda t: pc.equal(t["price"], 0.0)),
+    ("day BETWEEN DATE '2020-03-01' AND DATE '2020-03-31'",
+     lambda t: pc.and_(pc.greater_equal(t["day"], pa.scalar(dt.date(2020, 3, 1))),
+                       pc.less_equal(t["day"], pa.scalar(dt.date(2020, 3, 31))))),
+    ("amount < 1.50", lambda t: pc.less(t["amount"], pa.scalar(Decimal("1.50"), pa.decimal128(12, 2)))),
+    ("id < 0", lambda t: pc.less(t["id"], 0)),
+]
+
+
+def _rows(table: pa.Table) -> list:
+    """Rows as Python values, NaN made comparable (a NaN is not equal to itself)."""
+    fix = lambda v: "NaN" if isinstance(v, float) and v != v else v  # noqa: E731
+    return [tuple(fix(v) for v in row.values()) for row in table.to_pylist()]
+
+
+def assert_same(got: pa.Table, want: pa.Table) -> None:
+    assert got.schema.names == want.schema.names
+    assert got.schema.types == want.schema.types
+    assert got.num_rows == want.num_rows
+    assert _rows(got) == _rows(want)
+
+
+def _expected(table: pa.Table, mask, columns=None) -> pa.Table:
+    out = table.filter(pc.fill_null(mask(table), False))
+    return out.select(columns) if columns else out
+
+
+@pytest.mark.parametrize("where,mask", CASES, ids=[c[0] for c in CASES])
+def test_scan_matches_pyarrow(data, where, mask):
+    path, table = data
+    got = tamis.scan(path, where=where)
+    want = _expected(table, mask)
+    assert_same(got, want)
+
+
+def test_full_scan_and_column_order(data):
+    path, table = data
+    assert_same(tamis.scan(path), table)
+    got = tamis.scan(path, where="bucket = 7", columns=["price", "id"])
+    assert got.column_names == ["price", "id"]
+    assert_same(got, _expected(table, lambda t: pc.equal(t["bucket"], 7), ["price", "id"]))
+
+
+def test_threads_and_limit(data):
+    path, table = data
+    one = tamis.scan(path, where="status = 'late'", threads=1)
+    two = tamis.scan(path, where="status = 'late'", threads=2)
+    assert_same(one, two)
+    limited = tamis.scan(path, where="status = 'late'", limit=777, threads=2)
+    assert_same(limited, one.slice(0, 777))
+    assert tamis.scan(path, limit=0).num_rows == 0
+
+
+def test_scan_batches_is_a_streaming_reader(data):
+    path, table = data
+    reader = tamis.scan_batches(path, where="bucket < 10", columns=["id", "name"], batch_size=1000)
+    assert isinstance(reader, pa.RecordBatchReader)
+    assert reader.schema.names == ["id", "name"]
+    batches = list(reader)
+    assert len(batches) > 1 and all(b.num_rows <= 1000 for b in batches)
+    got = pa.Table.from_batches(batches, reader.schema)
+    assert_same(got, _expected(table, lambda t: pc.less(t["bucket"], 10), ["id", "name"]))
+
+
+def test_pycapsule_stream_is_exported_once(data):
+    path, _ = data
+    stream = tamis._tamis.scan_stream(path, "id < 5")
+    capsule = stream.__arrow_c_stream__()
+    assert type(capsule).__name__ == "PyCapsule"
+    assert pa.RecordBatchReader._import_from_c_capsule(capsule).read_all().num_rows == 5
+    with pytest.raises(ValueError, match="already consumed"):
+        stream.__arrow_c_stream__()
+
+
+def test_consumers_take_the_stream(data):
+    path, table = data
+    want = _expected(table, lambda t: pc.equal(t["status"], "open"), ["id", "status"])
+    polars = pytest.importorskip("polars")
+    df = polars.from_arrow(tamis.scan_batches(path, where="status = 'open'", columns=["id", "status"]))
+    assert df.height == want.num_rows and df["id"].to_list() == want["id"].to_pylist()
+    duckdb = pytest.importorskip("duckdb")
+    reader = tamis.scan_batches(path, where="status = 'open'", columns=["id", "status"])
+    total = duckdb.sql("SELECT count(*), sum(id) FROM reader").fetchall()[0]
+    assert total == (want.num_rows, pc.sum(want["id"]).as_py())
+    pytest.importorskip("pandas")
+    assert tamis.scan_batches(path, where="id < 3").read_pandas()["id"].tolist() == [0, 1, 2]
+
+
+def test_explain_is_the_cli_funnel(data):
+    path, table = data
+    funnel = tamis.explain(path, where="id = 12345", columns=["name"])
+    assert funnel["predicate"] == "id = 12345"
+    assert funnel["rows_selected"] == 1
+    assert funnel["rows_total"] == table.num_rows
+    assert funnel["row_groups_total"] == 7
+    assert funnel["row_groups_pruned_statistics"] == 6
+    cli = _cli()
+    if cli is None:
+        pytest.skip("tamis CLI not found (set TAMIS_CLI)")
+    out = subprocess.run(
+        [cli, "explain", path, "--where", "id = 12345", "--select", "name", "--json"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    from_cli = json.loads(out)
+    assert set(from_cli) == set(funnel)
+    timing = {k for k in funnel if k.startswith("time_")}
+    assert {k: v for k, v in from_cli.items() if k not in timing} == {
+        k: v for k, v in funnel.items() if k not in timing
+    }
+
+
+def _cli() -> str | None:
+    return os.environ.get("TAMIS_CLI") or shutil.which("tamis")
+
+
+def test_errors_keep_their_category_and_message(data, tmp_path):
+    path, _ = data
+    with pytest.raises(tamis.InvalidArgumentError, match="unknown column 'nope'") as bad_col:
+        tamis.scan(path, where="nope = 1")
+    assert isinstance(bad_col.value, ValueError)
+    with pytest.raises(ValueError, match="cannot parse predicate"):
+        tamis.scan(path, where="id = ")
+    with pytest.raises(ValueError, match="unknown column 'x' in select"):
+        tamis.scan(path, columns=["x"])
+    with pytest.raises(TypeError):
+        tamis.scan(path, columns="id")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        tamis.scan(tmp_path / "missing.parquet")
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_bytes(b"PAR1" + b"\x00" * 64 + b"\x10\x00\x00\x00PAR1")
+    with pytest.raises(tamis.CorruptFileError) as err:
+        tamis.scan(corrupt)
+    assert isinstance(err.value, OSError) and str(corrupt) in str(err.value)
+    with pytest.raises(tamis.UnsupportedError) as unsupported:
+        tamis.scan(path, where="id = bucket")
+    assert isinstance(unsupported.value, NotImplementedError)
+    cli = _cli()
+    if cli is not None:
+        res = subprocess.run([cli, "query", path, "--where", "nope = 1"], capture_output=True, text=True)
+        assert str(bad_col.value) in res.stderr
+
+
+@pytest.fixture(scope="module")
+def big_dir(tmp_path_factory) -> str:
+    """Many hard links to one file: a scan that takes seconds without writing gigabytes."""
+    root = tmp_path_factory.mktemp("big")
+    src = root / "src.parquet"
+    n = 400_000
+    pq.write_table(
+        pa.table({"s": pa.array([f"row {i} with some words to search" for i in range(n)]),
+                  "k": pa.array(range(n), pa.int64())}),
+        src, row_group_size=50_000, use_dictionary=False,
+    )
+    links = root / "links"
+    links.mkdir()
+    for i in range(400):
+        os.link(src, links / f"part-{i:04d}.parquet")
+    return str(links)
+
+
+def test_gil_is_released_while_scanning(big_dir):
+    ticks = 0
+    done = threading.Event()
+
+    def scan():
+        tamis.scan(big_dir, where="s LIKE '%words%nothing%'", threads=1, limit=None)
+        done.set()
+
+    worker = threading.Thread(target=scan)
+    start = time.perf_counter()
+    worker.start()
+    while not done.is_set() and time.perf_counter() - start < 0.5:
+        ticks += 1
+    elapsed = time.perf_counter() - start
+    done.wait(timeout=120)
+    worker.join()
+    # With the GIL held by the scan, this loop would run only at switch intervals.
+    assert ticks > 10_000, (ticks, elapsed)
+
+
+def test_ctrl_c_interrupts_a_long_scan(big_dir):
+    script = textwrap.dedent(
+        f"""
+        import sys, time, tamis
+        print("start", flush=True)
+        t = time.perf_counter()
+        try:
+            tamis.scan({big_dir!r}, where="s LIKE '%words%nothing%'", threads=1)
+            print("finished", time.perf_counter() - t, flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", time.perf_counter() - t, flush=True)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "start"
+    time.sleep(1.0)
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    line = proc.stdout.readline().split()
+    latency = time.perf_counter() - sent
+    proc.wait(timeout=60)
+    assert line and line[0] == "interrupted", line
+    assert latency < 2.0, latency
