@@ -16,6 +16,7 @@ pub mod encoding;
 pub mod error;
 pub mod expr;
 pub mod io;
+pub mod kernels;
 pub mod levels;
 pub mod metrics;
 pub mod prune;
