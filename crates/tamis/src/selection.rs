@@ -187,11 +187,155 @@ impl Bitmap {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
-    /// Number of set bits in `start..end`.
+    /// Number of set bits in `start..end`, a word at a time.
     pub fn count_range(&self, start: usize, end: usize) -> usize {
-        (start..end.min(self.len)).filter(|&i| self.get(i)).count()
+        let end = end.min(self.len);
+        if start >= end {
+            return 0;
+        }
+        let (first, last) = (start / 64, (end - 1) / 64);
+        let lo = u64::MAX << (start % 64);
+        let hi = u64::MAX >> (63 - (end - 1) % 64);
+        if first == last {
+            return (self.words[first] & lo & hi).count_ones() as usize;
+        }
+        let middle: usize = self.words[first + 1..last]
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum();
+        (self.words[first] & lo).count_ones() as usize
+            + middle
+            + (self.words[last] & hi).count_ones() as usize
     }
 
+    /// Flips every bit.
+    pub fn not_inplace(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = !*w);
+        self.clear_tail();
+    }
+
+    /// Whether every bit is set.
+    pub fn all_set(&self) -> bool {
+        self.count_ones() == self.len
+    }
+
+    /// Bits `start..start + len` as a bitmap of their own.
+    pub fn window(&self, start: usize, len: usize) -> Bitmap {
+        let mut b = Bitmap::new_zeroed(len);
+        b.or_range_from(self, start);
+        b
+    }
+
+    /// Bits `start..start + len` as words (bit 0 of the first word is bit `start`), written to
+    /// the reused buffer `out`; the kernels take selections in this form.
+    pub fn window_words(&self, start: usize, len: usize, out: &mut Vec<u64>) {
+        assert!(start + len <= self.len, "window_words out of range");
+        out.clear();
+        let (base, shift) = (start / 64, start % 64);
+        let n = len.div_ceil(64);
+        out.extend((0..n).map(|i| {
+            let lo = self.words[base + i] >> shift;
+            let hi = if shift > 0 {
+                self.words
+                    .get(base + i + 1)
+                    .map_or(0, |w| w << (64 - shift))
+            } else {
+                0
+            };
+            lo | hi
+        }));
+        let rem = len % 64;
+        if rem != 0 {
+            if let Some(last) = out.last_mut() {
+                *last &= (1u64 << rem) - 1;
+            }
+        }
+    }
+
+    /// The bits of `self` at the set positions of `mask` (same length), packed contiguously:
+    /// PEXT (paper §5.4.2). Turns a row selection into a selection over a page's non-null
+    /// values when `mask` is the page's validity.
+    pub fn compress(&self, mask: &Bitmap) -> Bitmap {
+        debug_assert_eq!(self.len, mask.len);
+        let mut out = Vec::with_capacity(mask.count_ones().div_ceil(64));
+        let n = (crate::kernels::kernels().compress)(&self.words, &mask.words, self.len, &mut out);
+        out.resize(n.div_ceil(64), 0);
+        Bitmap::from_words(out, n)
+    }
+
+    /// `self` (one bit per set bit of `select`) deposited onto the set positions of `select`:
+    /// PDEP (paper §4.3, transform). The inverse of [`Bitmap::compress`].
+    pub fn transform(&self, select: &Bitmap) -> Bitmap {
+        debug_assert!(self.len >= select.count_ones());
+        let mut out = vec![0u64; select.words.len()];
+        (crate::kernels::kernels().transform)(&self.words, &select.words, &mut out);
+        Bitmap::from_words(out, select.len)
+    }
+}
+
+/// Builds a bitmap by appending bits, a word or a run at a time (results over selected values).
+#[derive(Debug, Default)]
+pub struct BitBuilder {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl BitBuilder {
+    pub fn with_capacity(bits: usize) -> Self {
+        BitBuilder {
+            words: Vec::with_capacity(bits.div_ceil(64)),
+            len: 0,
+        }
+    }
+
+    /// Appends the low `n` (≤ 64) bits of `word` (higher bits must be zero).
+    #[inline]
+    pub fn push_bits(&mut self, word: u64, n: usize) {
+        debug_assert!(n <= 64 && (n == 64 || word >> n == 0));
+        if n == 0 {
+            return;
+        }
+        let shift = self.len % 64;
+        if shift == 0 {
+            self.words.push(word);
+        } else {
+            *self.words.last_mut().expect("partial word") |= word << shift;
+            if shift + n > 64 {
+                self.words.push(word >> (64 - shift));
+            }
+        }
+        self.len += n;
+    }
+
+    /// Appends `n` copies of `bit`.
+    pub fn push_run(&mut self, bit: bool, mut n: usize) {
+        let fill = if bit { u64::MAX } else { 0 };
+        while n > 0 {
+            let take = n.min(64);
+            let word = if take == 64 {
+                fill
+            } else {
+                fill & ((1u64 << take) - 1)
+            };
+            self.push_bits(word, take);
+            n -= take;
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn finish(self) -> Bitmap {
+        Bitmap::from_words(self.words, self.len)
+    }
+}
+
+impl Bitmap {
     /// True if any bit in `start..end` is set.
     pub fn any_in(&self, start: usize, end: usize) -> bool {
         let end = end.min(self.len);
@@ -322,6 +466,59 @@ mod tests {
                 let expect: Vec<bool> = (0..len).map(|i| src.get(offset + i)).collect();
                 assert_eq!(w, Bitmap::from_bools(&expect), "offset {offset} len {len}");
             }
+        }
+    }
+
+    #[test]
+    fn window_compress_transform_builder_match_references() {
+        for len in [0usize, 1, 63, 64, 65, 200, 700] {
+            let a = Bitmap::from_bools(
+                &(0..len)
+                    .map(|i| i % 5 < 2 || i % 64 == 63)
+                    .collect::<Vec<_>>(),
+            );
+            let m =
+                Bitmap::from_bools(&(0..len).map(|i| i % 3 != 0 || i == 64).collect::<Vec<_>>());
+            // compress: a's bits where m is set
+            let expect: Vec<bool> = (0..len).filter(|&i| m.get(i)).map(|i| a.get(i)).collect();
+            let c = a.compress(&m);
+            assert_eq!(c, Bitmap::from_bools(&expect), "len {len}");
+            // transform is compress's inverse on the selected positions
+            let mut back = a.clone();
+            back.and_inplace(&m);
+            assert_eq!(c.transform(&m), back, "len {len}");
+            assert!(a.all_set() == (a.count_ones() == len));
+            for start in [0usize, 1, 63, 64, len / 2] {
+                for n in [0usize, 1, 64, 65, len.saturating_sub(start)] {
+                    if start + n > len {
+                        continue;
+                    }
+                    let expect: Vec<bool> = (start..start + n).map(|i| a.get(i)).collect();
+                    assert_eq!(a.window(start, n), Bitmap::from_bools(&expect));
+                    let mut words = Vec::new();
+                    a.window_words(start, n, &mut words);
+                    assert_eq!(Bitmap::from_words(words, n), Bitmap::from_bools(&expect));
+                }
+            }
+            let mut b = BitBuilder::default();
+            let mut expect = Vec::new();
+            for (i, n) in [3usize, 64, 0, 1, 70, 5, 129].iter().enumerate() {
+                if i % 2 == 0 {
+                    b.push_run(i % 4 == 0, *n);
+                    expect.extend(std::iter::repeat_n(i % 4 == 0, *n));
+                } else {
+                    let n = (*n).min(64);
+                    let w = if n == 64 {
+                        0xdead_beef_0123_4567
+                    } else {
+                        0x5555_5555_5555_5555 & ((1u64 << n) - 1)
+                    };
+                    b.push_bits(w, n);
+                    expect.extend((0..n).map(|j| w >> j & 1 == 1));
+                }
+            }
+            assert_eq!(b.len(), expect.len());
+            assert_eq!(b.finish(), Bitmap::from_bools(&expect));
         }
     }
 

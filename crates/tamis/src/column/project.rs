@@ -1,4 +1,5 @@
-//! Late materialization: decoding only the selected rows of a column chunk.
+//! Late materialization: decoding only the selected rows of a column chunk (selection pushdown
+//! for projections: select, then decode).
 
 use std::sync::Arc;
 
@@ -8,7 +9,9 @@ use crate::metrics::{add, MetricsCollector};
 use crate::selection::Bitmap;
 use crate::values::Values;
 
-use super::ColumnChunk;
+use parquet::basic::Encoding;
+
+use super::{ColumnChunk, PageFrame};
 
 /// Selected rows of a flat column: dense non-null values plus one validity flag per row.
 pub struct Projected {
@@ -33,49 +36,26 @@ pub fn project(
         if !selection.any_in(start, end) {
             continue;
         }
-        // Dense indices of the selected non-null values.
-        let mut dense_idx: Vec<u32> = Vec::new();
-        match &frame.validity {
-            // No nulls: the selected rows are the dense indices.
+        // Algorithm 4 without repetition: the selected rows of the page, then (through the
+        // validity, PEXT) the selected non-null values and the validity of the selected rows.
+        let rows = selection.window(start, frame.num_rows);
+        let selected = match &frame.validity {
             None => {
-                let mut page_sel = Bitmap::new_zeroed(frame.num_rows);
-                page_sel.or_range_from(selection, start);
-                dense_idx.extend(page_sel.iter_ones().map(|r| r as u32));
                 out.validity
-                    .extend(std::iter::repeat_n(true, dense_idx.len()));
+                    .extend(std::iter::repeat_n(true, rows.count_ones()));
+                rows
             }
             Some(validity) => {
-                let mut j = 0u32;
-                for r in 0..frame.num_rows {
-                    let valid = validity.get(r);
-                    if selection.get(start + r) {
-                        out.validity.push(valid);
-                        if valid {
-                            dense_idx.push(j);
-                        }
-                    }
-                    j += valid as u32;
-                }
-                if (j as usize) != frame.non_null {
+                if validity.count_ones() != frame.non_null {
                     return Err(Error::internal("validity count mismatch").in_column(&path));
                 }
-            }
-        }
-        let values = if frame.is_dictionary_encoded() {
-            let dict = chunk.dictionary_for(frame)?;
-            let codes = chunk.page_codes(frame).map_err(|e| e.in_column(&path))?;
-            let picked: Vec<u32> = dense_idx.iter().map(|&i| codes[i as usize]).collect();
-            add(&metrics.values_decoded, frame.non_null as u64);
-            encoding::dictionary::gather(dict, &picked)
-        } else {
-            let (all, fresh) = chunk.decode_page(frame).map_err(|e| e.in_column(&path))?;
-            add(&metrics.values_decoded, fresh as u64);
-            if dense_idx.len() == all.len() {
-                Arc::unwrap_or_clone(all)
-            } else {
-                all.take(&dense_idx)
+                let valid = validity.compress(&rows);
+                out.validity.extend((0..valid.len()).map(|i| valid.get(i)));
+                rows.compress(validity)
             }
         };
+        let values =
+            select_values(chunk, frame, &selected, metrics).map_err(|e| e.in_column(&path))?;
         match &mut out.values {
             None => out.values = Some(values),
             Some(acc) => {
@@ -89,4 +69,53 @@ pub fn project(
         }
     }
     Ok(out)
+}
+
+/// The page's values whose bit is set in `selected` (one bit per non-null value), decoding only
+/// those where the encoding allows: dictionary codes through the select kernel, PLAIN values by a
+/// gather; other encodings are decoded whole (once per page) and the selected values taken.
+fn select_values(
+    chunk: &ColumnChunk<'_>,
+    frame: &PageFrame,
+    selected: &Bitmap,
+    metrics: &MetricsCollector,
+) -> Result<Values> {
+    let all = selected.all_set();
+    if frame.is_dictionary_encoded() {
+        let dict = chunk.dictionary_for(frame)?;
+        if all {
+            let codes = chunk.page_codes(frame)?;
+            add(&metrics.values_decoded, codes.len() as u64);
+            return Ok(encoding::dictionary::gather(dict, &codes));
+        }
+        let mut codes = Vec::with_capacity(selected.count_ones());
+        encoding::dictionary::select_codes(
+            &frame.values,
+            frame.non_null,
+            dict.len(),
+            selected,
+            &mut codes,
+        )?;
+        add(&metrics.values_decoded, codes.len() as u64);
+        return Ok(encoding::dictionary::gather(dict, &codes));
+    }
+    if frame.decoded.get().is_none() && frame.encoding == Encoding::PLAIN {
+        let values = encoding::plain::decode_selected(
+            chunk.leaf.physical,
+            chunk.leaf.type_length,
+            &frame.values,
+            frame.non_null,
+            selected,
+        )?;
+        add(&metrics.values_decoded, values.len() as u64);
+        return Ok(values);
+    }
+    let (values, fresh) = chunk.decode_page(frame)?;
+    add(&metrics.values_decoded, fresh as u64);
+    Ok(if all {
+        Arc::unwrap_or_clone(values)
+    } else {
+        let idx: Vec<u32> = selected.iter_ones().map(|i| i as u32).collect();
+        values.take(&idx)
+    })
 }

@@ -7,7 +7,7 @@
 use super::bitpack;
 use super::rle::{RleDecoder, Run};
 use crate::error::{Error, Result};
-use crate::selection::Bitmap;
+use crate::selection::{BitBuilder, Bitmap};
 use crate::values::{ByteArrays, Values};
 
 /// Bit-packed runs are unpacked and tested this many codes at a time.
@@ -138,6 +138,151 @@ pub fn filter_codes(
     Ok(result)
 }
 
+/// Appends to `out` the codes of the values whose bit is set in `selected` (one bit per value of
+/// the page, `num_values` bits): selection pushdown (paper §3). Bit-packed runs go through the
+/// select kernel, so unselected codes are never unpacked; a repeated run contributes its value
+/// once per selected position (a popcount). Codes are checked against `dict_len`.
+pub fn select_codes(
+    data: &[u8],
+    num_values: usize,
+    dict_len: usize,
+    selected: &Bitmap,
+    out: &mut Vec<u32>,
+) -> Result<()> {
+    let start = out.len();
+    for_selected_runs(data, num_values, dict_len, selected, |piece| {
+        match piece {
+            Piece::Repeated { value, count } => out.resize(out.len() + count, value),
+            Piece::Codes(codes) => out.extend_from_slice(codes),
+        }
+        Ok(())
+    })?;
+    let max = out[start..].iter().copied().max().unwrap_or(0);
+    if max as usize >= dict_len {
+        return Err(out_of_range(max, dict_len));
+    }
+    Ok(())
+}
+
+/// The predicate result over the selected values only: bit `j` is `matches[code]` of the `j`-th
+/// value set in `selected`. Callers map it back onto the page with [`Bitmap::transform`].
+pub fn filter_selected_codes(
+    data: &[u8],
+    num_values: usize,
+    dict_len: usize,
+    matches: &Bitmap,
+    selected: &Bitmap,
+) -> Result<Bitmap> {
+    if matches.len() < dict_len {
+        return Err(Error::internal(format!(
+            "dictionary match bitmap has {} bits for {dict_len} entries",
+            matches.len()
+        )));
+    }
+    let lookup = matches.words();
+    let mut result = BitBuilder::with_capacity(selected.count_ones());
+    for_selected_runs(data, num_values, dict_len, selected, |piece| {
+        match piece {
+            Piece::Repeated { value, count } => result.push_run(matches.get(value as usize), count),
+            Piece::Codes(codes) => {
+                let max = codes.iter().copied().max().unwrap_or(0);
+                if max as usize >= dict_len {
+                    return Err(out_of_range(max, dict_len));
+                }
+                for group in codes.chunks(64) {
+                    let mut word = 0u64;
+                    for (i, &code) in group.iter().enumerate() {
+                        let c = code as usize;
+                        word |= ((lookup[c >> 6] >> (c & 63)) & 1) << i;
+                    }
+                    result.push_bits(word, group.len());
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(result.finish())
+}
+
+/// What [`for_selected_runs`] hands out, in value order.
+enum Piece<'a> {
+    /// `count` selected values of one repeated run (a checked code).
+    Repeated { value: u32, count: usize },
+    /// Selected codes of a bit-packed run (unchecked).
+    Codes(&'a [u32]),
+}
+
+/// Walks the runs of a dictionary-encoded page and yields only the selected codes.
+fn for_selected_runs(
+    data: &[u8],
+    num_values: usize,
+    dict_len: usize,
+    selected: &Bitmap,
+    mut f: impl FnMut(Piece<'_>) -> Result<()>,
+) -> Result<()> {
+    if selected.len() != num_values {
+        return Err(Error::internal(format!(
+            "selection of {} bits for a page of {num_values} values",
+            selected.len()
+        )));
+    }
+    let Some((bit_width, rest)) = split_header(data, num_values)? else {
+        return Ok(());
+    };
+    let kernels = crate::kernels::kernels();
+    let mut decoder = RleDecoder::new(rest, bit_width);
+    let mut pos = 0usize;
+    let mut codes: Vec<u32> = Vec::with_capacity(CHUNK);
+    let mut sel: Vec<u64> = Vec::with_capacity(CHUNK / 64);
+    while pos < num_values {
+        match decoder.next_run()? {
+            None => {
+                return Err(Error::corrupt(format!(
+                    "dictionary codes end after {pos} of {num_values} values"
+                )))
+            }
+            Some(Run::Repeated { value, count }) => {
+                let take = count.min(num_values - pos);
+                let count = selected.count_range(pos, pos + take);
+                if count > 0 {
+                    if value as usize >= dict_len {
+                        return Err(out_of_range(value, dict_len));
+                    }
+                    f(Piece::Repeated { value, count })?;
+                }
+                pos += take;
+            }
+            Some(Run::BitPacked { data, count }) => {
+                let take = count.min(num_values - pos);
+                let bw = bit_width as usize;
+                let mut done = 0;
+                while done < take {
+                    let n = CHUNK.min(take - done);
+                    if selected.any_in(pos + done, pos + done + n) {
+                        // CHUNK is a multiple of 8, so each chunk starts on a byte boundary.
+                        let from = done / 8 * bw;
+                        let bytes = (n * bw).div_ceil(8);
+                        let packed = data.get(from..from + bytes).ok_or_else(|| {
+                            Error::corrupt(format!(
+                                "bit-packed run holds {} bytes, {} needed",
+                                data.len(),
+                                from + bytes
+                            ))
+                        })?;
+                        selected.window_words(pos + done, n, &mut sel);
+                        codes.clear();
+                        (kernels.select_unpack)(packed, bit_width, n, &sel, &mut codes);
+                        f(Piece::Codes(&codes))?;
+                    }
+                    done += n;
+                }
+                pos += take;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Dense values for `codes` from the dictionary `dict`. Codes must already be validated (by
 /// [`decode_codes`]); an out-of-range code yields a default value rather than a panic.
 pub fn gather(dict: &Values, codes: &[u32]) -> Values {
@@ -226,7 +371,27 @@ mod tests {
                 &(0..dict_len).map(|i| (seed >> (i % 64)) & 1 == 1).collect::<Vec<_>>());
             let got = filter_codes(&data, codes.len(), dict_len, &matches).unwrap();
             let want = Bitmap::from_bools(&codes.iter().map(|&c| matches.get(c as usize)).collect::<Vec<_>>());
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+
+            // Selection pushdown: only the selected codes, and the result over them.
+            for shape in 0..4u64 {
+                let sel = Bitmap::from_bools(&(0..codes.len()).map(|i| match shape {
+                    0 => false,
+                    1 => true,
+                    2 => i % 3 == 1,
+                    _ => (seed.rotate_left(i as u32 % 64) ^ i as u64 * 0x9e37) & 3 == 0,
+                }).collect::<Vec<_>>());
+                let mut picked = Vec::new();
+                select_codes(&data, codes.len(), dict_len, &sel, &mut picked).unwrap();
+                let expect: Vec<u32> = sel.iter_ones().map(|i| codes[i]).collect();
+                prop_assert_eq!(&picked, &expect);
+                let compact = filter_selected_codes(&data, codes.len(), dict_len, &matches, &sel).unwrap();
+                let expect_bits: Vec<bool> = expect.iter().map(|&c| matches.get(c as usize)).collect();
+                prop_assert_eq!(&compact, &Bitmap::from_bools(&expect_bits));
+                let mut want_rows = want.clone();
+                want_rows.and_inplace(&sel);
+                prop_assert_eq!(compact.transform(&sel), want_rows);
+            }
 
             let dict = Values::I64((0..dict_len as i64).map(|i| i * 3).collect());
             prop_assert_eq!(gather(&dict, &codes), Values::I64(codes.iter().map(|&c| c as i64 * 3).collect()));
@@ -246,6 +411,9 @@ mod tests {
             let mut out = Vec::new();
             let _ = decode_codes(&data, n, dict_len, &mut out);
             let _ = filter_codes(&data, n, dict_len, &Bitmap::new_set(dict_len));
+            let sel = Bitmap::from_bools(&(0..n).map(|i| i % 3 == 0).collect::<Vec<_>>());
+            let _ = select_codes(&data, n, dict_len, &sel, &mut out);
+            let _ = filter_selected_codes(&data, n, dict_len, &Bitmap::new_set(dict_len), &sel);
         }
     }
 

@@ -4,6 +4,7 @@
 //! FIXED_LEN_BYTE_ARRAY is `type_length` bytes per value and INT96 is three 32-bit words.
 
 use crate::error::{Error, Result};
+use crate::selection::Bitmap;
 use crate::values::{ByteArrays, Values};
 use parquet::basic::Type as PhysicalType;
 
@@ -59,6 +60,134 @@ pub fn decode(
             Values::Bytes(fixed_len(data, type_length, num_values, "PLAIN")?)
         }
     })
+}
+
+/// Decodes only the values whose bit is set in `selected` (one bit per value of the page,
+/// `num_values` bits), straight from the page bytes: selection pushdown on PLAIN pages, where
+/// "select" is a gather. The page is validated exactly as [`decode`] validates it.
+pub fn decode_selected(
+    physical: PhysicalType,
+    type_length: usize,
+    data: &[u8],
+    num_values: usize,
+    selected: &Bitmap,
+) -> Result<Values> {
+    if selected.len() != num_values {
+        return Err(Error::internal(format!(
+            "selection of {} bits for a page of {num_values} values",
+            selected.len()
+        )));
+    }
+    let picked = selected.count_ones();
+    Ok(match physical {
+        PhysicalType::BOOLEAN => {
+            if data.len() < num_values.div_ceil(8) {
+                return Err(short("BOOLEAN", data.len(), num_values));
+            }
+            let mut out = Vec::with_capacity(picked);
+            out.extend(
+                selected
+                    .iter_ones()
+                    .map(|i| (data[i / 8] >> (i % 8)) & 1 == 1),
+            );
+            Values::Bool(out)
+        }
+        PhysicalType::INT32 => {
+            Values::I32(gather::<4, _>(data, selected, "INT32", i32::from_le_bytes)?)
+        }
+        PhysicalType::INT64 => {
+            Values::I64(gather::<8, _>(data, selected, "INT64", i64::from_le_bytes)?)
+        }
+        PhysicalType::FLOAT => {
+            Values::F32(gather::<4, _>(data, selected, "FLOAT", f32::from_le_bytes)?)
+        }
+        PhysicalType::DOUBLE => Values::F64(gather::<8, _>(
+            data,
+            selected,
+            "DOUBLE",
+            f64::from_le_bytes,
+        )?),
+        PhysicalType::INT96 => Values::I96(gather::<12, _>(data, selected, "INT96", |b| {
+            let w = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+            [w(0), w(4), w(8)]
+        })?),
+        PhysicalType::BYTE_ARRAY => Values::Bytes(selected_byte_arrays(data, selected)?),
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => {
+            if type_length == 0 {
+                return Err(Error::corrupt(
+                    "PLAIN FIXED_LEN_BYTE_ARRAY column has type_length 0",
+                ));
+            }
+            num_values
+                .checked_mul(type_length)
+                .filter(|&n| n <= data.len())
+                .ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "PLAIN FIXED_LEN_BYTE_ARRAY({type_length}) page holds {} bytes for {num_values} values",
+                        data.len()
+                    ))
+                })?;
+            let mut out = ByteArrays::with_capacity(picked, picked * type_length);
+            for i in selected.iter_ones() {
+                out.push(&data[i * type_length..(i + 1) * type_length]);
+            }
+            Values::Bytes(out)
+        }
+    })
+}
+
+/// The selected values of `N` bytes each, after checking the data holds every value.
+fn gather<const N: usize, T>(
+    data: &[u8],
+    selected: &Bitmap,
+    what: &str,
+    convert: impl Fn([u8; N]) -> T,
+) -> Result<Vec<T>> {
+    let num_values = selected.len();
+    match num_values.checked_mul(N) {
+        Some(needed) if needed <= data.len() => {
+            let data = &data[..needed];
+            let mut out = Vec::with_capacity(selected.count_ones());
+            out.extend(selected.iter_ones().map(|i| {
+                let mut a = [0u8; N];
+                a.copy_from_slice(&data[i * N..i * N + N]);
+                convert(a)
+            }));
+            Ok(out)
+        }
+        _ => Err(short(what, data.len(), num_values)),
+    }
+}
+
+/// Walks every length prefix (the only way to find a value) and copies the selected values.
+fn selected_byte_arrays(data: &[u8], selected: &Bitmap) -> Result<ByteArrays> {
+    let num_values = selected.len();
+    let mut out = ByteArrays::with_capacity(selected.count_ones(), 0);
+    let mut pos = 0usize;
+    for i in 0..num_values {
+        let len_bytes = data.get(pos..pos + 4).ok_or_else(|| {
+            Error::corrupt(format!(
+                "PLAIN BYTE_ARRAY page ends at value {i} of {num_values} (no length)"
+            ))
+        })?;
+        let len =
+            u32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]) as usize;
+        pos += 4;
+        let end = pos
+            .checked_add(len)
+            .filter(|&e| e <= data.len())
+            .ok_or_else(|| {
+                Error::corrupt(format!(
+                    "PLAIN BYTE_ARRAY value {i} has length {len} but {} bytes remain",
+                    data.len() - pos
+                ))
+            })?;
+        if selected.get(i) {
+            out.push(&data[pos..end]);
+        }
+        pos = end;
+    }
+    Ok(out)
 }
 
 fn short(what: &str, len: usize, num_values: usize) -> Error {
@@ -154,6 +283,21 @@ mod tests {
             let data = encode_values(Encoding::PLAIN, physical, type_length, &values);
             let got = decode(physical, type_length, &data, values.len()).unwrap();
             prop_assert_eq!(&got, &values);
+            for shape in 0..4usize {
+                let sel = Bitmap::from_bools(&(0..values.len()).map(|i| match shape {
+                    0 => false,
+                    1 => true,
+                    2 => i % 3 == 0,
+                    _ => i % 64 == 63 || i % 7 == 2,
+                }).collect::<Vec<_>>());
+                let idx: Vec<u32> = sel.iter_ones().map(|i| i as u32).collect();
+                let picked = decode_selected(physical, type_length, &data, values.len(), &sel).unwrap();
+                prop_assert_eq!(picked, values.take(&idx));
+                if !values.is_empty() && physical != PhysicalType::BOOLEAN {
+                    let cut = &data[..data.len() - 1];
+                    prop_assert!(decode_selected(physical, type_length, cut, values.len(), &sel).is_err());
+                }
+            }
             if !values.is_empty() && physical != PhysicalType::BOOLEAN {
                 // Dropping the last byte always loses part of the last value.
                 prop_assert!(decode(physical, type_length, &data[..data.len() - 1], values.len()).is_err());
