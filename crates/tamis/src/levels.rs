@@ -156,7 +156,13 @@ pub fn validity_v1(
     max_def: i16,
     num_values: usize,
 ) -> Result<(Bitmap, usize)> {
-    let (mut maps, used) = equal_v1(data, encoding, max_def, num_values, &[max_def.max(0) as u32])?;
+    let (mut maps, used) = equal_v1(
+        data,
+        encoding,
+        max_def,
+        num_values,
+        &[max_def.max(0) as u32],
+    )?;
     Ok((maps.pop().expect("one literal"), used))
 }
 
@@ -204,7 +210,10 @@ pub fn equal_v1(
     } else if is_bit_packed(encoding) {
         let bw = level_bit_width(max_level) as usize;
         let used = bit_packed_len(data, bw, num_values)?;
-        let mut maps: Vec<Bitmap> = literals.iter().map(|_| Bitmap::new_zeroed(num_values)).collect();
+        let mut maps: Vec<Bitmap> = literals
+            .iter()
+            .map(|_| Bitmap::new_zeroed(num_values))
+            .collect();
         for i in 0..num_values {
             let level = bit_packed_level(data, bw, i);
             if level > max_level as u32 {
@@ -237,9 +246,7 @@ pub fn equal_v2(
 }
 
 fn above_max(level: u32, max_level: i16) -> Error {
-    Error::corrupt(format!(
-        "level {level} is above the max level {max_level}"
-    ))
+    Error::corrupt(format!("level {level} is above the max level {max_level}"))
 }
 
 /// The bitmaps of `num_values` implicit levels, all 0.
@@ -270,7 +277,10 @@ fn equal_hybrid(
     // unpacked.
     let top = (1u32 << k) - 1;
     let few_invalid = top - max <= 2;
-    let mut maps: Vec<Bitmap> = literals.iter().map(|_| Bitmap::new_zeroed(num_values)).collect();
+    let mut maps: Vec<Bitmap> = literals
+        .iter()
+        .map(|_| Bitmap::new_zeroed(num_values))
+        .collect();
     let equal = crate::kernels::kernels().equal;
     let mut scratch = vec![0u64; CHUNK / 64];
     let mut unpacked: Vec<u32> = Vec::new();
@@ -462,7 +472,11 @@ mod tests {
                 for (l, n, repeat, seed) in runs {
                     for i in 0..n {
                         let x = (seed as usize).wrapping_mul(i + 1).rotate_left(7) ^ i;
-                        v.push(if repeat { l } else { (x % (max as usize + 1)) as i16 });
+                        v.push(if repeat {
+                            l
+                        } else {
+                            (x % (max as usize + 1)) as i16
+                        });
                     }
                 }
                 (max, v)
@@ -628,7 +642,10 @@ mod tests {
         let valid = validity_v2(&enc.consume(), 2, 16).unwrap();
         assert_eq!(valid.words()[0], u64::from_str_radix(expect, 2).unwrap());
         // Max level 0: no levels stored, all valid, all record starts, nothing consumed.
-        assert_eq!(validity_v1(&[], Encoding::RLE, 0, 70).unwrap(), (Bitmap::new_set(70), 0));
+        assert_eq!(
+            validity_v1(&[], Encoding::RLE, 0, 70).unwrap(),
+            (Bitmap::new_set(70), 0)
+        );
         assert_eq!(record_starts_v2(&[], 0, 70).unwrap(), Bitmap::new_set(70));
         assert!(validity_v2(&[], -1, 1).is_err());
     }

@@ -282,7 +282,9 @@ fn arrow_file(dir: &Path, i: usize) -> (std::path::PathBuf, Vec<i32>, Cfg) {
     });
     let l_bool = list_of(&mut rng, rows, true, false, |r| r.random_bool(0.3));
     let l_large = list_of(&mut rng, rows, true, true, small);
-    let l_dec = list_of(&mut rng, rows, true, true, |r| r.random_range(-99_999i128..99_999));
+    let l_dec = list_of(&mut rng, rows, true, true, |r| {
+        r.random_range(-99_999i128..99_999)
+    });
 
     let f = |name: &str, t: DataType, nullable: bool| Field::new(name, t, nullable);
     let item = |t: DataType, nullable: bool| Field::new("item", t, nullable);
@@ -309,33 +311,48 @@ fn arrow_file(dir: &Path, i: usize) -> (std::path::PathBuf, Vec<i32>, Cfg) {
             Arc::new(Int32Array::from(k.clone())),
         ),
         {
-            let a = list_array(Int32Builder::new(), item(DataType::Int32, true), l_i32, |b, v| {
-                b.append_option(v)
-            });
+            let a = list_array(
+                Int32Builder::new(),
+                item(DataType::Int32, true),
+                l_i32,
+                |b, v| b.append_option(v),
+            );
             (f("l_i32", a.data_type().clone(), true), a)
         },
         {
-            let a = list_array(Int64Builder::new(), item(DataType::Int64, false), l_i64, |b, v| {
-                b.append_option(v)
-            });
+            let a = list_array(
+                Int64Builder::new(),
+                item(DataType::Int64, false),
+                l_i64,
+                |b, v| b.append_option(v),
+            );
             (f("l_i64", a.data_type().clone(), false), a)
         },
         {
-            let a = list_array(StringBuilder::new(), item(DataType::Utf8, true), l_str, |b, v| {
-                b.append_option(v)
-            });
+            let a = list_array(
+                StringBuilder::new(),
+                item(DataType::Utf8, true),
+                l_str,
+                |b, v| b.append_option(v),
+            );
             (f("l_str", a.data_type().clone(), true), a)
         },
         {
-            let a = list_array(Float64Builder::new(), item(DataType::Float64, true), l_f64, |b, v| {
-                b.append_option(v)
-            });
+            let a = list_array(
+                Float64Builder::new(),
+                item(DataType::Float64, true),
+                l_f64,
+                |b, v| b.append_option(v),
+            );
             (f("l_f64", a.data_type().clone(), false), a)
         },
         {
-            let a = list_array(BooleanBuilder::new(), item(DataType::Boolean, false), l_bool, |b, v| {
-                b.append_option(v)
-            });
+            let a = list_array(
+                BooleanBuilder::new(),
+                item(DataType::Boolean, false),
+                l_bool,
+                |b, v| b.append_option(v),
+            );
             (f("l_bool", a.data_type().clone(), true), a)
         },
         {
@@ -344,7 +361,9 @@ fn arrow_file(dir: &Path, i: usize) -> (std::path::PathBuf, Vec<i32>, Cfg) {
         },
         {
             let a = list_array(
-                Decimal128Builder::new().with_precision_and_scale(9, 2).unwrap(),
+                Decimal128Builder::new()
+                    .with_precision_and_scale(9, 2)
+                    .unwrap(),
                 item(DataType::Decimal128(9, 2), true),
                 l_dec,
                 |b, v| b.append_option(v),
@@ -384,7 +403,13 @@ fn arrow_lists_match_the_parquet_reader_under_selections() {
             let (filter, rows) = random_filter(&mut rng, &k);
             let pick = rng.random_range(0..ARROW_LISTS.len());
             let columns = ["id", ARROW_LISTS[pick], ARROW_LISTS[(pick + 3) % 7]];
-            check(&path, &format!("file {i} {cfg:?}"), Some(&filter), &rows, &columns);
+            check(
+                &path,
+                &format!("file {i} {cfg:?}"),
+                Some(&filter),
+                &rows,
+                &columns,
+            );
         }
     }
 }
@@ -395,8 +420,18 @@ fn arrow_lists_match_the_parquet_reader_under_selections() {
 /// The list shapes with one repeated level (beyond the Arrow writer's 3-level lists), their max
 /// definition level, and whether the list / the element can be null.
 const LEGACY: [(&str, i16, bool, bool); 4] = [
-    ("optional group l (LIST) { repeated int32 element; }", 2, true, false),
-    ("required group l (LIST) { repeated int32 element; }", 1, false, false),
+    (
+        "optional group l (LIST) { repeated int32 element; }",
+        2,
+        true,
+        false,
+    ),
+    (
+        "required group l (LIST) { repeated int32 element; }",
+        1,
+        false,
+        false,
+    ),
     ("repeated int32 l;", 1, false, false),
     (
         "required group l (LIST) { repeated group bag { optional int32 element; } }",
@@ -441,16 +476,15 @@ fn legacy_file(dir: &Path, shape: usize, i: usize) -> (std::path::PathBuf, Vec<i
         }
     }
     let path = dir.join(format!("legacy_{shape}_{i}.parquet"));
-    let mut w = SerializedFileWriter::new(
-        File::create(&path).unwrap(),
-        schema,
-        Arc::new(props(&cfg)),
-    )
-    .unwrap();
+    let mut w =
+        SerializedFileWriter::new(File::create(&path).unwrap(), schema, Arc::new(props(&cfg)))
+            .unwrap();
     let mut rg = w.next_row_group().unwrap();
     let ids: Vec<i64> = (0..rows as i64).collect();
     let mut c = rg.next_column().unwrap().unwrap();
-    c.typed::<Int64Type>().write_batch(&ids, None, None).unwrap();
+    c.typed::<Int64Type>()
+        .write_batch(&ids, None, None)
+        .unwrap();
     c.close().unwrap();
     let mut c = rg.next_column().unwrap().unwrap();
     c.typed::<Int32Type>().write_batch(&k, None, None).unwrap();
@@ -472,10 +506,10 @@ fn legacy_file(dir: &Path, shape: usize, i: usize) -> (std::path::PathBuf, Vec<i
 fn legacy_list_forms_match_the_parquet_reader() {
     let dir = tempfile::tempdir().unwrap();
     let files = env_usize("TAMIS_REPEATED_FILES", 24) / 4;
-    for shape in 0..LEGACY.len() {
+    for (shape, legacy) in LEGACY.iter().enumerate() {
         for i in 0..files.max(2) {
             let (path, k) = legacy_file(dir.path(), shape, i);
-            let what = format!("shape {} file {i}", LEGACY[shape].0);
+            let what = format!("shape {} file {i}", legacy.0);
             let all = vec![true; k.len()];
             check(&path, &what, None, &all, &["l", "id"]);
             let mut rng = StdRng::seed_from_u64(base_seed() ^ (shape * 100 + i) as u64);
@@ -527,12 +561,13 @@ fn lists_are_read_by_tamis_and_skip_pages() {
             row_group_rows: 1 << 20,
             compression: Compression::UNCOMPRESSED,
         };
-        let path = dir
-            .path()
-            .join(format!("skip_{page_index}_{v2}.parquet"));
-        let mut w =
-            ArrowWriter::try_new(File::create(&path).unwrap(), schema.clone(), Some(props(&cfg)))
-                .unwrap();
+        let path = dir.path().join(format!("skip_{page_index}_{v2}.parquet"));
+        let mut w = ArrowWriter::try_new(
+            File::create(&path).unwrap(),
+            schema.clone(),
+            Some(props(&cfg)),
+        )
+        .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
         let rows_sel: Vec<bool> = k.iter().map(|&x| x == 7).collect();
@@ -543,14 +578,21 @@ fn lists_are_read_by_tamis_and_skip_pages() {
         };
         let (got, m) = tamis_scan(path.to_str().unwrap(), &req).unwrap();
         let want = oracle(&path, &["l"], &rows_sel);
-        assert!(diff_batches(&got, &want).is_none(), "{:?}", diff_batches(&got, &want));
+        assert!(
+            diff_batches(&got, &want).is_none(),
+            "{:?}",
+            diff_batches(&got, &want)
+        );
         // The list pages went through tamis (the fallback counts no pages) and, where the page
         // layout is known without reading (offset index, v2 headers), most were skipped.
         let expected_skip = page_index || v2;
         assert!(m.pages_read >= 2, "page_index {page_index} v2 {v2}: {m:?}");
         assert!(m.values_decoded > 0, "{m:?}");
         if expected_skip {
-            assert!(m.pages_skipped_payload >= 40, "page_index {page_index} v2 {v2}: {m:?}");
+            assert!(
+                m.pages_skipped_payload >= 40,
+                "page_index {page_index} v2 {v2}: {m:?}"
+            );
         }
     }
 }
@@ -559,7 +601,7 @@ fn lists_are_read_by_tamis_and_skip_pages() {
 fn dictionary_and_plain_pages_in_one_chunk() {
     // A dictionary that overflows falls back to PLAIN in the same column chunk.
     let dir = tempfile::tempdir().unwrap();
-    let rows = 3000;
+    let rows: i32 = 3000;
     let schema = Arc::new(Schema::new(vec![
         Field::new("k", DataType::Int32, false),
         Field::new(
@@ -568,7 +610,7 @@ fn dictionary_and_plain_pages_in_one_chunk() {
             false,
         ),
     ]));
-    let k: Vec<i32> = (0..rows as i32).map(|r| (r / 37) % 8).collect();
+    let k: Vec<i32> = (0..rows).map(|r| (r / 37) % 8).collect();
     let mut b = ListBuilder::new(StringBuilder::new());
     for r in 0..rows {
         for j in 0..(r % 5) {
@@ -593,10 +635,19 @@ fn dictionary_and_plain_pages_in_one_chunk() {
     w.write(&batch).unwrap();
     w.close().unwrap();
     for (filter, pick) in [
-        ("k = 3", Box::new(|x: i32| x == 3) as Box<dyn Fn(i32) -> bool>),
+        (
+            "k = 3",
+            Box::new(|x: i32| x == 3) as Box<dyn Fn(i32) -> bool>,
+        ),
         ("k <> 3", Box::new(|x: i32| x != 3)),
     ] {
         let rows_sel: Vec<bool> = k.iter().map(|&x| pick(x)).collect();
-        check(&path, "dictionary fallback", Some(filter), &rows_sel, &["l", "k"]);
+        check(
+            &path,
+            "dictionary fallback",
+            Some(filter),
+            &rows_sel,
+            &["l", "k"],
+        );
     }
 }

@@ -197,7 +197,8 @@ impl ListPlan<'_> {
                 rep_level_encoding,
                 ..
             } => {
-                let (starts, rep_len) = levels::record_starts_v1(&buf, rep_level_encoding, max_rep, n)?;
+                let (starts, rep_len) =
+                    levels::record_starts_v1(&buf, rep_level_encoding, max_rep, n)?;
                 let rest = buf.get(rep_len..).unwrap_or_default();
                 let (defs, def_len) =
                     levels::equal_v1(rest, def_level_encoding, lv.max_def, n, &literals)?;
@@ -222,7 +223,9 @@ impl ListPlan<'_> {
             }
             Page::DictionaryPage { .. } => unreachable!("rejected above"),
         };
-        let null_list = lv.list_nullable.then(|| defs.pop().expect("three literals"));
+        let null_list = lv
+            .list_nullable
+            .then(|| defs.pop().expect("three literals"));
         let empty = defs.pop().expect("two literals");
         let valid = defs.pop().expect("two literals");
         Ok(PageLevels {
@@ -358,7 +361,6 @@ impl ListPlan<'_> {
         let idx: Vec<u32> = b_value.iter_ones().map(|i| i as u32).collect();
         Ok(all.take(&idx))
     }
-
 }
 
 /// One list column chunk of a row group, read for a selection.
@@ -541,21 +543,30 @@ impl<'a> ListChunk<'a> {
                 Error::corrupt(format!("page {i} announced by the offset index is missing"))
             })?;
             add(&metrics.pages_read, 1);
-            let result = self.plan.page_levels(page, self.chunk_values()).and_then(|p| {
-                if p.num_levels > 0 && !p.record_starts.get(0) {
-                    return Err(Error::corrupt(
+            let result = self
+                .plan
+                .page_levels(page, self.chunk_values())
+                .and_then(|p| {
+                    if p.num_levels > 0 && !p.record_starts.get(0) {
+                        return Err(Error::corrupt(
                         "page starts inside a record, though the offset index gives its first row",
                     ));
-                }
-                let records = p.record_starts.count_ones();
-                if records != rows {
-                    return Err(Error::corrupt(format!(
-                        "page holds {records} records, the offset index says {rows}"
-                    )));
-                }
-                self.plan
-                    .select_page(&p, first_row, selection, dictionary.as_ref(), metrics, out)
-            });
+                    }
+                    let records = p.record_starts.count_ones();
+                    if records != rows {
+                        return Err(Error::corrupt(format!(
+                            "page holds {records} records, the offset index says {rows}"
+                        )));
+                    }
+                    self.plan.select_page(
+                        &p,
+                        first_row,
+                        selection,
+                        dictionary.as_ref(),
+                        metrics,
+                        out,
+                    )
+                });
             result.map_err(|e| e.in_page(i))?;
         }
         Ok(())
@@ -613,7 +624,10 @@ impl<'a> ListChunk<'a> {
                 .get_next_page()?
                 .ok_or_else(|| Error::corrupt("page vanished"))?;
             add(&metrics.pages_read, 1);
-            let p = self.plan.page_levels(page, self.chunk_values()).map_err(|e| e.in_page(i))?;
+            let p = self
+                .plan
+                .page_levels(page, self.chunk_values())
+                .map_err(|e| e.in_page(i))?;
             let continues = p.num_levels > 0 && !p.record_starts.get(0);
             if continues && !previous_decoded {
                 return Err(Error::corrupt(if row == 0 {
@@ -693,11 +707,31 @@ mod tests {
 
     /// The list shapes of one repeated level: (schema, list nullable, element nullable).
     const SHAPES: [(&str, bool, bool); 6] = [
-        ("optional group l (LIST) { repeated group list { optional int32 element; } }", true, true),
-        ("optional group l (LIST) { repeated group list { required int32 element; } }", true, false),
-        ("required group l (LIST) { repeated group list { optional int32 element; } }", false, true),
-        ("required group l (LIST) { repeated group list { required int32 element; } }", false, false),
-        ("optional group l (LIST) { repeated int32 element; }", true, false),
+        (
+            "optional group l (LIST) { repeated group list { optional int32 element; } }",
+            true,
+            true,
+        ),
+        (
+            "optional group l (LIST) { repeated group list { required int32 element; } }",
+            true,
+            false,
+        ),
+        (
+            "required group l (LIST) { repeated group list { optional int32 element; } }",
+            false,
+            true,
+        ),
+        (
+            "required group l (LIST) { repeated group list { required int32 element; } }",
+            false,
+            false,
+        ),
+        (
+            "optional group l (LIST) { repeated int32 element; }",
+            true,
+            false,
+        ),
         ("repeated int32 l;", false, false),
     ];
 
@@ -749,13 +783,7 @@ mod tests {
     }
 
     /// A PLAIN data page (v1 or v2) of levels `range`.
-    fn page(
-        reps: &[i16],
-        defs: &[i16],
-        values: &[i32],
-        max_def: i16,
-        v1: bool,
-    ) -> Page {
+    fn page(reps: &[i16], defs: &[i16], values: &[i32], max_def: i16, v1: bool) -> Page {
         let plain: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let (r, d) = (hybrid(reps, 1, v1), hybrid(defs, max_def, v1));
         let mut buf = r.clone();
@@ -785,14 +813,18 @@ mod tests {
         }
     }
 
-    fn arb_records(list_nullable: bool, element_nullable: bool) -> impl Strategy<Value = Vec<Record>> {
+    fn arb_records(
+        list_nullable: bool,
+        element_nullable: bool,
+    ) -> impl Strategy<Value = Vec<Record>> {
         let element: BoxedStrategy<Option<i32>> = if element_nullable {
             prop_oneof![4 => any::<i32>().prop_map(Some), 1 => Just(None)].boxed()
         } else {
             any::<i32>().prop_map(Some).boxed()
         };
         let len = prop_oneof![6 => 0usize..4, 2 => 0usize..70, 1 => 60usize..300];
-        let list = len.prop_flat_map(move |n| prop::collection::vec(element.clone(), n).prop_map(Some));
+        let list =
+            len.prop_flat_map(move |n| prop::collection::vec(element.clone(), n).prop_map(Some));
         let record: BoxedStrategy<Record> = if list_nullable {
             prop_oneof![6 => list, 1 => Just(None)].boxed()
         } else {
@@ -820,7 +852,10 @@ mod tests {
         Arc::new(b.finish())
     }
 
-    fn case() -> impl Strategy<Value = (usize, Vec<Record>, Vec<usize>, Vec<bool>, u64, bool)> {
+    /// (shape, records, page cuts, v1 or v2 per page, selection seed, dense selection)
+    type Case = (usize, Vec<Record>, Vec<usize>, Vec<bool>, u64, bool);
+
+    fn case() -> impl Strategy<Value = Case> {
         (0..SHAPES.len()).prop_flat_map(|shape| {
             let (_, ln, en) = SHAPES[shape];
             (
@@ -926,13 +961,24 @@ mod tests {
         let arrow = parquet_to_arrow_schema(&descr, None).unwrap();
         let root = descr.root_schema().get_fields()[0].clone();
         let plan = ListPlan::new(&leaves, 0, &root, arrow.field(0)).unwrap();
-        let lv = plan.page_levels(page(&[1, 0], &[1, 1], &[1, 2], 1, true), 2).unwrap();
+        let lv = plan
+            .page_levels(page(&[1, 0], &[1, 1], &[1, 2], 1, true), 2)
+            .unwrap();
         let mut out = Assembly::default();
         let e = plan
-            .select_page(&lv, 0, &Bitmap::new_set(1), None, &MetricsCollector::default(), &mut out)
+            .select_page(
+                &lv,
+                0,
+                &Bitmap::new_set(1),
+                None,
+                &MetricsCollector::default(),
+                &mut out,
+            )
             .unwrap_err();
         assert!(e.message.contains("inside a record"), "{}", e.message);
         // More levels than the column chunk announces: refused before sizing anything.
-        assert!(plan.page_levels(page(&[0, 1], &[1, 1], &[1, 2], 1, true), 1).is_err());
+        assert!(plan
+            .page_levels(page(&[0, 1], &[1, 1], &[1, 2], 1, true), 1)
+            .is_err());
     }
 }
