@@ -586,7 +586,10 @@ mod tests {
                                        over in 1u32..4, repeat in 1usize..100) {
             let k = level_bit_width(max);
             let top = (1u32 << k) - 1;
-            prop_assume!(top > max as u32 && !levels.is_empty());
+            // Max levels of 2^k - 1 leave no k-bit level invalid (about a third of the cases).
+            if top == max as u32 || levels.is_empty() {
+                return Ok(());
+            }
             let bad = (max as u32 + over).min(top) as u16;
             // Encode with a wider max so the encoder accepts the bad level at the same width.
             let wide = top as i16;
