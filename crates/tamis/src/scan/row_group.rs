@@ -198,7 +198,11 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             }
             _ => {
                 let root_type = file.metadata.file_metadata().schema_descr().root_schema();
-                match ListPlan::new(leaves, root, &root_type.get_fields()[root], field) {
+                let plan = root_type
+                    .get_fields()
+                    .get(root)
+                    .and_then(|t| ListPlan::new(leaves, root, t, field));
+                match plan {
                     // Lists of a primitive: Algorithm 4 on the levels. A page tamis cannot
                     // decode (an unsupported encoding) leaves the column to the fallback.
                     Some(plan) => {
