@@ -106,11 +106,7 @@ pub fn kernels() -> &'static Kernels {
                 None => eprintln!(
                     "tamis: TAMIS_FORCE_ISA={forced} is not supported here (supported: {}); \
                      using the default",
-                    supported()
-                        .iter()
-                        .map(|i| i.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    supported().iter().map(|i| i.name()).collect::<Vec<_>>().join(", ")
                 ),
             }
         }
