@@ -86,6 +86,12 @@ pub fn is_native(leaf: &LeafColumn, target: &DataType) -> bool {
     adaptable(&native, target)
 }
 
+/// Whether tamis decodes this leaf itself as the elements of a list of `target` items (the
+/// leaf sits below the list, so it is nested; the element itself must be a primitive).
+pub fn is_native_element(leaf: &LeafColumn, target: &DataType) -> bool {
+    native_type(leaf).is_some_and(|native| adaptable(&native, target))
+}
+
 /// Target types reachable from the native type without changing any value.
 fn adaptable(native: &DataType, target: &DataType) -> bool {
     use DataType as D;

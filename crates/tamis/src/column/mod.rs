@@ -12,6 +12,7 @@
 
 pub mod filter;
 pub mod project;
+pub mod repeated;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};

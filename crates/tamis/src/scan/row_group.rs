@@ -18,8 +18,9 @@ use arrow::datatypes::SchemaRef;
 use crate::arrow::{is_native, to_arrow};
 use crate::column::filter::{eval_conjunction, eval_leaf};
 use crate::column::project::project;
+use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{Leaf, Predicate};
 use crate::metrics::{add, add_elapsed, MetricsCollector};
 use crate::prune;
@@ -195,8 +196,36 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 }
                 to_arrow(leaf, projected, field.data_type()).map_err(|e| e.in_column(&leaf.path))?
             }
-            _ => fallback::read_root(file, job.rg, root, &selection)
-                .map_err(|e| e.in_column(field.name()))?,
+            _ => {
+                let root_type = file.metadata.file_metadata().schema_descr().root_schema();
+                let plan = root_type
+                    .get_fields()
+                    .get(root)
+                    .and_then(|t| ListPlan::new(leaves, root, t, field));
+                match plan {
+                    // Lists of a primitive: Algorithm 4 on the levels. A page tamis cannot
+                    // decode (an unsupported encoding) leaves the column to the fallback.
+                    Some(plan) => {
+                        let c = plan.leaf.index;
+                        let list = ListChunk {
+                            plan,
+                            meta: rg_meta.column(c),
+                            source: &file.source,
+                            offset_index: offset_index(c),
+                            rg_rows: rows,
+                        };
+                        match list.project(&selection, m) {
+                            Err(e) if e.kind == ErrorKind::Unsupported => {
+                                fallback::read_root(file, job.rg, root, &selection)
+                                    .map_err(|e| e.in_column(field.name()))?
+                            }
+                            other => other?,
+                        }
+                    }
+                    None => fallback::read_root(file, job.rg, root, &selection)
+                        .map_err(|e| e.in_column(field.name()))?,
+                }
+            }
         };
         columns.push(array);
     }
