@@ -52,8 +52,8 @@ fn write_file(path: &Path, b_dictionary: bool) {
             .set_column_dictionary_enabled("b".into(), false)
             .set_column_encoding("b".into(), Encoding::PLAIN);
     }
-    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema, Some(props.build()))
-        .unwrap();
+    let mut w =
+        ArrowWriter::try_new(File::create(path).unwrap(), schema, Some(props.build())).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
 }

@@ -347,7 +347,9 @@ impl<'a> ColumnChunk<'a> {
                 self.rg_rows.saturating_sub(first_row)
             )));
         }
-        let mut defs = Vec::new();
+        // Definition levels straight to a validity bitmap (def == max_def), bit-parallel on the
+        // packed levels (paper §5.3).
+        let mut validity: Option<Bitmap> = None;
         let (num_rows, encoding, values) = match page {
             Page::DataPage {
                 buf,
@@ -357,7 +359,8 @@ impl<'a> ColumnChunk<'a> {
                 ..
             } => {
                 let n = num_values as usize;
-                let used = levels::decode_v1(&buf, def_level_encoding, max_def, n, &mut defs)?;
+                let (valid, used) = levels::validity_v1(&buf, def_level_encoding, max_def, n)?;
+                validity = Some(valid);
                 (n, encoding, buf.slice(used.min(buf.len())..))
             }
             Page::DataPageV2 {
@@ -375,7 +378,7 @@ impl<'a> ColumnChunk<'a> {
                     .filter(|&e| e <= buf.len())
                     .ok_or_else(|| Error::corrupt("level lengths exceed the page size"))?;
                 if max_def > 0 {
-                    levels::decode_v2(&buf[rep..def_end], max_def, n, &mut defs)?;
+                    validity = Some(levels::validity_v2(&buf[rep..def_end], max_def, n)?);
                 }
                 (n, encoding, buf.slice(def_end..))
             }
@@ -398,7 +401,7 @@ impl<'a> ColumnChunk<'a> {
                 "page rows run past the end of the row group",
             ));
         }
-        let validity = (max_def > 0).then(|| levels::validity(&defs, max_def));
+        let validity = validity.filter(|_| max_def > 0);
         let non_null = validity.as_ref().map_or(num_rows, |v| v.count_ones());
         let validity = validity.filter(|v| non_null != v.len());
         Ok(PageFrame {

@@ -329,7 +329,14 @@ impl ListPlan<'_> {
         metrics: &MetricsCollector,
     ) -> Result<Values> {
         let leaf = self.leaf;
-        add(&metrics.values_decoded, non_null as u64);
+        if b_value.len() != non_null {
+            return Err(Error::internal(format!(
+                "value bitmap of {} bits for {non_null} values",
+                b_value.len()
+            )));
+        }
+        // Selection pushdown: dictionary codes through the select kernel, PLAIN values by a
+        // gather; only the selected values are decoded.
         if matches!(
             p.encoding,
             Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
@@ -337,11 +344,29 @@ impl ListPlan<'_> {
             let dict = dictionary.ok_or_else(|| {
                 Error::corrupt("dictionary-encoded page without a dictionary page")
             })?;
-            let mut codes = Vec::with_capacity(non_null);
-            encoding::dictionary::decode_codes(&p.values, non_null, dict.len(), &mut codes)?;
-            let picked: Vec<u32> = b_value.iter_ones().map(|i| codes[i]).collect();
-            return Ok(encoding::dictionary::gather(dict, &picked));
+            let mut codes = Vec::with_capacity(b_value.count_ones());
+            encoding::dictionary::select_codes(
+                &p.values,
+                non_null,
+                dict.len(),
+                b_value,
+                &mut codes,
+            )?;
+            add(&metrics.values_decoded, codes.len() as u64);
+            return Ok(encoding::dictionary::gather(dict, &codes));
         }
+        if p.encoding == Encoding::PLAIN {
+            let values = encoding::plain::decode_selected(
+                leaf.physical,
+                leaf.type_length,
+                &p.values,
+                non_null,
+                b_value,
+            )?;
+            add(&metrics.values_decoded, values.len() as u64);
+            return Ok(values);
+        }
+        add(&metrics.values_decoded, non_null as u64);
         let all = encoding::decode_values(
             p.encoding,
             leaf.physical,
