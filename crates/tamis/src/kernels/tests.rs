@@ -184,18 +184,20 @@ fn equal_every_width_and_literal() {
     }
 }
 
-fn check_levels(bits: &[u64], mask: &[u64], n: usize) {
+/// Extend `bits` (one per record) by the record starts `mask` over `n` levels, then compress
+/// the level bitmap by `valid` (n bits).
+fn check_levels(bits: &[u64], mask: &[u64], n: usize, valid: &[u64]) {
     let words = n.div_ceil(64);
     let mut want = vec![0u64; words];
     scalar::extend(bits, mask, n, &mut want);
     let mut want_c = Vec::new();
-    let want_count = scalar::compress(bits, mask, n, &mut want_c);
+    let want_count = scalar::compress(&want, valid, n, &mut want_c);
     for t in fast_paths() {
         let mut got = vec![u64::MAX; words];
         (t.extend)(bits, mask, n, &mut got);
         assert_eq!(got, want, "{:?} extend n={n}", t.isa);
         let mut got_c = vec![9u64];
-        let count = (t.compress)(bits, mask, n, &mut got_c);
+        let count = (t.compress)(&want, valid, n, &mut got_c);
         assert_eq!(count, want_count, "{:?} compress count n={n}", t.isa);
         assert_eq!(got_c, want_c, "{:?} compress n={n}", t.isa);
     }
@@ -231,12 +233,14 @@ fn extend_compress_long_and_short_records() {
             let (mask, records) = record_mask(n, lens, &mut rng);
             for pct in [0, 3, 50, 100] {
                 let bits: Vec<u64> = selection(Shape::Random(pct), records.max(1), &mut rng);
-                check_levels(&bits, &mask, n);
+                let valid = selection(Shape::Random(100 - pct), n, &mut rng);
+                check_levels(&bits, &mask, n, &valid);
+                check_levels(&bits, &mask, n, &mask);
             }
         }
         // A mask without bit 0 (outside the contract) still matches the reference.
         let mask: Vec<u64> = vec![0x8000_0000_0000_0100; n.div_ceil(64)];
-        check_levels(&[u64::MAX; 64], &mask, n);
+        check_levels(&[u64::MAX; 64], &mask, n, &mask);
     }
 }
 
@@ -307,7 +311,8 @@ proptest! {
         let mut rng = StdRng::seed_from_u64(seed);
         let (mask, records) = record_mask(n, 1..max_len + 1, &mut rng);
         let bits = selection(Shape::Random(pct), records.max(1), &mut rng);
-        check_levels(&bits, &mask, n);
+        let valid = selection(Shape::Random(pct / 2 + 40), n, &mut rng);
+        check_levels(&bits, &mask, n, &valid);
         let filtered = selection(Shape::Random(pct), n.max(1), &mut rng);
         let select = selection(Shape::Random(pct), n, &mut rng);
         check_transform(&filtered, &select);
@@ -377,4 +382,22 @@ fn generate_masks_matches_figure_4_and_algorithm_3() {
         let plain = (0..64).step_by(k).fold(0u64, |m, b| m | 1u64 << b);
         assert!(l.masks[..k].iter().all(|&m| m == plain), "k={k}");
     }
+}
+
+/// The comparisons above are only as good as the paths they reach: on a CPU with the features,
+/// the fast paths must be among them.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn fast_paths_are_exercised_where_available() {
+    let s = supported();
+    if std::arch::is_x86_feature_detected!("avx512vbmi2") && super::avx512::detected() {
+        assert!(s.contains(&Isa::Avx512), "{s:?}");
+    }
+    if cfg!(feature = "bmi-select")
+        && std::arch::is_x86_feature_detected!("bmi2")
+        && super::Cpu::get().fast_bmi2()
+    {
+        assert!(s.contains(&Isa::Bmi2), "{s:?}");
+    }
+    eprintln!("{}", super::describe());
 }
