@@ -11,10 +11,36 @@
 //! | `extend`        | one bit per record → one bit per level of the record            | §5.4  |
 //! | `compress`      | keep the bits at the set positions of a mask (PEXT)             | §5.4  |
 //!
-//! [`scalar`] holds the reference implementations. The implementation is chosen once per
-//! process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see [`kernels`].
+//! Paths, chosen once per process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see
+//! [`kernels`] and [`describe`]:
+//!
+//! * [`scalar`]: the reference implementations, one bit or code at a time; every CPU and arch.
+//! * `bmi2`: the paper's PDEP/PEXT kernels. Offered only where PDEP/PEXT are fast (Intel since
+//!   Haswell, AMD since Zen 3; not Zen 1/2 or Hygon, which microcode them).
+//! * `avx512`: a fused VBMI/VBMI2 unpack + compress `select_unpack` for `k <= 16` (not in the
+//!   paper); the other kernels come from `bmi2` where it is offered, else from `scalar`.
+//!
+//! # The `bmi-select` cargo feature (on by default)
+//!
+//! A published patent application covers BMI-based selection pushdown (US 2024/0411756 A1).
+//! Building without `bmi-select` compiles no PDEP/PEXT code at all: the `bmi2` module and table
+//! are gone, and with them the PDEP/PEXT transform, equal, extend and compress. What remains is
+//! `scalar` and the AVX-512 fused `select_unpack`. We keep the latter because it does not use the
+//! technique the application describes: it neither extends a bitmap with PDEP nor extracts
+//! packed codes with PEXT; it unpacks every code of a 64-code block inside vector registers and
+//! filters the unpacked lanes with a byte/word compress, i.e. the long-known unpack-then-filter
+//! done in SIMD registers. This is an engineering judgement, not legal advice: a distributor who
+//! wants to be conservative can also avoid forcing `avx512`
+//! (`TAMIS_FORCE_ISA=scalar`).
 
+#[cfg(target_arch = "x86_64")]
+pub mod avx512;
+mod bits;
+#[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
+pub mod bmi2;
 pub mod scalar;
+#[cfg(test)]
+mod tests;
 
 use std::sync::OnceLock;
 
@@ -73,11 +99,109 @@ pub const SCALAR: Kernels = Kernels {
     compress: scalar::compress,
 };
 
+/// The BMI2 table: the paper's PDEP/PEXT kernels for everything.
+#[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
+pub const BMI2: Kernels = Kernels {
+    isa: Isa::Bmi2,
+    select_unpack: bmi2::select_unpack,
+    select_packed: bmi2::select_packed,
+    transform: bmi2::transform,
+    equal: bmi2::equal,
+    extend: bmi2::extend,
+    compress: bmi2::compress,
+};
+
+/// The AVX-512 table on a CPU with fast BMI2: fused select_unpack for `k <= 16`, BMI2 for the
+/// rest.
+#[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
+pub const AVX512_BMI2: Kernels = Kernels {
+    isa: Isa::Avx512,
+    select_unpack: |p, k, n, s, o| avx512::select_unpack_with(bmi2::select_unpack, p, k, n, s, o),
+    ..BMI2
+};
+
+/// The AVX-512 table without BMI2 select (slow PDEP/PEXT, or built without `bmi-select`): fused
+/// select_unpack for `k <= 16`, scalar for the rest.
+#[cfg(target_arch = "x86_64")]
+pub const AVX512_ALONE: Kernels = Kernels {
+    isa: Isa::Avx512,
+    select_unpack: |p, k, n, s, o| avx512::select_unpack_with(scalar::select_unpack, p, k, n, s, o),
+    ..SCALAR
+};
+
+/// What this CPU offers, read once.
+#[derive(Debug, Clone)]
+struct Cpu {
+    /// CPUID vendor string and family (base + extended), e.g. `GenuineIntel` 6.
+    vendor: String,
+    family: u32,
+    bmi2: bool,
+    avx512: bool,
+}
+
+impl Cpu {
+    fn detect() -> Cpu {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::__cpuid;
+            let leaf0 = __cpuid(0);
+            let mut vendor = Vec::with_capacity(12);
+            for r in [leaf0.ebx, leaf0.edx, leaf0.ecx] {
+                vendor.extend_from_slice(&r.to_le_bytes());
+            }
+            let eax = __cpuid(1).eax;
+            let base = (eax >> 8) & 0xf;
+            let family = if base == 0xf { base + ((eax >> 20) & 0xff) } else { base };
+            Cpu {
+                vendor: String::from_utf8_lossy(&vendor).into_owned(),
+                family,
+                bmi2: std::arch::is_x86_feature_detected!("bmi2")
+                    && std::arch::is_x86_feature_detected!("bmi1")
+                    && std::arch::is_x86_feature_detected!("popcnt"),
+                avx512: avx512::detected(),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Cpu { vendor: std::env::consts::ARCH.to_string(), family: 0, bmi2: false, avx512: false }
+    }
+
+    fn get() -> &'static Cpu {
+        static CPU: OnceLock<Cpu> = OnceLock::new();
+        CPU.get_or_init(Cpu::detect)
+    }
+
+    /// BMI2 present and PDEP/PEXT implemented in hardware.
+    fn fast_bmi2(&self) -> bool {
+        self.bmi2 && pdep_is_fast(&self.vendor, self.family)
+    }
+}
+
+/// Whether PDEP/PEXT run in hardware on a CPU of this vendor and family: AMD before Zen 3
+/// (family 0x19) and Hygon (Zen 1 derived) microcode them at ~18 cycles per 1-bit of mask
+/// population, slower than the scalar code.
+fn pdep_is_fast(vendor: &str, family: u32) -> bool {
+    match vendor {
+        "AuthenticAMD" => family >= 0x19,
+        "HygonGenuine" => false,
+        _ => true,
+    }
+}
+
 /// The kernels for `isa`, if this CPU (and this build) supports it.
 pub fn for_isa(isa: Isa) -> Option<&'static Kernels> {
+    let cpu = Cpu::get();
     match isa {
         Isa::Scalar => Some(&SCALAR),
-        _ => None,
+        #[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
+        Isa::Bmi2 if cpu.fast_bmi2() => Some(&BMI2),
+        #[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
+        Isa::Avx512 if cpu.avx512 && cpu.fast_bmi2() => Some(&AVX512_BMI2),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if cpu.avx512 => Some(&AVX512_ALONE),
+        _ => {
+            let _ = cpu;
+            None
+        }
     }
 }
 
@@ -89,32 +213,112 @@ pub fn supported() -> Vec<Isa> {
         .collect()
 }
 
+/// Parses `TAMIS_FORCE_ISA` (case and surrounding blanks ignored).
+fn parse_isa(value: &str) -> Option<Isa> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "scalar" => Some(Isa::Scalar),
+        "bmi2" => Some(Isa::Bmi2),
+        "avx512" => Some(Isa::Avx512),
+        _ => None,
+    }
+}
+
+/// The path to use given `TAMIS_FORCE_ISA` (if set) and the supported paths (fastest last), with
+/// the reason; an unknown or unsupported forced value falls back to the fastest, saying so.
+fn choose(forced: Option<&str>, supported: &[Isa]) -> (Isa, String) {
+    let best = *supported.last().unwrap_or(&Isa::Scalar);
+    let names = supported.iter().map(|i| i.name()).collect::<Vec<_>>().join(", ");
+    match forced.map(|f| (f, parse_isa(f))) {
+        None => (best, format!("fastest of the supported paths ({names})")),
+        Some((_, Some(isa))) if supported.contains(&isa) => {
+            (isa, format!("forced by TAMIS_FORCE_ISA (supported: {names})"))
+        }
+        Some((f, _)) => (
+            best,
+            format!("TAMIS_FORCE_ISA={f} is unknown or not supported here; fastest of {names}"),
+        ),
+    }
+}
+
+/// The chosen table and why.
+fn chosen() -> &'static (&'static Kernels, String) {
+    static CHOSEN: OnceLock<(&'static Kernels, String)> = OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        let forced = std::env::var("TAMIS_FORCE_ISA").ok();
+        let (isa, why) = choose(forced.as_deref(), &supported());
+        if forced.is_some() && !why.starts_with("forced") {
+            eprintln!("tamis: {why}");
+        }
+        (for_isa(isa).unwrap_or(&SCALAR), why)
+    })
+}
+
 /// The kernels of this process: `TAMIS_FORCE_ISA` if set (an unsupported or unknown value is
 /// reported on stderr once and ignored), else the fastest path the CPU supports.
 pub fn kernels() -> &'static Kernels {
-    static CHOSEN: OnceLock<&'static Kernels> = OnceLock::new();
-    CHOSEN.get_or_init(|| {
-        if let Ok(forced) = std::env::var("TAMIS_FORCE_ISA") {
-            let isa = match forced.trim().to_ascii_lowercase().as_str() {
-                "scalar" => Some(Isa::Scalar),
-                "bmi2" => Some(Isa::Bmi2),
-                "avx512" => Some(Isa::Avx512),
-                _ => None,
-            };
-            match isa.and_then(for_isa) {
-                Some(k) => return k,
-                None => eprintln!(
-                    "tamis: TAMIS_FORCE_ISA={forced} is not supported here (supported: {}); \
-                     using the default",
-                    supported()
-                        .iter()
-                        .map(|i| i.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
+    chosen().0
+}
+
+/// The kernel path of this process and why it was chosen, for `tamis explain`.
+pub fn describe() -> String {
+    let (k, why) = chosen();
+    let cpu = Cpu::get();
+    let mut notes = vec![format!("{} family {:#x}", cpu.vendor, cpu.family)];
+    if cpu.bmi2 && !cpu.fast_bmi2() {
+        notes.push("PDEP/PEXT are microcoded here, BMI2 path off".into());
+    }
+    if !cfg!(feature = "bmi-select") {
+        notes.push("built without the bmi-select feature".into());
+    }
+    let detail = match k.isa {
+        Isa::Scalar => "portable reference kernels",
+        Isa::Bmi2 => "BMI2 PDEP/PEXT kernels",
+        Isa::Avx512 if cfg!(feature = "bmi-select") && cpu.fast_bmi2() => {
+            "AVX-512 VBMI2 fused select_unpack for k <= 16, BMI2 PDEP/PEXT for the rest"
         }
-        let best = *supported().last().expect("scalar is always supported");
-        for_isa(best).expect("supported")
-    })
+        Isa::Avx512 => "AVX-512 VBMI2 fused select_unpack for k <= 16, portable for the rest",
+    };
+    format!("kernels: {} ({detail}); {why}; CPU {}", k.isa.name(), notes.join(", "))
+}
+
+#[cfg(test)]
+mod dispatch_tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_choose() {
+        assert_eq!(parse_isa(" AVX512 "), Some(Isa::Avx512));
+        assert_eq!(parse_isa("bmi2"), Some(Isa::Bmi2));
+        assert_eq!(parse_isa("Scalar"), Some(Isa::Scalar));
+        assert_eq!(parse_isa("sse2"), None);
+        let all = [Isa::Scalar, Isa::Bmi2, Isa::Avx512];
+        assert_eq!(choose(None, &all).0, Isa::Avx512);
+        assert_eq!(choose(Some("scalar"), &all).0, Isa::Scalar);
+        assert!(choose(Some("scalar"), &all).1.starts_with("forced"));
+        assert_eq!(choose(Some("bmi2"), &[Isa::Scalar]).0, Isa::Scalar);
+        assert!(choose(Some("bmi2"), &[Isa::Scalar]).1.contains("not supported"));
+        assert_eq!(choose(Some("nonsense"), &all[..2]).0, Isa::Bmi2);
+        assert_eq!(choose(None, &[]).0, Isa::Scalar);
+    }
+
+    #[test]
+    fn microcoded_pdep_is_refused() {
+        assert!(!pdep_is_fast("AuthenticAMD", 0x17)); // Zen 1, Zen 2
+        assert!(!pdep_is_fast("AuthenticAMD", 0x15)); // Excavator
+        assert!(!pdep_is_fast("HygonGenuine", 0x18));
+        assert!(pdep_is_fast("AuthenticAMD", 0x19)); // Zen 3, Zen 4
+        assert!(pdep_is_fast("AuthenticAMD", 0x1a)); // Zen 5
+        assert!(pdep_is_fast("GenuineIntel", 6));
+    }
+
+    #[test]
+    fn tables_and_description() {
+        let s = supported();
+        assert_eq!(s[0], Isa::Scalar);
+        for isa in s {
+            assert_eq!(for_isa(isa).unwrap().isa, isa);
+        }
+        assert!(describe().starts_with("kernels: "));
+        assert_eq!(kernels().isa, chosen().0.isa);
+    }
 }

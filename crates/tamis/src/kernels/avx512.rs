@@ -1,0 +1,171 @@
+//! AVX-512 VBMI/VBMI2 fused unpack + select for codes of width `k <= 16` (an extension beyond
+//! the paper, see notes §6.3).
+//!
+//! Per 64 codes (one selection word): `VPERMB` gathers, for every qword lane, the source bytes
+//! holding that lane's codes; `VPMULTISHIFTQB` shifts each code to the start of its byte (k <= 8)
+//! or 16-bit lane (k <= 16); an AND drops the neighbours' bits; `VPCOMPRESSB/W` keeps the codes
+//! whose selection bit is set; only the survivors are widened to `u32`. No PEXT/PDEP is involved:
+//! this is unpack-then-filter done inside registers.
+//!
+//! Groups with at most [`SPARSE_MAX`] selected codes are read one code at a time instead (TZCNT
+//! loop), which touches less than the vector path when the selection is very sparse.
+
+use super::bits::{group_bytes, le64, low_bits, sel_word};
+use std::arch::x86_64::*;
+
+/// Whether this CPU has every AVX-512 subset the fused kernel uses (cached by std).
+pub fn detected() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
+        && std::arch::is_x86_feature_detected!("avx512vbmi2")
+        && std::arch::is_x86_feature_detected!("popcnt")
+        && std::arch::is_x86_feature_detected!("bmi1")
+}
+
+/// Groups with at most this many selected codes are read code by code. Tuned with
+/// `benches/kernels.rs`.
+pub const SPARSE_MAX: u32 = 2;
+
+/// Widest code the fused kernel handles.
+pub const MAX_K: u8 = 16;
+
+/// The `VPERMB` byte indices and `VPMULTISHIFTQB` bit offsets that unpack one vector of codes:
+/// 64 codes into bytes for `k <= 8`, 32 codes into 16-bit lanes for `k <= 16`.
+fn unpack_controls(k: usize) -> ([u8; 64], [u8; 64]) {
+    let (mut idx, mut ctrl) = ([0u8; 64], [0u8; 64]);
+    for lane in 0..8 {
+        for j in 0..8 {
+            let p = lane * 8 + j;
+            if k <= 8 {
+                // Codes 8·lane .. 8·lane+7 fill exactly bytes lane·k .. lane·k+k.
+                idx[p] = (lane * k + j) as u8;
+                ctrl[p] = (j * k) as u8;
+            } else {
+                // Codes 4·lane .. 4·lane+3 start at bit 4·lane·k, i.e. byte lane·k/2 plus 0 or
+                // 4 bits; 8 bytes from there hold all four (4k + 4 <= 64 for odd k <= 15).
+                let start = 4 * lane * k;
+                idx[p] = (start / 8 + j) as u8;
+                let (code, half) = (j / 2, j % 2);
+                ctrl[p] = (start % 8 + code * k + 8 * half) as u8;
+            }
+        }
+    }
+    (idx, ctrl)
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
+fn load64(bytes: &[u8]) -> __m512i {
+    let b: &[u8; 64] = bytes[..64].try_into().expect("64 bytes");
+    // SAFETY: `b` is 64 readable bytes; the load is unaligned.
+    unsafe { _mm512_loadu_si512(b.as_ptr().cast()) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
+fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut Vec<u32>) {
+    let k = k as usize;
+    debug_assert!((1..=MAX_K as usize).contains(&k));
+    let code_mask = low_bits(k);
+    let (idx, ctrl) = unpack_controls(k);
+    let idx = load64(&idx);
+    let ctrl = load64(&ctrl);
+    let and = if k <= 8 {
+        _mm512_set1_epi8(code_mask as u8 as i8)
+    } else {
+        _mm512_set1_epi16(code_mask as u16 as i16)
+    };
+    // Bytes a group's vector loads touch: one 64-byte load (k <= 8) or two, 4k bytes apart.
+    let span = if k <= 8 { 64 } else { 4 * k + 64 };
+    let mut tail = [0u8; 128];
+    let mut pad = [0u8; 264];
+    for g in 0..n.div_ceil(64) {
+        let b = sel_word(sel, g, n);
+        if b == 0 {
+            continue;
+        }
+        let count = b.count_ones() as usize;
+        out.reserve(64);
+        let base = out.len();
+        if count <= SPARSE_MAX as usize {
+            let bytes = group_bytes(packed, k, g, &mut pad);
+            let dst = &mut out.spare_capacity_mut()[..count];
+            let mut rest = b;
+            for d in dst {
+                let bit = rest.trailing_zeros() as usize * k;
+                d.write(((le64(&bytes[bit / 8..]) >> (bit % 8)) & code_mask) as u32);
+                rest &= rest - 1;
+            }
+        } else {
+            let start = g * 8 * k;
+            let bytes = if start + span <= packed.len() {
+                &packed[start..start + span]
+            } else {
+                tail.fill(0);
+                let avail = packed.len().saturating_sub(start).min(span);
+                tail[..avail].copy_from_slice(&packed[start..start + avail]);
+                &tail[..span]
+            };
+            let dst = out.spare_capacity_mut()[..64].as_mut_ptr().cast::<__m512i>();
+            let unpack = |at: usize| {
+                let v = _mm512_permutexvar_epi8(idx, load64(&bytes[at..]));
+                _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and)
+            };
+            if k <= 8 {
+                let c = _mm512_maskz_compress_epi8(b, unpack(0));
+                let quarters = [
+                    _mm512_castsi512_si128(c),
+                    _mm512_extracti32x4_epi32::<1>(c),
+                    _mm512_extracti32x4_epi32::<2>(c),
+                    _mm512_extracti32x4_epi32::<3>(c),
+                ];
+                for (q, &v) in quarters.iter().enumerate().take(count.div_ceil(16)) {
+                    // SAFETY: `dst` points at 64 reserved u32 slots (256 bytes); q < 4 so the
+                    // 64-byte store stays inside them. The store is unaligned.
+                    unsafe { _mm512_storeu_si512(dst.add(q), _mm512_cvtepu8_epi32(v)) };
+                }
+            } else {
+                let mut written = 0usize;
+                for h in 0..2 {
+                    let half = (b >> (32 * h)) as u32;
+                    let c = _mm512_maskz_compress_epi16(half, unpack(4 * k * h));
+                    let halves = [_mm512_castsi512_si256(c), _mm512_extracti64x4_epi64::<1>(c)];
+                    let cnt = half.count_ones() as usize;
+                    for (q, &v) in halves.iter().enumerate().take(cnt.div_ceil(16)) {
+                        let wide = _mm512_cvtepu16_epi32(v);
+                        // SAFETY: `written + 16q + 16 <= 64` (at most 32 codes per half, the
+                        // first half wrote `written <= 32`, and a store is only made while
+                        // `16q < cnt`, so `written + 16q < 64 - 16 + 16`): the 64-byte store
+                        // stays inside the 64 reserved u32 slots. Unaligned store.
+                        unsafe {
+                            let at = dst.cast::<u32>().add(written + 16 * q);
+                            _mm512_storeu_si512(at.cast(), wide)
+                        };
+                    }
+                    written += cnt;
+                }
+            }
+        }
+        // SAFETY: the first `count` spare slots were initialised above (every selected code was
+        // stored; stores past `count` only wrote reserved capacity, which stays unused).
+        unsafe { out.set_len(base + count) };
+    }
+}
+
+/// Fused select + unpack for `1 <= k <= 16`; falls back to `fallback` for other widths or when
+/// the CPU lacks the AVX-512 subsets.
+#[inline]
+pub fn select_unpack_with(
+    fallback: fn(&[u8], u8, usize, &[u64], &mut Vec<u32>),
+    packed: &[u8],
+    k: u8,
+    n: usize,
+    sel: &[u64],
+    out: &mut Vec<u32>,
+) {
+    if k == 0 || k > MAX_K || !detected() {
+        return fallback(packed, k, n, sel, out);
+    }
+    // SAFETY: every target feature of the callee was detected above.
+    unsafe { select_unpack_avx512(packed, k, n, sel, out) }
+}
