@@ -24,6 +24,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -437,7 +438,7 @@ def plot_lines(rows: List[dict], suite: str, threads: int, cache: str, engines: 
         ax.set_title(f"{suite}: {group}, {threads} thread(s), {cache} cache")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        slug = "".join(c if c.isalnum() else "-" for c in group.lower()).strip("-")
+        slug = re.sub(r"[^a-z0-9]+", "-", group.lower()).strip("-")
         path = os.path.join(out_dir, f"{suite}-{slug}-{threads}t-{cache}.png")
         fig.savefig(path, dpi=110)
         plt.close(fig)
