@@ -251,7 +251,8 @@ def worker(args) -> None:
                         common, times_ms=times[n], median_ms=statistics.median(times[n]),
                         read_bytes=statistics.median(io[n]) if io[n] else None,
                         tamis_bytes_read=metrics.get("bytes_read") if n == "tamis" else None,
-                        tamis_explain={k: v for k, v in metrics.items() if "order" in k} if n == "tamis" else None,
+                        tamis_explain={k: v for k, v in metrics.items() if "order" in k}
+                        if n == "tamis" and "filter_order" in q.tamis_options else None,
                     ))
                 print(f"  [{threads}t {cache}] {suite}: {q.name}: " + ", ".join(
                     f"{r['engine']} {'skipped' if r['median_ms'] is None else format(r['median_ms'], '.1f')}"
@@ -381,8 +382,23 @@ def notes_md(results: List[dict], suite: str) -> List[str]:
         extra = r.get("tamis_explain")
         if extra and r["query"] not in seen:
             seen.add(r["query"])
-            notes.append(f"- tamis explain, `{r['query']}`: " + ", ".join(f"{k} = {v}" for k, v in extra.items()))
+            notes.append(f"- tamis explain, `{r['query']}`: "
+                         + "; ".join(f"{k}: {explain_value(v)}" for k, v in extra.items()))
     return notes
+
+
+def explain_value(v) -> str:
+    """A filter order as `filter (k bits, s = measured selectivity) → …`, anything else as is."""
+    if isinstance(v, list) and v and all(isinstance(step, dict) and "filter" in step for step in v):
+        parts = []
+        for step in v:
+            s = step.get("measured_selectivity", step.get("estimated_selectivity"))
+            detail = [f"k={step['bit_width']}"] if step.get("bit_width") is not None else []
+            if isinstance(s, (int, float)):
+                detail.append(f"s={s:.3f}")
+            parts.append(f"`{step['filter']}`" + (f" ({', '.join(detail)})" if detail else ""))
+        return " → ".join(parts)
+    return str(v)
 
 
 def plot(results: List[dict], suite: str, engines: List[str], out_dir: str) -> List[str]:

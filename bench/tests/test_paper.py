@@ -122,3 +122,22 @@ def test_fingerprint_catches_differences():
         a.set_column(2, "s", pa.array(["ab", "cd", None])),
     ):
         assert not fingerprints_agree(fa, [column_fingerprint(c) for c in other.columns])
+
+
+def test_skips_and_filter_order_notes():
+    from run import notes_md, table_md
+
+    def row(q, e, ms, **extra):
+        return dict(suite="order", query=q, engine=e, threads=1, cache="warm", rows=10, median_ms=ms,
+                    tamis_bytes_read=None, read_bytes=None, **extra)
+
+    order = [{"filter": "l_shipdate >= ...", "bit_width": 12, "measured_selectivity": 0.152},
+             {"filter": "l_quantity < 24", "bit_width": 6, "estimated_selectivity": 0.46}]
+    results = [row("a", "tamis", None, skipped="no filter_order"), row("a", "duckdb", 2.0),
+               row("b", "tamis", 1.0, tamis_explain={"filter_order": order}), row("b", "duckdb", 4.0)]
+    table = table_md(results, "order", 1, "warm", ["tamis", "duckdb"])
+    assert "| a | 10 | skipped | **2.00** |" in table
+    assert "0.25x" in table  # tamis / best peer and tamis / duckdb on b
+    notes = notes_md(results, "order")
+    assert notes[0] == "- tamis skipped on `a`: no filter_order"
+    assert "`l_shipdate >= ...` (k=12, s=0.152) → `l_quantity < 24` (k=6, s=0.460)" in notes[1]
