@@ -446,7 +446,7 @@ def plot_lines(rows: List[dict], suite: str, threads: int, cache: str, engines: 
             if points:
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=e)
         xs = sorted({r["x"] for r in rows if r.get("group") == group})
-        if xs and min(xs) > 0 and max(xs) / min(xs) >= 16:
+        if xs and min(xs) > 0 and max(xs) / min(xs) >= 32:
             ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(group)
