@@ -7,12 +7,13 @@ its pool size from the environment at import), see run.py.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -27,6 +28,18 @@ class Query:
     path: str
     where: Optional[Pred]
     columns: Optional[List[str]]
+    # Keyword arguments for tamis.scan / tamis.explain only (e.g. filter_order); peers ignore them.
+    tamis_options: Dict[str, Any] = field(default_factory=dict)
+    # An engine that raises on this query is reported as skipped (with its error) instead of
+    # failing the run: for inputs some peers cannot read (lists). Wrong rows still fail the run.
+    skip_on_error: bool = False
+    # For line plots: queries of one group share an x axis (bit width, selectivity, % RLE).
+    group: Optional[str] = None
+    x: Optional[float] = None
+
+
+class EngineSkip(Exception):
+    """The engine cannot run this query as asked (a missing option, not a wrong answer)."""
 
 
 @dataclass
@@ -49,10 +62,15 @@ class Tamis:
 
         self.tamis = tamis
         self.threads = threads
+        self.scan_options = set(inspect.signature(tamis.scan).parameters)
 
     def run(self, q: Query) -> Outcome:
+        missing = sorted(set(q.tamis_options) - self.scan_options)
+        if missing:
+            raise EngineSkip(f"this tamis build has no tamis.scan option {', '.join(missing)}")
         t = self.tamis.scan(
-            q.path, where=q.where.sql() if q.where else None, columns=q.columns, threads=self.threads
+            q.path, where=q.where.sql() if q.where else None, columns=q.columns, threads=self.threads,
+            **q.tamis_options,
         )
         return Outcome(t, t.num_rows)
 

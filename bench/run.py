@@ -5,13 +5,16 @@ parquet crate's RowFilter reader, on the same files, with the same thread counts
     python bench/run.py --suite tpch                 # SF1, 1 and all cores, warm and cold cache
     python bench/run.py --suite all --update-benchmarks
     python bench/run.py --suite selectivity --rows 20000000 --runs 9
+    python bench/run.py --suite m2,q6,order,rle      # the paper's experiments (issue 4), 1 thread, warm
 
 Each thread count runs in its own worker process (Polars fixes its pool size at import). Inside
 a worker, every repetition runs each engine once, in turn (interleaved), the first repetition
 being a warm-up; the reported time is the median of the others. Cold-cache runs drop the files
 from the page cache (posix_fadvise DONTNEED) before every run and record read_bytes from
-/proc/self/io. Every engine's row count must agree, and for small results the rows themselves;
-otherwise the run fails.
+/proc/self/io. Every engine's row count must agree, and for small results the rows themselves
+(for larger ones a per-column fingerprint: nulls, values, sum); otherwise the run fails. An
+engine that cannot run a query as asked (a missing tamis option; a peer that cannot read a list
+column) is reported as skipped, with the reason, under the table.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -38,11 +42,14 @@ MARK = "<!-- bench:{suite}:{edge} -->"
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--suite", default="tpch", help="tpch, selectivity, strings, dictsize or all")
-    p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (tpch suite)")
+    p.add_argument("--suite", default="tpch",
+                   help="comma-separated: tpch, selectivity, strings, dictsize, m2, q6, order, rle; or all")
+    p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (tpch, q6, order suites)")
     p.add_argument("--rows", type=int, default=None, help="rows per generated file (other suites)")
-    p.add_argument("--threads", default=None, help="comma-separated thread counts (default: 1,all cores)")
-    p.add_argument("--cache", default="warm,cold", help="warm, cold or warm,cold")
+    p.add_argument("--threads", default=None,
+                   help="comma-separated thread counts (default per suite: 1,all cores; paper suites 1)")
+    p.add_argument("--cache", default=None,
+                   help="warm, cold or warm,cold (default per suite: warm,cold; paper suites warm)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per engine (after one warm-up)")
     p.add_argument("--engines", default="tamis,duckdb,polars,pyarrow,datafusion,datafusion-pushdown,parquet-rowfilter")
     p.add_argument("--data-dir", default=os.path.join(ROOT, "data", "bench"))
@@ -94,12 +101,67 @@ def canonical_rows(table) -> List[tuple]:
     return sorted(rows, key=repr)
 
 
+def column_fingerprint(column) -> tuple:
+    """(nulls, non-null values, sum) of a column, order-independent; lists add their element
+    count and recurse into the elements; strings and binaries sum their lengths, dates their
+    day numbers, decimals and floats their float value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    typ = column.type
+    if pa.types.is_dictionary(typ):
+        column, typ = column.cast(typ.value_type), typ.value_type
+    nulls = column.null_count
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ) \
+            or pa.types.is_list_view(typ) or pa.types.is_large_list_view(typ):
+        elements = pc.sum(pc.list_value_length(column)).as_py() or 0
+        return (nulls, elements) + column_fingerprint(pc.list_flatten(column))
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ) \
+            or pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ):
+        numbers = pc.binary_length(column.cast(pa.large_binary()))
+    elif pa.types.is_date(typ):
+        numbers = column.cast(pa.date32()).cast(pa.int32())
+    elif pa.types.is_boolean(typ):
+        numbers = column.cast(pa.int8())
+    else:
+        numbers = column
+    total = pc.sum(numbers.cast(pa.float64())).as_py()
+    return (nulls, len(column) - nulls, 0.0 if total is None else total)
+
+
+def fingerprints_agree(a: List[tuple], b: List[tuple]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if len(x) != len(y):
+            return False
+        for u, v in zip(x, y):
+            if isinstance(u, float) or isinstance(v, float):
+                if u != u and v != v:
+                    continue  # both NaN
+                if abs(u - v) > 1e-9 * max(1.0, abs(u), abs(v)):  # summation order differs
+                    return False
+            elif u != v:
+                return False
+    return True
+
+
 def check_agreement(query, outcomes: Dict[str, object]) -> None:
     counts = {name: o.rows for name, o in outcomes.items()}
     if len(set(counts.values())) != 1:
         raise SystemExit(f"bench: engines disagree on the row count of {query.name!r}: {counts}")
     rows = next(iter(counts.values()))
     if rows > SMALL_RESULT:
+        reference_name, reference = None, None
+        for name, o in outcomes.items():
+            if o.table is None:
+                continue
+            got = [column_fingerprint(c) for c in o.table.columns]
+            if reference is None:
+                reference_name, reference = name, got
+            elif not fingerprints_agree(got, reference):
+                raise SystemExit(f"bench: {name} and {reference_name} return different columns for "
+                                 f"{query.name!r} (nulls, values, sum): {got} vs {reference}")
         return
     reference_name, reference = None, None
     for name, o in outcomes.items():
@@ -115,7 +177,7 @@ def check_agreement(query, outcomes: Dict[str, object]) -> None:
 
 
 def worker(args) -> None:
-    from engines import ENGINES, RowFilter
+    from engines import ENGINES, EngineSkip, RowFilter
     from suites import SUITES
 
     threads = args.worker_threads
@@ -126,25 +188,42 @@ def worker(args) -> None:
             engines[n] = RowFilter(threads, args.rowfilter)
         else:
             engines[n] = ENGINES[n](threads)
-    import tamis
 
     results = []
     for suite in args.suite.split(","):
         queries = SUITES[suite](args.data_dir, args)
+        caches = (args.cache or suite_default(suite, "cache")).split(",")
         for q in queries:
             # Correctness first: one run of each engine, results compared.
-            outcomes = {}
+            outcomes, skipped = {}, {}
             for n, e in engines.items():
-                outcomes[n] = e.run(q, dump=True) if n == "parquet-rowfilter" else e.run(q)
+                try:
+                    outcomes[n] = e.run(q, dump=True) if n == "parquet-rowfilter" else e.run(q)
+                except EngineSkip as err:
+                    skipped[n] = str(err)
+                except Exception as err:  # noqa: BLE001 - reported, and only where the query allows it
+                    if not q.skip_on_error:
+                        raise
+                    skipped[n] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+                if n in skipped:
+                    print(f"  {suite}: {q.name}: {n} skipped: {skipped[n]}", flush=True)
+            if not outcomes:
+                raise SystemExit(f"bench: no engine could run {q.name!r}: {skipped}")
             check_agreement(q, outcomes)
-            rows = outcomes["tamis"].rows if "tamis" in outcomes else next(iter(outcomes.values())).rows
-            metrics = tamis.explain(q.path, where=q.where.sql() if q.where else None,
-                                    columns=q.columns, threads=threads)
-            for cache in args.cache.split(","):
-                times: Dict[str, List[float]] = {n: [] for n in engines}
-                io: Dict[str, List[int]] = {n: [] for n in engines}
+            running = {n: e for n, e in engines.items() if n in outcomes}
+            rows = next(iter(outcomes.values())).rows
+            metrics: Dict[str, object] = {}
+            if "tamis" in outcomes:
+                import tamis
+
+                explain_options = {k: v for k, v in q.tamis_options.items() if k in explain_params(tamis)}
+                metrics = tamis.explain(q.path, where=q.where.sql() if q.where else None,
+                                        columns=q.columns, threads=threads, **explain_options)
+            for cache in caches:
+                times: Dict[str, List[float]] = {n: [] for n in running}
+                io: Dict[str, List[int]] = {n: [] for n in running}
                 for rep in range(args.runs + 1):
-                    for n, e in engines.items():
+                    for n, e in running.items():
                         if cache == "cold":
                             drop_cache(q.path)
                         before = read_bytes()
@@ -162,15 +241,22 @@ def worker(args) -> None:
                         elif before is not None and after is not None:
                             io[n].append(after - before)
                 for n in engines:
-                    results.append({
-                        "suite": suite, "query": q.name, "engine": n, "threads": threads,
-                        "cache": cache, "rows": rows, "times_ms": times[n],
-                        "median_ms": statistics.median(times[n]),
-                        "read_bytes": statistics.median(io[n]) if io[n] else None,
-                        "tamis_bytes_read": metrics["bytes_read"] if n == "tamis" else None,
-                    })
+                    common = {"suite": suite, "query": q.name, "engine": n, "threads": threads,
+                              "cache": cache, "rows": rows, "group": q.group, "x": q.x}
+                    if n in skipped:
+                        results.append(dict(common, times_ms=[], median_ms=None, read_bytes=None,
+                                            tamis_bytes_read=None, skipped=skipped[n]))
+                        continue
+                    results.append(dict(
+                        common, times_ms=times[n], median_ms=statistics.median(times[n]),
+                        read_bytes=statistics.median(io[n]) if io[n] else None,
+                        tamis_bytes_read=metrics.get("bytes_read") if n == "tamis" else None,
+                        tamis_explain={k: v for k, v in metrics.items() if "order" in k}
+                        if n == "tamis" and "filter_order" in q.tamis_options else None,
+                    ))
                 print(f"  [{threads}t {cache}] {suite}: {q.name}: " + ", ".join(
-                    f"{r['engine']} {r['median_ms']:.1f}" for r in results[-len(engines):]), flush=True)
+                    f"{r['engine']} {'skipped' if r['median_ms'] is None else format(r['median_ms'], '.1f')}"
+                    for r in results[-len(engines):]), flush=True)
     for e in engines.values():
         if hasattr(e, "close"):
             e.close()
@@ -178,7 +264,28 @@ def worker(args) -> None:
         json.dump(results, f)
 
 
+def explain_params(tamis) -> set:
+    import inspect
+
+    return set(inspect.signature(tamis.explain).parameters)
+
+
 # ---- orchestration and report --------------------------------------------------------------------
+
+# Suites reproducing the paper (issue 4): single thread and warm cache unless asked otherwise, as
+# in the paper (single thread, data preloaded); their tables also give tamis / DuckDB.
+PAPER_SUITES = ("m2", "q6", "order", "rle")
+SF_SUITES = ("tpch", "q6", "order")  # sized by --sf (TPC-H), the others by --rows
+
+
+def suite_default(suite: str, what: str) -> str:
+    if what == "threads":
+        return "1" if suite in PAPER_SUITES else ",".join(str(t) for t in sorted({1, os.cpu_count() or 1}))
+    return "warm" if suite in PAPER_SUITES else "warm,cold"
+
+
+def suite_threads(suite: str, args) -> List[int]:
+    return [int(t) for t in (args.threads or suite_default(suite, "threads")).split(",")]
 
 
 def cargo_binary(package: str, binary: str, release: bool) -> str:
@@ -200,9 +307,14 @@ def machine() -> str:
     except OSError:
         pass
     import duckdb, polars, pyarrow, datafusion  # noqa: E401
-    import tamis
+    try:
+        import tamis
+
+        version = tamis.__version__
+    except ImportError:
+        version = "not installed"
     return (f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}; Python {platform.python_version()}; "
-            f"tamis {tamis.__version__}, duckdb {duckdb.__version__}, polars {polars.__version__}, "
+            f"tamis {version}, duckdb {duckdb.__version__}, polars {polars.__version__}, "
             f"pyarrow {pyarrow.__version__}, datafusion {datafusion.__version__}, parquet crate 60.1")
 
 
@@ -219,25 +331,74 @@ def fmt_bytes(v) -> str:
 def table_md(results: List[dict], suite: str, threads: int, cache: str, engines: List[str]) -> str:
     rows = [r for r in results if r["suite"] == suite and r["threads"] == threads and r["cache"] == cache]
     queries = list(dict.fromkeys(r["query"] for r in rows))
-    head = ["query", "rows"] + [f"{e} ms" for e in engines] + ["tamis / best peer", "best peer", "tamis read"]
+    versus_duckdb = suite in PAPER_SUITES and "duckdb" in engines and "tamis" in engines
+    head = ["query", "rows"] + [f"{e} ms" for e in engines] + ["tamis / best peer", "best peer"]
+    if versus_duckdb:
+        head.append("tamis / duckdb")
+    head.append("tamis read")
     if cache == "cold":
         head.append("read_bytes (tamis / best peer)")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for q in queries:
-        by = {r["engine"]: r for r in rows if r["query"] == q}
+        everyone = {r["engine"]: r for r in rows if r["query"] == q}
+        by = {e: r for e, r in everyone.items() if r["median_ms"] is not None}
         peers = {e: by[e]["median_ms"] for e in engines if e != "tamis" and e in by}
         best = min(peers, key=peers.get) if peers else None
         ratio = by["tamis"]["median_ms"] / peers[best] if best and "tamis" in by else float("nan")
-        cells = [q, str(next(iter(by.values()))["rows"])]
+        cells = [q, str(next(iter(everyone.values()))["rows"])]
         for e in engines:
-            cell = fmt_ms(by[e]["median_ms"]) if e in by else "–"
+            cell = fmt_ms(by[e]["median_ms"]) if e in by else ("skipped" if e in everyone else "–")
             cells.append(f"**{cell}**" if e == best else cell)
-        verdict = f"{ratio:.2f}x" + (" (slower)" if ratio > 1.0 else "")
-        cells += [verdict, best or "–", fmt_bytes(by.get("tamis", {}).get("tamis_bytes_read"))]
+        verdict = f"{ratio:.2f}x" + (" (slower)" if ratio > 1.0 else "") if ratio == ratio else "–"
+        cells += [verdict, best or "–"]
+        if versus_duckdb:
+            cells.append(f"{by['tamis']['median_ms'] / by['duckdb']['median_ms']:.2f}x"
+                         if "tamis" in by and "duckdb" in by else "–")
+        cells.append(fmt_bytes(by.get("tamis", {}).get("tamis_bytes_read")))
         if cache == "cold":
-            cells.append(f"{fmt_bytes(by['tamis']['read_bytes'])} / {fmt_bytes(by[best]['read_bytes'])}")
+            cells.append(f"{fmt_bytes(by['tamis']['read_bytes'])} / {fmt_bytes(by[best]['read_bytes'])}"
+                         if "tamis" in by and best else "–")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def notes_md(results: List[dict], suite: str) -> List[str]:
+    """Skipped engines (with the reason, once per engine and reason) and what tamis's explain
+    said about filter order, under a suite's tables."""
+    rows = [r for r in results if r["suite"] == suite]
+    skips: Dict[tuple, List[str]] = {}
+    for r in rows:
+        if r.get("skipped"):
+            queries = skips.setdefault((r["engine"], r["skipped"]), [])
+            if r["query"] not in queries:
+                queries.append(r["query"])
+    all_queries = list(dict.fromkeys(r["query"] for r in rows))
+    notes = []
+    for (engine, reason), queries in skips.items():
+        which = "every query" if queries == all_queries else ", ".join(f"`{q}`" for q in queries)
+        notes.append(f"- {engine} skipped on {which}: {reason}")
+    seen = set()
+    for r in rows:
+        extra = r.get("tamis_explain")
+        if extra and r["query"] not in seen:
+            seen.add(r["query"])
+            notes.append(f"- tamis explain, `{r['query']}`: "
+                         + "; ".join(f"{k}: {explain_value(v)}" for k, v in extra.items()))
+    return notes
+
+
+def explain_value(v) -> str:
+    """A filter order as `filter (k bits, s = measured selectivity) → …`, anything else as is."""
+    if isinstance(v, list) and v and all(isinstance(step, dict) and "filter" in step for step in v):
+        parts = []
+        for step in v:
+            s = step.get("measured_selectivity", step.get("estimated_selectivity"))
+            detail = [f"k={step['bit_width']}"] if step.get("bit_width") is not None else []
+            if isinstance(s, (int, float)):
+                detail.append(f"s={s:.3f}")
+            parts.append(f"`{step['filter']}`" + (f" ({', '.join(detail)})" if detail else ""))
+        return " → ".join(parts)
+    return str(v)
 
 
 def plot(results: List[dict], suite: str, engines: List[str], out_dir: str) -> List[str]:
@@ -247,6 +408,7 @@ def plot(results: List[dict], suite: str, engines: List[str], out_dir: str) -> L
     import matplotlib.pyplot as plt
 
     files = []
+    results = [r for r in results if r["median_ms"] is not None]
     for threads in sorted({r["threads"] for r in results if r["suite"] == suite}):
         for cache in sorted({r["cache"] for r in results if r["suite"] == suite}):
             rows = [r for r in results if r["suite"] == suite and r["threads"] == threads and r["cache"] == cache]
@@ -267,6 +429,36 @@ def plot(results: List[dict], suite: str, engines: List[str], out_dir: str) -> L
             fig.savefig(path, dpi=110)
             plt.close(fig)
             files.append(path)
+            files += plot_lines(rows, suite, threads, cache, engines, out_dir)
+    return files
+
+
+def plot_lines(rows: List[dict], suite: str, threads: int, cache: str, engines: List[str], out_dir: str) -> List[str]:
+    """One line plot per query group with an x value (bit width, selectivity, % RLE): the shape
+    of the paper's figures."""
+    import matplotlib.pyplot as plt
+
+    files = []
+    for group in dict.fromkeys(r["group"] for r in rows if r.get("group") and r.get("x") is not None):
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for e in engines:
+            points = sorted((r["x"], r["median_ms"]) for r in rows if r.get("group") == group and r["engine"] == e)
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=e)
+        xs = sorted({r["x"] for r in rows if r.get("group") == group})
+        if xs and min(xs) > 0 and max(xs) / min(xs) >= 32:
+            ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(group)
+        ax.set_ylabel("median ms (log)")
+        ax.set_title(f"{suite}: {group}, {threads} thread(s), {cache} cache")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        slug = re.sub(r"[^a-z0-9]+", "-", group.lower()).strip("-")
+        path = os.path.join(out_dir, f"{suite}-{slug}-{threads}t-{cache}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path)
     return files
 
 
@@ -274,19 +466,25 @@ def report(results: List[dict], suites: List[str], engines: List[str], args, des
     sections = {}
     for suite in suites:
         parts = [f"Command: `python bench/run.py --suite {suite}"
-                 + (f" --sf {args.sf:g}" if suite == "tpch" else "")
-                 + (f" --rows {args.rows}" if args.rows and suite != "tpch" else "")
+                 + (f" --sf {args.sf:g}" if suite in SF_SUITES else "")
+                 + (f" --rows {args.rows}" if args.rows and suite not in SF_SUITES else "")
+                 + (f" --threads {args.threads}" if args.threads else "")
+                 + (f" --cache {args.cache}" if args.cache else "")
                  + f" --runs {args.runs} --update-benchmarks`  ",
                  f"Machine: {desc}  ",
                  f"Median of {args.runs} runs after one warm-up, engines interleaved; bold = best peer; "
                  "ratio < 1 means tamis is faster. Run on "
                  f"{dt.date.today().isoformat()}.", ""]
         for threads in sorted({r["threads"] for r in results if r["suite"] == suite}):
-            for cache in [c for c in ("warm", "cold") if c in args.cache.split(",")]:
+            for cache in [c for c in ("warm", "cold") if any(
+                    r["cache"] == c for r in results if r["suite"] == suite and r["threads"] == threads)]:
                 parts.append(f"**{threads} thread(s), {cache} cache**")
                 parts.append("")
                 parts.append(table_md(results, suite, threads, cache, engines))
                 parts.append("")
+        notes = notes_md(results, suite)
+        if notes:
+            parts += notes + [""]
         sections[suite] = "\n".join(parts)
     return sections
 
@@ -319,23 +517,26 @@ def main() -> None:
     release = not args.smoke
     if args.rowfilter is None and "parquet-rowfilter" in args.engines:
         args.rowfilter = cargo_binary("tamis-bench", "rowfilter-scan", release)
-    if args.tamis_cli is None and "tpch" in suites:
+    if args.tamis_cli is None and any(s in SF_SUITES for s in suites):
         args.tamis_cli = cargo_binary("tamis-cli", "tamis", release)
     os.makedirs(args.data_dir, exist_ok=True)
     os.makedirs(args.results_dir, exist_ok=True)
-    thread_counts = [int(t) for t in args.threads.split(",")] if args.threads else sorted({1, os.cpu_count() or 1})
+    thread_counts = sorted({t for s in suites for t in suite_threads(s, args)})
     results: List[dict] = []
     for threads in thread_counts:
+        here = [s for s in suites if threads in suite_threads(s, args)]
         out = os.path.join(args.results_dir, f"raw-{threads}t.json.tmp")
         env = dict(os.environ, POLARS_MAX_THREADS=str(threads))
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--worker-threads", str(threads),
-               "--worker-out", out, "--suite", ",".join(suites), "--sf", str(args.sf),
-               "--cache", args.cache, "--runs", str(args.runs), "--engines", args.engines,
+               "--worker-out", out, "--suite", ",".join(here), "--sf", str(args.sf),
+               "--runs", str(args.runs), "--engines", args.engines,
                "--data-dir", args.data_dir, "--rowfilter", str(args.rowfilter),
                "--tamis-cli", str(args.tamis_cli)]
         if args.rows:
             cmd += ["--rows", str(args.rows)]
-        print(f"bench: {threads} thread(s): {', '.join(suites)}", flush=True)
+        if args.cache:
+            cmd += ["--cache", args.cache]
+        print(f"bench: {threads} thread(s): {', '.join(here)}", flush=True)
         subprocess.run(cmd, env=env, check=True)
         with open(out) as f:
             results += json.load(f)
@@ -356,7 +557,7 @@ def main() -> None:
     print("\n\n".join(sections.values()))
 
 
-SUITES_ORDER = ("tpch", "selectivity", "strings", "dictsize")
+SUITES_ORDER = ("tpch", "selectivity", "strings", "dictsize", "m2", "q6", "order", "rle")
 
 if __name__ == "__main__":
     main()

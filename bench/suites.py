@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import paper
 from engines import Query
 from pred import between, col_cmp, like
 
@@ -50,7 +51,8 @@ def _random_strings(rng: np.random.Generator, count: int, length: int) -> np.nda
 # ---- tpch --------------------------------------------------------------------------------------
 
 
-def tpch(data_dir: str, args) -> List[Query]:
+def tpch_lineitem(data_dir: str, args) -> str:
+    """lineitem.parquet at ``--sf``, generated once by `tamis gen tpch`."""
     sf = args.sf
     folder = os.path.join(data_dir, f"tpch-sf{sf:g}")
     path = os.path.join(folder, "lineitem.parquet")
@@ -60,6 +62,11 @@ def tpch(data_dir: str, args) -> List[Query]:
              "--tables", "lineitem"],
             check=True,
         )
+    return path
+
+
+def tpch(data_dir: str, args) -> List[Query]:
+    path = tpch_lineitem(data_dir, args)
     q6 = (
         col_cmp("l_shipdate", ">=", dt.date(1994, 1, 1))
         & col_cmp("l_shipdate", "<", dt.date(1995, 1, 1))
@@ -180,4 +187,9 @@ SUITES: Dict[str, Callable[[str, object], List[Query]]] = {
     "selectivity": selectivity,
     "strings": strings,
     "dictsize": dictsize,
+    # The selection-pushdown paper's experiments (issue 4), in bench/paper.py.
+    "m2": paper.m2,
+    "q6": paper.q6,
+    "order": paper.order,
+    "rle": paper.rle,
 }
