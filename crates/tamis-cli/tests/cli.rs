@@ -226,7 +226,10 @@ fn filter_order_switch() {
     let steps = written["filter_order"].as_array().expect("filter_order");
     assert_eq!(steps.len(), 2, "{written}");
     assert!(
-        steps[0]["filter"].as_str().unwrap().starts_with("l_quantity"),
+        steps[0]["filter"]
+            .as_str()
+            .unwrap()
+            .starts_with("l_quantity"),
         "written order starts with the first conjunct: {written}"
     );
     for step in steps {

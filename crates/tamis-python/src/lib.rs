@@ -228,7 +228,15 @@ fn scan_all(
     batch_size: Option<usize>,
     filter_order: Option<String>,
 ) -> PyResult<ArrowStream> {
-    let req = request(path, filter, columns, threads, limit, batch_size, filter_order);
+    let req = request(
+        path,
+        filter,
+        columns,
+        threads,
+        limit,
+        batch_size,
+        filter_order,
+    );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
     let mut batches = Vec::new();
@@ -250,7 +258,15 @@ fn scan_stream(
     batch_size: Option<usize>,
     filter_order: Option<String>,
 ) -> PyResult<ArrowStream> {
-    let req = request(path, filter, columns, threads, limit, batch_size, filter_order);
+    let req = request(
+        path,
+        filter,
+        columns,
+        threads,
+        limit,
+        batch_size,
+        filter_order,
+    );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
     Ok(ArrowStream::new(Box::new(ScanReader { stream, schema })))

@@ -139,7 +139,10 @@ pub struct Filter<'p> {
 #[derive(Debug, Clone)]
 pub enum FilterKind<'p> {
     /// Leaves on one column, evaluated together in one pass.
-    Column { column: usize, leaves: Vec<&'p Leaf> },
+    Column {
+        column: usize,
+        leaves: Vec<&'p Leaf>,
+    },
     /// A nested AND / OR.
     Node(&'p Predicate),
 }
@@ -178,9 +181,12 @@ impl<'p> Filter<'p> {
             FilterKind::Column { leaves, .. } if leaves.len() == 1 => {
                 Predicate::Leaf(leaves[0].clone())
             }
-            FilterKind::Column { leaves, .. } => {
-                Predicate::And(leaves.iter().map(|l| Predicate::Leaf((*l).clone())).collect())
-            }
+            FilterKind::Column { leaves, .. } => Predicate::And(
+                leaves
+                    .iter()
+                    .map(|l| Predicate::Leaf((*l).clone()))
+                    .collect(),
+            ),
             FilterKind::Node(p) => (*p).clone(),
         }
     }
@@ -280,7 +286,8 @@ impl<'a> Estimates<'a> {
     }
 
     fn info(&mut self, c: usize) -> &ColumnInfo {
-        let (leaves, rg, orders, dicts) = (self.leaves, self.rg, self.column_orders, self.dictionaries);
+        let (leaves, rg, orders, dicts) =
+            (self.leaves, self.rg, self.column_orders, self.dictionaries);
         self.columns.entry(c).or_insert_with(|| {
             let column = &leaves[c];
             let cc = rg.column(c);
@@ -415,7 +422,9 @@ fn physical_width(column: &LeafColumn, uncompressed: i64, values: i64) -> u32 {
         PhysicalType::INT32 | PhysicalType::FLOAT => 32,
         PhysicalType::INT64 | PhysicalType::DOUBLE => 64,
         PhysicalType::INT96 => 96,
-        PhysicalType::FIXED_LEN_BYTE_ARRAY => (8 * column.type_length).min(u32::MAX as usize) as u32,
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => {
+            (8 * column.type_length).min(u32::MAX as usize) as u32
+        }
         PhysicalType::BYTE_ARRAY => {
             if values > 0 && uncompressed > 0 {
                 ((uncompressed as f64 * 8.0 / values as f64).ceil() as u32).max(8)
@@ -565,7 +574,12 @@ impl Planner {
 
     /// The evaluation order of a sequence (indices into `filters`); `negated` when each filter
     /// keeps the rows where it is not true (an OR's children), so it keeps `1 − s`.
-    pub fn order(&self, filters: &[Filter<'_>], est: &mut Estimates<'_>, negated: bool) -> Vec<usize> {
+    pub fn order(
+        &self,
+        filters: &[Filter<'_>],
+        est: &mut Estimates<'_>,
+        negated: bool,
+    ) -> Vec<usize> {
         let n = filters.len();
         match self.mode {
             _ if n <= 1 => (0..n).collect(),
@@ -598,9 +612,7 @@ impl Planner {
 
     /// Whether the row group with this ordinal should report its order (none lower has).
     pub fn wants_report(&self, ordinal: usize) -> bool {
-        lock(&self.first)
-            .as_ref()
-            .is_none_or(|(o, _)| ordinal < *o)
+        lock(&self.first).as_ref().is_none_or(|(o, _)| ordinal < *o)
     }
 
     /// Keeps `steps` as the reported order if no lower ordinal reported one.
@@ -812,7 +824,9 @@ mod tests {
         let x = Int64Array::from_iter_values((0..n).map(|i| (i * 7919) % 1000));
         let d = Int64Array::from_iter_values((0..n).map(|i| (i * 7919) % 1000));
         let n_col = Int64Array::from_iter((0..n).map(|i| (i % 10 >= 3).then_some(i)));
-        let s = StringArray::from_iter_values((0..n).map(|i| ["a", "b", "c", "d", "e"][i as usize % 5]));
+        let s = StringArray::from_iter_values(
+            (0..n).map(|i| ["a", "b", "c", "d", "e"][i as usize % 5]),
+        );
         let props = WriterProperties::builder()
             .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_column_dictionary_enabled(ColumnPath::from("x"), false)
@@ -835,12 +849,21 @@ mod tests {
         let names: Vec<&str> = got.iter().map(|s| s.filter.as_str()).collect();
         assert_eq!(
             names,
-            ["x < 250 AND x <> 3", "d < 250", "n IS NULL", "s IN ('a', 'c')", "x = 5 OR s = 'b'"]
+            [
+                "x < 250 AND x <> 3",
+                "d < 250",
+                "n IS NULL",
+                "s IN ('a', 'c')",
+                "x = 5 OR s = 'b'"
+            ]
         );
         let close = |a: f64, b: f64| (a - b).abs() < 1e-3;
         // x: PLAIN int64, min 0 max 999 → 250/999 · (1 − 1/1000).
         assert_eq!(got[0].bit_width, 64);
-        assert!(close(got[0].estimated_selectivity, 250.0 / 999.0 * 0.999), "{got:?}");
+        assert!(
+            close(got[0].estimated_selectivity, 250.0 / 999.0 * 0.999),
+            "{got:?}"
+        );
         // d: dictionary of 1000 entries, 250 match.
         assert_eq!(got[1].bit_width, 10);
         assert!(close(got[1].estimated_selectivity, 0.25), "{got:?}");
@@ -851,9 +874,15 @@ mod tests {
         assert!(close(got[3].estimated_selectivity, 0.4), "{got:?}");
         // OR by independence: 1 − (1 − 1/1000)(1 − 1/5); bit widths add up.
         assert_eq!(got[4].bit_width, 64 + 3);
-        assert!(close(got[4].estimated_selectivity, 1.0 - 0.999 * 0.8), "{got:?}");
+        assert!(
+            close(got[4].estimated_selectivity, 1.0 - 0.999 * 0.8),
+            "{got:?}"
+        );
         // Everything ran on the first row group: measured values exist.
-        assert!(close(got[0].measured_selectivity.unwrap(), 0.249), "{got:?}");
+        assert!(
+            close(got[0].measured_selectivity.unwrap(), 0.249),
+            "{got:?}"
+        );
     }
 
     /// A misleading estimate is corrected by the selectivity measured on the first row group.
@@ -872,8 +901,14 @@ mod tests {
         write(
             &path,
             vec![
-                ("a", Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef),
-                ("b", Arc::new(Int64Array::from_iter_values((0..n).map(|_| 7)))),
+                (
+                    "a",
+                    Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+                ),
+                (
+                    "b",
+                    Arc::new(Int64Array::from_iter_values((0..n).map(|_| 7))),
+                ),
             ],
             props,
         );
@@ -894,15 +929,25 @@ mod tests {
                 ordinal: rg,
             };
             let rows = scan_row_group(&job).unwrap().map_or(0, |b| b.num_rows());
-            let order: Vec<String> = planner.take_report().into_iter().map(|s| s.filter).collect();
+            let order: Vec<String> = planner
+                .take_report()
+                .into_iter()
+                .map(|s| s.filter)
+                .collect();
             (rows, order)
         };
         let auto = Planner::new(FilterOrder::Auto);
         assert_eq!(run(&auto, 0), (10, vec!["b = 7".into(), "a < 10".into()]));
-        assert_eq!(auto.measured(and_filters(match &predicate {
-            Predicate::And(c) => c,
-            _ => unreachable!(),
-        })[1].key), Some(1.0));
+        assert_eq!(
+            auto.measured(
+                and_filters(match &predicate {
+                    Predicate::And(c) => c,
+                    _ => unreachable!(),
+                })[1]
+                    .key
+            ),
+            Some(1.0)
+        );
         assert_eq!(run(&auto, 1), (0, vec!["a < 10".into(), "b = 7".into()]));
         let written = Planner::new(FilterOrder::AsWritten);
         for rg in 0..2 {

@@ -242,7 +242,9 @@ fn eval(p: &Predicate, mask: &Bitmap, negate: bool, cx: &mut Filtering<'_, '_>) 
                 Bitmap::new_zeroed(mask.len())
             }
         }
-        Predicate::Leaf(_) => eval_sequence(&or_filters(std::slice::from_ref(p)), mask, negate, cx)?,
+        Predicate::Leaf(_) => {
+            eval_sequence(&or_filters(std::slice::from_ref(p)), mask, negate, cx)?
+        }
         Predicate::And(children) => {
             let all = eval_sequence(&and_filters(children), mask, false, cx)?;
             if negate {
