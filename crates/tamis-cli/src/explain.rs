@@ -97,6 +97,26 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
         "conjuncts skipped by dictionary: {}",
         m.conjuncts_skipped_dictionary
     );
+    if !m.filter_order.is_empty() {
+        let _ = writeln!(
+            s,
+            "filter order (first row group; k = bits per value, s = fraction of rows satisfying it;\n  [negated] = an OR's child, applied as NOT):"
+        );
+        for (i, f) in m.filter_order.iter().enumerate() {
+            let measured = f
+                .measured_selectivity
+                .map_or("-".to_string(), |x| format!("{x:.3}"));
+            let _ = writeln!(
+                s,
+                "  {}. {}{}  k={} s est {:.3} measured {measured}",
+                i + 1,
+                f.filter,
+                if f.negated { "  [negated]" } else { "" },
+                f.bit_width,
+                f.estimated_selectivity,
+            );
+        }
+    }
     let p = m.pages_total;
     let _ = writeln!(s, "pages: {p} total");
     let _ = writeln!(

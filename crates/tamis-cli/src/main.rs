@@ -123,6 +123,16 @@ pub struct ScanArgs {
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub threads: Option<u64>,
+    /// Order of filter evaluation: the cost model's, from estimated and measured selectivities
+    /// (auto), or the order of the WHERE text (written). Results are the same either way.
+    #[arg(long, value_enum, default_value_t = FilterOrderArg::Auto)]
+    pub filter_order: FilterOrderArg,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOrderArg {
+    Auto,
+    Written,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

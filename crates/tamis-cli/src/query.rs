@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 use arrow::record_batch::RecordBatch;
 
 use crate::output::BatchSink;
-use crate::{explain, progress, CliError, CliResult, Format, QueryArgs, ScanArgs};
+use crate::{explain, progress, CliError, CliResult, FilterOrderArg, Format, QueryArgs, ScanArgs};
 
 /// Rows the table format shows when no --limit is given (the table is built in memory).
 pub const TABLE_DEFAULT_ROWS: usize = 10_000;
@@ -31,6 +31,10 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
     if let Some(threads) = args.threads {
         scan = scan.threads(threads as usize);
     }
+    scan = scan.filter_order(match args.filter_order {
+        FilterOrderArg::Auto => tamis::FilterOrder::Auto,
+        FilterOrderArg::Written => tamis::FilterOrder::AsWritten,
+    });
     Ok(scan.limit(limit).batch_size(8192))
 }
 

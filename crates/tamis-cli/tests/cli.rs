@@ -215,6 +215,35 @@ fn explain_text_and_json() {
     }
 }
 
+/// `--filter-order` changes the evaluation order, never the rows; explain reports the order.
+#[test]
+fn filter_order_switch() {
+    let (_dir, file) = lineitem_dir();
+    let file = s(&file);
+    let written = explain_json(&[file, "--where", FILTER, "--filter-order", "written"]);
+    let auto = explain_json(&[file, "--where", FILTER, "--filter-order", "auto"]);
+    assert_eq!(written["rows_selected"], auto["rows_selected"]);
+    let steps = written["filter_order"].as_array().expect("filter_order");
+    assert_eq!(steps.len(), 2, "{written}");
+    assert!(
+        steps[0]["filter"]
+            .as_str()
+            .unwrap()
+            .starts_with("l_quantity"),
+        "written order starts with the first conjunct: {written}"
+    );
+    for step in steps {
+        let est = step["estimated_selectivity"].as_f64().unwrap();
+        let measured = step["measured_selectivity"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&est) && (0.0..=1.0).contains(&measured));
+        assert!(step["bit_width"].as_u64().is_some());
+    }
+    let text = stdout(&ok(tamis(&["explain", file, "--where", FILTER])));
+    assert!(text.contains("filter order"), "{text}");
+    let bad = tamis(&["explain", file, "--filter-order", "fastest"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
 #[test]
 fn inspect_prints_the_columns() {
     let (_dir, file) = lineitem_dir();

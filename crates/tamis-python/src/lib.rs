@@ -16,7 +16,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use tamis::{Error, ErrorKind, Scan, ScanMetrics, ScanStream};
+use tamis::{Error, ErrorKind, FilterOrder, Scan, ScanMetrics, ScanStream};
 
 /// How often a waiting scan call looks for Ctrl-C.
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
@@ -57,6 +57,8 @@ struct Request {
     threads: Option<usize>,
     limit: Option<usize>,
     batch_size: Option<usize>,
+    /// `"auto"` or `"written"`.
+    filter_order: Option<String>,
 }
 
 impl Request {
@@ -79,6 +81,9 @@ impl Request {
                 return Err(Error::invalid("batch_size must be at least 1"));
             }
             scan = scan.batch_size(n);
+        }
+        if let Some(order) = &self.filter_order {
+            scan = scan.filter_order(order.parse::<FilterOrder>()?);
         }
         scan.limit(self.limit).batches()
     }
@@ -197,6 +202,7 @@ fn request(
     threads: Option<usize>,
     limit: Option<usize>,
     batch_size: Option<usize>,
+    filter_order: Option<String>,
 ) -> Request {
     Request {
         path,
@@ -205,12 +211,13 @@ fn request(
         threads,
         limit,
         batch_size,
+        filter_order,
     }
 }
 
 /// Scans to the end and returns the batches as one stream (the Python side makes a Table).
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
 fn scan_all(
     py: Python<'_>,
     path: String,
@@ -219,8 +226,17 @@ fn scan_all(
     threads: Option<usize>,
     limit: Option<usize>,
     batch_size: Option<usize>,
+    filter_order: Option<String>,
 ) -> PyResult<ArrowStream> {
-    let req = request(path, filter, columns, threads, limit, batch_size);
+    let req = request(
+        path,
+        filter,
+        columns,
+        threads,
+        limit,
+        batch_size,
+        filter_order,
+    );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
     let mut batches = Vec::new();
@@ -231,7 +247,7 @@ fn scan_all(
 
 /// Starts a scan and returns it as a lazy stream; batches are produced as the consumer pulls.
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
 fn scan_stream(
     py: Python<'_>,
     path: String,
@@ -240,8 +256,17 @@ fn scan_stream(
     threads: Option<usize>,
     limit: Option<usize>,
     batch_size: Option<usize>,
+    filter_order: Option<String>,
 ) -> PyResult<ArrowStream> {
-    let req = request(path, filter, columns, threads, limit, batch_size);
+    let req = request(
+        path,
+        filter,
+        columns,
+        threads,
+        limit,
+        batch_size,
+        filter_order,
+    );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
     Ok(ArrowStream::new(Box::new(ScanReader { stream, schema })))
@@ -250,7 +275,7 @@ fn scan_stream(
 /// Runs the scan, discards the rows and returns the metrics as JSON: the same object as
 /// `tamis explain --json`.
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, filter_order=None))]
 fn explain_json(
     py: Python<'_>,
     path: String,
@@ -258,8 +283,9 @@ fn explain_json(
     columns: Option<Vec<String>>,
     threads: Option<usize>,
     limit: Option<usize>,
+    filter_order: Option<String>,
 ) -> PyResult<String> {
-    let req = request(path, filter, columns, threads, limit, None);
+    let req = request(path, filter, columns, threads, limit, None, filter_order);
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let metrics = drive(py, stream, drop)?;
     let mut value = serde_json::to_value(&metrics).map_err(|e| {

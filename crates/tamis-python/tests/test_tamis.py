@@ -284,3 +284,25 @@ def test_ctrl_c_interrupts_a_long_scan(big_dir):
     proc.wait(timeout=60)
     assert line and line[0] == "interrupted", line
     assert latency < 2.0, latency
+
+
+def test_filter_order_changes_nothing_but_the_order(data):
+    path, table = data
+    where = "bucket < 50 AND status <> 'open' AND (amount > 40 OR name IS NULL)"
+    want = pc.and_kleene(
+        pc.and_kleene(pc.less(table["bucket"], 50), pc.not_equal(table["status"], "open")),
+        pc.or_kleene(pc.greater(table["amount"], Decimal(40)), pc.is_null(table["name"])),
+    )
+    expected = table.filter(want)
+    for order in ("auto", "written"):
+        assert tamis.scan(path, where=where, filter_order=order).equals(expected)
+        reader = tamis.scan_batches(path, where=where, filter_order=order, batch_size=1000)
+        assert reader.read_all().equals(expected)
+    written = tamis.explain(path, where=where, filter_order="written")
+    steps = written["filter_order"]
+    assert [s["filter"].split()[0] for s in steps] == ["bucket", "status", "amount"]
+    for s in steps:
+        assert 0.0 <= s["estimated_selectivity"] <= 1.0
+        assert s["bit_width"] >= 0
+    with pytest.raises(ValueError, match="auto or written"):
+        tamis.scan(path, where=where, filter_order="fastest")

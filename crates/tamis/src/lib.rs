@@ -5,7 +5,8 @@
 //! prune/     row groups by statistics, Bloom filters, dictionaries; pages by the page index
 //! column/    page fetching (only pages with live rows), levels, filter and projection per chunk
 //! encoding/  our decoders over decompressed page bytes, one module per Parquet encoding
-//! scan/      the sequencer: row groups in parallel, batches streamed in file order
+//! scan/      the sequencer: row groups in parallel, batches streamed in file order;
+//!            filter ordering by the cost model, OR/NOT by De Morgan (scan/order.rs)
 //! arrow.rs   survivors → Arrow arrays
 //! ```
 //!
@@ -26,5 +27,6 @@ pub mod selection;
 pub mod values;
 
 pub use error::{Error, ErrorKind, Result};
-pub use metrics::ScanMetrics;
+pub use metrics::{FilterStep, ScanMetrics};
+pub use scan::order::FilterOrder;
 pub use scan::{Canceller, Scan, ScanStream};

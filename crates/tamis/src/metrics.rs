@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use serde::Serialize;
 
 /// What a scan skipped, read and produced. Every pruning level has its own counter.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ScanMetrics {
     pub files: u64,
     pub row_groups_total: u64,
@@ -41,6 +41,24 @@ pub struct ScanMetrics {
     pub time_filter_ns: u64,
     pub time_payload_ns: u64,
     pub time_total_ns: u64,
+    /// The filter order chosen for the first row group that evaluated filters (its top-level
+    /// sequence: an AND's filters, or an OR's children under the negate flag).
+    pub filter_order: Vec<FilterStep>,
+}
+
+/// One filter of the reported order (see [`ScanMetrics::filter_order`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FilterStep {
+    /// The filter as SQL; leaves on one column are evaluated together.
+    pub filter: String,
+    /// Evaluated with the negate flag (an OR's child: it keeps the rows where it is not true).
+    pub negated: bool,
+    /// Bits per value its select reads: dictionary code width, else the physical width.
+    pub bit_width: u32,
+    /// Fraction of rows passing, estimated from that row group's statistics or dictionary.
+    pub estimated_selectivity: f64,
+    /// Fraction of rows passing, measured over the whole scan (`None` if it never ran).
+    pub measured_selectivity: Option<f64>,
 }
 
 macro_rules! collector {
@@ -51,7 +69,7 @@ macro_rules! collector {
 
         impl MetricsCollector {
             pub fn snapshot(&self) -> ScanMetrics {
-                ScanMetrics { $($field: self.$field.load(Relaxed),)* }
+                ScanMetrics { $($field: self.$field.load(Relaxed),)* ..ScanMetrics::default() }
             }
         }
     };

@@ -48,6 +48,7 @@ def scan(
     columns: Optional[Sequence[str]] = None,
     threads: Optional[int] = None,
     limit: Optional[int] = None,
+    filter_order: str = "auto",
 ) -> pa.Table:
     """Scan Parquet data and return the matching rows as a :class:`pyarrow.Table`.
 
@@ -57,6 +58,8 @@ def scan(
         columns: columns to return, in this order (default: all).
         threads: worker threads (default: all cores).
         limit: stop after this many rows (the first rows in file order).
+        filter_order: ``"auto"`` (the cost model's order, from estimated and measured
+            selectivities) or ``"written"`` (the order of ``where``). The rows are the same.
 
     Raises:
         InvalidArgumentError: unknown column or bad predicate (a ``ValueError``).
@@ -65,7 +68,9 @@ def scan(
         OSError: the file cannot be read (``FileNotFoundError``, ``PermissionError``...).
         KeyboardInterrupt: Ctrl-C while scanning; the scan is cancelled.
     """
-    stream = _tamis.scan_all(os.fspath(path), where, _columns(columns), threads, limit)
+    stream = _tamis.scan_all(
+        os.fspath(path), where, _columns(columns), threads, limit, None, filter_order
+    )
     return pa.RecordBatchReader.from_stream(stream).read_all()
 
 
@@ -76,6 +81,7 @@ def scan_batches(
     threads: Optional[int] = None,
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
+    filter_order: str = "auto",
 ) -> pa.RecordBatchReader:
     """Start a scan and return its batches as a :class:`pyarrow.RecordBatchReader`.
 
@@ -88,7 +94,7 @@ def scan_batches(
     found while reading raise from the reader (as ``pyarrow`` exceptions carrying tamis's message).
     """
     stream = _tamis.scan_stream(
-        os.fspath(path), where, _columns(columns), threads, limit, batch_size
+        os.fspath(path), where, _columns(columns), threads, limit, batch_size, filter_order
     )
     return pa.RecordBatchReader.from_stream(stream)
 
@@ -99,14 +105,19 @@ def explain(
     columns: Optional[Sequence[str]] = None,
     threads: Optional[int] = None,
     limit: Optional[int] = None,
+    filter_order: str = "auto",
 ) -> Dict[str, Any]:
     """Run the scan, discard the rows, and return the pruning funnel and costs.
 
     The dict is the object ``tamis explain --json`` prints: row groups pruned by statistics,
     Bloom filters and dictionaries, pages pruned by the page index and skipped as payload, rows
-    and values decoded, bytes read, time per phase, and ``predicate`` (the ``where`` text).
+    and values decoded, bytes read, time per phase, ``filter_order`` (the order chosen for the
+    first row group: each filter's SQL, bit width, estimated and measured selectivity) and
+    ``predicate`` (the ``where`` text).
     """
-    text = _tamis.explain_json(os.fspath(path), where, _columns(columns), threads, limit)
+    text = _tamis.explain_json(
+        os.fspath(path), where, _columns(columns), threads, limit, filter_order
+    )
     return json.loads(text)
 
 

@@ -16,6 +16,7 @@ def scan_all(
     threads: Optional[int] = None,
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
+    filter_order: Optional[str] = None,
 ) -> ArrowStream: ...
 def scan_stream(
     path: str,
@@ -24,6 +25,7 @@ def scan_stream(
     threads: Optional[int] = None,
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
+    filter_order: Optional[str] = None,
 ) -> ArrowStream: ...
 def explain_json(
     path: str,
@@ -31,4 +33,5 @@ def explain_json(
     columns: Optional[List[str]] = None,
     threads: Optional[int] = None,
     limit: Optional[int] = None,
+    filter_order: Optional[str] = None,
 ) -> str: ...

@@ -14,8 +14,9 @@ use parquet::file::metadata::ColumnChunkMetaData;
 
 use crate::error::Result;
 use crate::expr::eval::eval_dense;
-use crate::expr::{LeafOp, Predicate, Verdict};
+use crate::expr::{Leaf, LeafOp, Predicate, Verdict};
 use crate::schema::LeafColumn;
+use crate::selection::Bitmap;
 use crate::values::Values;
 
 fn is_dict(e: Encoding) -> bool {
@@ -97,7 +98,7 @@ pub fn dictionary_verdict(
         let Some(dict) = dict else {
             return Verdict::Unknown;
         };
-        let matched = match eval_dense(&leaf.op, column, dict) {
+        let matched = match matching_entries(&[leaf], column, dict) {
             Ok(bm) => bm.count_ones(),
             Err(e) => {
                 error = Some(e.in_column(&column.path));
@@ -118,6 +119,16 @@ pub fn dictionary_verdict(
         Some(e) => Err(e),
         None => Ok((simplified, all_matched)),
     }
+}
+
+/// The dictionary entries satisfying every leaf (a conjunction on `column`): bit i is set iff
+/// entry i matches. Also used to estimate selectivities (`scan::order`).
+pub fn matching_entries(leaves: &[&Leaf], column: &LeafColumn, dict: &Values) -> Result<Bitmap> {
+    let mut acc = Bitmap::new_set(dict.len());
+    for leaf in leaves {
+        acc.and_inplace(&eval_dense(&leaf.op, column, dict)?);
+    }
+    Ok(acc)
 }
 
 #[cfg(test)]

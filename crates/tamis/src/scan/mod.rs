@@ -6,6 +6,7 @@
 
 pub mod fallback;
 pub mod file;
+pub mod order;
 pub mod row_group;
 
 use std::collections::VecDeque;
@@ -22,6 +23,7 @@ use crate::expr::{sql, Predicate};
 use crate::metrics::{add, MetricsCollector, ScanMetrics};
 
 use file::OpenedFile;
+use order::{FilterOrder, Planner};
 use row_group::{scan_row_group, RowGroupJob};
 
 /// A scan over Parquet files, configured with a builder:
@@ -47,6 +49,7 @@ pub struct Scan {
     threads: usize,
     limit: Option<usize>,
     batch_size: usize,
+    filter_order: FilterOrder,
     metrics: Arc<MetricsCollector>,
 }
 
@@ -80,6 +83,7 @@ impl Scan {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             limit: None,
             batch_size: 8192,
+            filter_order: FilterOrder::Auto,
             metrics,
         })
     }
@@ -142,6 +146,13 @@ impl Scan {
         self
     }
 
+    /// How filters are ordered (default [`FilterOrder::Auto`]: the cost model with measured
+    /// selectivities). `AsWritten` lets benchmarks force an order; results never depend on it.
+    pub fn filter_order(mut self, order: FilterOrder) -> Scan {
+        self.filter_order = order;
+        self
+    }
+
     /// The schema of the output batches.
     pub fn schema(&self) -> SchemaRef {
         Arc::new(
@@ -185,6 +196,7 @@ impl Scan {
                 projection: self.projection,
                 schema: schema.clone(),
                 metrics: self.metrics,
+                planner: Planner::new(self.filter_order),
                 done: AtomicUsize::new(0),
                 cancelled: AtomicBool::new(false),
             }),
@@ -241,6 +253,7 @@ struct Shared {
     projection: Vec<usize>,
     schema: SchemaRef,
     metrics: Arc<MetricsCollector>,
+    planner: Planner,
     done: AtomicUsize,
     cancelled: AtomicBool,
 }
@@ -288,6 +301,7 @@ impl ScanStream {
             .iter()
             .map(|f| f.source.bytes_read())
             .sum();
+        s.filter_order = self.shared.planner.report();
         s
     }
 
@@ -296,6 +310,7 @@ impl ScanStream {
             let Some((fi, rg)) = self.pending.pop_front() else {
                 break;
             };
+            let ordinal = self.total - self.pending.len() - 1;
             let (tx, rx) = sync_channel(1);
             let shared = self.shared.clone();
             self.pool.spawn(move || {
@@ -311,6 +326,8 @@ impl ScanStream {
                     projection: &shared.projection,
                     schema: &shared.schema,
                     metrics: &shared.metrics,
+                    planner: &shared.planner,
+                    ordinal,
                 };
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))

@@ -4,7 +4,8 @@
 //! ```text
 //! predicate ─ statistics ─ Bloom ─ dictionary ─► simplified predicate (False ⇒ skip the group)
 //!           ─ page index ─► candidate rows (Bitmap)
-//!           ─ filters, leaf by leaf, each only on rows still alive ─► selection
+//!           ─ filters in the cost model's order (order.rs), each only on rows still alive;
+//!             OR through De Morgan with the negate flag ─► selection
 //!           ─ payload columns: only pages holding a selected row ─► Arrow arrays
 //! ```
 
@@ -16,12 +17,12 @@ use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::SchemaRef;
 
 use crate::arrow::{is_native, to_arrow};
-use crate::column::filter::{eval_conjunction, eval_leaf};
+use crate::column::filter::eval_conjunction;
 use crate::column::project::project;
 use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
 use crate::error::{Error, ErrorKind, Result};
-use crate::expr::{Leaf, Predicate};
+use crate::expr::Predicate;
 use crate::metrics::{add, add_elapsed, MetricsCollector};
 use crate::prune;
 use crate::selection::Bitmap;
@@ -29,6 +30,7 @@ use crate::values::Values;
 
 use super::fallback;
 use super::file::OpenedFile;
+use super::order::{and_filters, or_filters, Estimates, Filter, FilterKind, Planner};
 
 /// What a row group task needs besides its file.
 pub struct RowGroupJob<'a> {
@@ -39,6 +41,10 @@ pub struct RowGroupJob<'a> {
     pub projection: &'a [usize],
     pub schema: &'a SchemaRef,
     pub metrics: &'a MetricsCollector,
+    /// Filter ordering shared by the scan's row groups (measured selectivities, the report).
+    pub planner: &'a Planner,
+    /// Position of this row group in the scan (file order), for the report.
+    pub ordinal: usize,
 }
 
 /// Runs the row group; returns the selected rows of the projected columns.
@@ -70,18 +76,18 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
 
     // ── prune ────────────────────────────────────────────────────────────────────────────────
     let t = Instant::now();
+    let column_orders = file
+        .metadata
+        .file_metadata()
+        .column_orders()
+        .map(|o| o.as_slice());
+    // Dictionaries of columns that are provably dictionary-encoded throughout.
+    let mut dicts: HashMap<usize, Arc<Values>> = HashMap::new();
     let predicate = match job.predicate {
         None => Predicate::True,
         Some(p) => {
-            let p = prune::row_group::statistics_verdict_with_orders(
-                p,
-                leaves,
-                rg_meta,
-                file.metadata
-                    .file_metadata()
-                    .column_orders()
-                    .map(|o| o.as_slice()),
-            );
+            let p =
+                prune::row_group::statistics_verdict_with_orders(p, leaves, rg_meta, column_orders);
             if p == Predicate::False {
                 add(&m.row_groups_pruned_statistics, 1);
                 add_elapsed(&m.time_prune_ns, t);
@@ -93,8 +99,6 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 add_elapsed(&m.time_prune_ns, t);
                 return Ok(None);
             }
-            // Dictionaries of columns that are provably dictionary-encoded throughout.
-            let mut dicts: HashMap<usize, Arc<Values>> = HashMap::new();
             for c in p.columns() {
                 if prune::dictionary::chunk_is_all_dictionary(rg_meta.column(c)) {
                     let ch = chunks.entry(c).or_insert_with(|| chunk(c));
@@ -152,7 +156,14 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
         for &c in &filter_columns {
             chunks.entry(c).or_insert_with(|| chunk(c));
         }
-        eval(&predicate, &candidates, &mut chunks, m)?
+        let mut cx = Filtering {
+            chunks: &mut chunks,
+            metrics: m,
+            planner: job.planner,
+            estimates: Estimates::new(leaves, rg_meta, column_orders, &dicts),
+            report: job.planner.wants_report(job.ordinal).then_some(job.ordinal),
+        };
+        eval(&predicate, &candidates, false, &mut cx)?
     };
     for &c in &filter_columns {
         if let Some(layout) = chunks.get(&c).and_then(|ch| ch.page_layout()) {
@@ -236,66 +247,107 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     Ok(Some(batch))
 }
 
-/// Rows in `mask` satisfying `p`; children of AND see only rows still alive, children of OR only
-/// rows not yet accepted.
-fn eval(
-    p: &Predicate,
-    mask: &Bitmap,
-    chunks: &mut HashMap<usize, ColumnChunk<'_>>,
-    m: &MetricsCollector,
-) -> Result<Bitmap> {
+/// The filter stage of one row group.
+struct Filtering<'c, 'a> {
+    chunks: &'c mut HashMap<usize, ColumnChunk<'a>>,
+    metrics: &'c MetricsCollector,
+    planner: &'c Planner,
+    estimates: Estimates<'c>,
+    /// This row group's ordinal while its top-level order is still to be reported.
+    report: Option<usize>,
+}
+
+/// Rows in `mask` where `p` is TRUE; with `negate`, the rows in `mask` where `p` is not TRUE.
+///
+/// The tree is in negation normal form (NOT only inside leaves, a NULL satisfies no leaf but
+/// `IS NULL`), so "not TRUE" is exactly the complement within `mask`, and "OR is not TRUE" means
+/// "no child is TRUE": `a ∨ b` is evaluated as `mask ∖ (¬a ∧ ¬b)` (De Morgan, paper §4.5).
+fn eval(p: &Predicate, mask: &Bitmap, negate: bool, cx: &mut Filtering<'_, '_>) -> Result<Bitmap> {
     Ok(match p {
-        Predicate::True => mask.clone(),
-        Predicate::False => Bitmap::new_zeroed(mask.len()),
-        Predicate::Leaf(leaf) => {
-            let ch = chunks
-                .get_mut(&leaf.column)
-                .ok_or_else(|| Error::internal("filter column not prepared"))?;
-            eval_leaf(ch, leaf, mask, m)?
+        Predicate::True | Predicate::False => {
+            if matches!(p, Predicate::True) != negate {
+                mask.clone()
+            } else {
+                Bitmap::new_zeroed(mask.len())
+            }
+        }
+        Predicate::Leaf(_) => {
+            eval_sequence(&or_filters(std::slice::from_ref(p)), mask, negate, cx)?
         }
         Predicate::And(children) => {
-            // Leaves on the same column are evaluated together, in one pass over the column.
-            let mut groups: Vec<(usize, Vec<&Leaf>)> = Vec::new();
-            let mut others: Vec<&Predicate> = Vec::new();
-            for c in children {
-                match c {
-                    Predicate::Leaf(l) => match groups.iter_mut().find(|(col, _)| *col == l.column)
-                    {
-                        Some((_, g)) => g.push(l),
-                        None => groups.push((l.column, vec![l])),
-                    },
-                    other => others.push(other),
-                }
+            let all = eval_sequence(&and_filters(children), mask, false, cx)?;
+            if negate {
+                complement(mask, &all)
+            } else {
+                all
             }
-            let mut alive = mask.clone();
-            for (column, leaves) in &groups {
-                if alive.count_ones() == 0 {
-                    return Ok(alive);
-                }
-                let ch = chunks
-                    .get_mut(column)
-                    .ok_or_else(|| Error::internal("filter column not prepared"))?;
-                alive = eval_conjunction(ch, leaves, &alive, m)?;
-            }
-            for c in others {
-                if alive.count_ones() == 0 {
-                    break;
-                }
-                alive = eval(c, &alive, chunks, m)?;
-            }
-            alive
         }
         Predicate::Or(children) => {
-            let mut accepted = Bitmap::new_zeroed(mask.len());
-            for c in children {
-                let mut rest = mask.clone();
-                rest.and_not_inplace(&accepted);
-                if rest.count_ones() == 0 {
-                    break;
-                }
-                accepted.or_inplace(&eval(c, &rest, chunks, m)?);
+            // The children, negated, narrow the rows no child has accepted yet.
+            let none = eval_sequence(&or_filters(children), mask, true, cx)?;
+            if negate {
+                none
+            } else {
+                complement(mask, &none)
             }
-            accepted
         }
     })
+}
+
+/// Applies the filters one after another in the planner's order, each on the rows the previous
+/// ones kept (with `negate`, each keeps the rows where it is not TRUE); returns the rows kept.
+/// Records every filter's selectivity for the following row groups.
+fn eval_sequence(
+    filters: &[Filter<'_>],
+    mask: &Bitmap,
+    negate: bool,
+    cx: &mut Filtering<'_, '_>,
+) -> Result<Bitmap> {
+    let order = cx.planner.order(filters, &mut cx.estimates, negate);
+    if let Some(ordinal) = cx.report.take() {
+        let steps = order
+            .iter()
+            .map(|&i| cx.estimates.step(&filters[i], negate))
+            .collect();
+        cx.planner.offer_report(ordinal, steps);
+    }
+    let mut alive = mask.clone();
+    for i in order {
+        let rows_in = alive.count_ones();
+        if rows_in == 0 {
+            break;
+        }
+        let filter = &filters[i];
+        let kept = match &filter.kind {
+            FilterKind::Column { column, leaves } => {
+                let ch = cx
+                    .chunks
+                    .get_mut(column)
+                    .ok_or_else(|| Error::internal("filter column not prepared"))?;
+                let passed = eval_conjunction(ch, leaves, &alive, cx.metrics)?;
+                if negate {
+                    complement(&alive, &passed)
+                } else {
+                    passed
+                }
+            }
+            FilterKind::Node(p) => eval(p, &alive, negate, cx)?,
+        };
+        let rows_kept = kept.count_ones();
+        let rows_passed = if negate {
+            rows_in - rows_kept
+        } else {
+            rows_kept
+        };
+        cx.planner.record(filter.key, rows_in, rows_passed);
+        alive = kept;
+    }
+    Ok(alive)
+}
+
+/// The rows of `within` not in `rows`.
+fn complement(within: &Bitmap, rows: &Bitmap) -> Bitmap {
+    let mut out = within.clone();
+    out.and_not_inplace(rows);
+    out
 }

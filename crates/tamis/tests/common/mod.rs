@@ -33,6 +33,8 @@ pub struct Req<'a> {
     pub threads: Option<usize>,
     pub limit: Option<usize>,
     pub batch_size: Option<usize>,
+    /// `None`: the default (`Auto`).
+    pub filter_order: Option<tamis::FilterOrder>,
 }
 
 /// Runs tamis; returns the concatenated batches and the metrics.
@@ -49,6 +51,9 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     }
     if let Some(b) = req.batch_size {
         scan = scan.batch_size(b);
+    }
+    if let Some(o) = req.filter_order {
+        scan = scan.filter_order(o);
     }
     scan = scan.limit(req.limit);
     let mut stream = scan.batches()?;
