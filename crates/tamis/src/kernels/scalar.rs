@@ -176,7 +176,13 @@ mod tests {
         // First 16 2-bit def levels, max level 2 → b_valid's low 16 bits 0001100101110011.
         let expect = words("0001100101110011");
         let levels: Vec<u32> = (0..16)
-            .map(|i| if expect[0] >> i & 1 == 1 { 2 } else { (i % 2) as u32 })
+            .map(|i| {
+                if expect[0] >> i & 1 == 1 {
+                    2
+                } else {
+                    (i % 2) as u32
+                }
+            })
             .collect();
         let mut out = vec![0u64; 1];
         equal(&pack(&levels, 2), 2, 16, 2, &mut out);
