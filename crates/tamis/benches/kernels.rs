@@ -32,7 +32,11 @@ fn pack(codes: &[u32], k: u8) -> Vec<u8> {
     for (i, &c) in codes.iter().enumerate() {
         let bit = i * k;
         let wide = (c as u64) << (bit % 8);
-        for (b, byte) in out[bit / 8..].iter_mut().take((bit % 8 + k).div_ceil(8)).enumerate() {
+        for (b, byte) in out[bit / 8..]
+            .iter_mut()
+            .take((bit % 8 + k).div_ceil(8))
+            .enumerate()
+        {
             *byte |= (wide >> (8 * b)) as u8;
         }
     }
@@ -105,7 +109,11 @@ fn m0(c: &mut Criterion) {
     ];
     for (name, f) in sw {
         g.bench_function(format!("{name}/sw"), |b| {
-            b.iter(|| black_box(&pairs).iter().fold(0, |acc, &(s, m)| acc ^ f(s, m)))
+            b.iter(|| {
+                black_box(&pairs)
+                    .iter()
+                    .fold(0, |acc, &(s, m)| acc ^ f(s, m))
+            })
         });
     }
     g.finish();

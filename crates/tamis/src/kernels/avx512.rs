@@ -106,7 +106,9 @@ fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut V
                 tail[..avail].copy_from_slice(&packed[start..start + avail]);
                 &tail[..span]
             };
-            let dst = out.spare_capacity_mut()[..64].as_mut_ptr().cast::<__m512i>();
+            let dst = out.spare_capacity_mut()[..64]
+                .as_mut_ptr()
+                .cast::<__m512i>();
             let unpack = |at: usize| {
                 let v = _mm512_permutexvar_epi8(idx, load64(&bytes[at..]));
                 _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and)
@@ -133,10 +135,10 @@ fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut V
                     let cnt = half.count_ones() as usize;
                     for (q, &v) in halves.iter().enumerate().take(cnt.div_ceil(16)) {
                         let wide = _mm512_cvtepu16_epi32(v);
-                        // SAFETY: `written + 16q + 16 <= 64` (at most 32 codes per half, the
-                        // first half wrote `written <= 32`, and a store is only made while
-                        // `16q < cnt`, so `written + 16q < 64 - 16 + 16`): the 64-byte store
-                        // stays inside the 64 reserved u32 slots. Unaligned store.
+                        // SAFETY: a store is made only while 16q < cnt <= 32, at slot
+                        // written + 16q with written <= 32 (the first half's count) and the
+                        // same bound for the first half, so it ends at slot <= 64: inside the
+                        // 64 reserved u32 slots of `dst`. Unaligned store.
                         unsafe {
                             let at = dst.cast::<u32>().add(written + 16 * q);
                             _mm512_storeu_si512(at.cast(), wide)

@@ -27,7 +27,12 @@ pub(crate) fn le64(b: &[u8]) -> u64 {
 /// any code can be read with one unaligned 8-byte load. Borrowed from `packed` when the slice is
 /// long enough, copied into `pad` at the tail.
 #[inline(always)]
-pub(crate) fn group_bytes<'a>(packed: &'a [u8], k: usize, g: usize, pad: &'a mut [u8; 264]) -> &'a [u8] {
+pub(crate) fn group_bytes<'a>(
+    packed: &'a [u8],
+    k: usize,
+    g: usize,
+    pad: &'a mut [u8; 264],
+) -> &'a [u8] {
     let start = g * 8 * k;
     let len = 8 * k + 8;
     if start + len <= packed.len() {
@@ -39,4 +44,3 @@ pub(crate) fn group_bytes<'a>(packed: &'a [u8], k: usize, g: usize, pad: &'a mut
         &pad[..len]
     }
 }
-

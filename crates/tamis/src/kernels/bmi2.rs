@@ -34,7 +34,11 @@ struct BitWriter<'a> {
 
 impl<'a> BitWriter<'a> {
     fn new(out: &'a mut Vec<u64>) -> Self {
-        BitWriter { out, acc: 0, fill: 0 }
+        BitWriter {
+            out,
+            acc: 0,
+            fill: 0,
+        }
     }
 
     /// Appends the low `count` bits of `v` (`count <= 64`, higher bits of `v` zero).
@@ -45,7 +49,11 @@ impl<'a> BitWriter<'a> {
         if total >= 64 {
             self.out.push(self.acc);
             // The bits of `v` that did not fit (none when fill == 0).
-            self.acc = if self.fill == 0 { 0 } else { v >> (64 - self.fill) };
+            self.acc = if self.fill == 0 {
+                0
+            } else {
+                v >> (64 - self.fill)
+            };
             self.fill = total - 64;
         } else {
             self.fill = total;
@@ -75,7 +83,11 @@ impl GroupLayout {
         let mut first = [0u32; 32];
         for t in 0..k {
             let offset = k - (t * 64) % k; // where the first value starting in word t begins
-            masks[t] = if offset >= 64 { 1 } else { (pattern << offset) | 1 };
+            masks[t] = if offset >= 64 {
+                1
+            } else {
+                (pattern << offset) | 1
+            };
             first[t] = (64 * t / k) as u32;
         }
         GroupLayout { masks, first }
@@ -93,7 +105,13 @@ fn extend_word(chunk: u64, mask: u64) -> u64 {
 /// Calls `emit(bits, count)` with the selected bits of each word of one group, in order.
 #[inline]
 #[target_feature(enable = "bmi1,bmi2,popcnt")]
-fn select_group(words: &[u8], k: usize, b: u64, layout: &GroupLayout, mut emit: impl FnMut(u64, u32)) {
+fn select_group(
+    words: &[u8],
+    k: usize,
+    b: u64,
+    layout: &GroupLayout,
+    mut emit: impl FnMut(u64, u32),
+) {
     for t in 0..k {
         let word = le64(&words[8 * t..]);
         let ext = extend_word(b >> layout.first[t], layout.masks[t]);
@@ -105,7 +123,9 @@ fn select_group(words: &[u8], k: usize, b: u64, layout: &GroupLayout, mut emit: 
 fn select_packed_bmi2(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut Vec<u64>) -> usize {
     let groups = n.div_ceil(64);
     if k == 0 {
-        return (0..groups).map(|g| sel_word(sel, g, n).count_ones() as usize).sum();
+        return (0..groups)
+            .map(|g| sel_word(sel, g, n).count_ones() as usize)
+            .sum();
     }
     let k = k as usize;
     let layout = GroupLayout::new(k);
@@ -148,7 +168,9 @@ const SPARSE_MAX: u32 = 4;
 fn select_unpack_bmi2(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut Vec<u32>) {
     let groups = n.div_ceil(64);
     if k == 0 {
-        let count: usize = (0..groups).map(|g| sel_word(sel, g, n).count_ones() as usize).sum();
+        let count: usize = (0..groups)
+            .map(|g| sel_word(sel, g, n).count_ones() as usize)
+            .sum();
         out.resize(out.len() + count, 0);
         return;
     }
@@ -389,7 +411,9 @@ pub fn pdep_xor(pairs: &[(u64, u64)]) -> Option<u64> {
 pub fn blsi_xor(pairs: &[(u64, u64)]) -> Option<u64> {
     #[target_feature(enable = "bmi1,bmi2,popcnt")]
     fn run(pairs: &[(u64, u64)]) -> u64 {
-        pairs.iter().fold(0, |acc, &(s, _)| acc ^ std::arch::x86_64::_blsi_u64(s))
+        pairs
+            .iter()
+            .fold(0, |acc, &(s, _)| acc ^ std::arch::x86_64::_blsi_u64(s))
     }
     // SAFETY: bmi1, bmi2 and popcnt checked first.
     has_bmi2().then(|| unsafe { run(pairs) })

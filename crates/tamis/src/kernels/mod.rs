@@ -151,7 +151,11 @@ impl Cpu {
             }
             let eax = __cpuid(1).eax;
             let base = (eax >> 8) & 0xf;
-            let family = if base == 0xf { base + ((eax >> 20) & 0xff) } else { base };
+            let family = if base == 0xf {
+                base + ((eax >> 20) & 0xff)
+            } else {
+                base
+            };
             Cpu {
                 vendor: String::from_utf8_lossy(&vendor).into_owned(),
                 family,
@@ -162,7 +166,12 @@ impl Cpu {
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        Cpu { vendor: std::env::consts::ARCH.to_string(), family: 0, bmi2: false, avx512: false }
+        Cpu {
+            vendor: std::env::consts::ARCH.to_string(),
+            family: 0,
+            bmi2: false,
+            avx512: false,
+        }
     }
 
     fn get() -> &'static Cpu {
@@ -227,12 +236,17 @@ fn parse_isa(value: &str) -> Option<Isa> {
 /// the reason; an unknown or unsupported forced value falls back to the fastest, saying so.
 fn choose(forced: Option<&str>, supported: &[Isa]) -> (Isa, String) {
     let best = *supported.last().unwrap_or(&Isa::Scalar);
-    let names = supported.iter().map(|i| i.name()).collect::<Vec<_>>().join(", ");
+    let names = supported
+        .iter()
+        .map(|i| i.name())
+        .collect::<Vec<_>>()
+        .join(", ");
     match forced.map(|f| (f, parse_isa(f))) {
         None => (best, format!("fastest of the supported paths ({names})")),
-        Some((_, Some(isa))) if supported.contains(&isa) => {
-            (isa, format!("forced by TAMIS_FORCE_ISA (supported: {names})"))
-        }
+        Some((_, Some(isa))) if supported.contains(&isa) => (
+            isa,
+            format!("forced by TAMIS_FORCE_ISA (supported: {names})"),
+        ),
         Some((f, _)) => (
             best,
             format!("TAMIS_FORCE_ISA={f} is unknown or not supported here; fastest of {names}"),
@@ -278,7 +292,11 @@ pub fn describe() -> String {
         }
         Isa::Avx512 => "AVX-512 VBMI2 fused select_unpack for k <= 16, portable for the rest",
     };
-    format!("kernels: {} ({detail}); {why}; CPU {}", k.isa.name(), notes.join(", "))
+    format!(
+        "kernels: {} ({detail}); {why}; CPU {}",
+        k.isa.name(),
+        notes.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -296,7 +314,9 @@ mod dispatch_tests {
         assert_eq!(choose(Some("scalar"), &all).0, Isa::Scalar);
         assert!(choose(Some("scalar"), &all).1.starts_with("forced"));
         assert_eq!(choose(Some("bmi2"), &[Isa::Scalar]).0, Isa::Scalar);
-        assert!(choose(Some("bmi2"), &[Isa::Scalar]).1.contains("not supported"));
+        assert!(choose(Some("bmi2"), &[Isa::Scalar])
+            .1
+            .contains("not supported"));
         assert_eq!(choose(Some("nonsense"), &all[..2]).0, Isa::Bmi2);
         assert_eq!(choose(None, &[]).0, Isa::Scalar);
     }

@@ -102,11 +102,24 @@ fn check_select(k: u8, codes: &[u32], sel: &[u64]) {
         let mut got = vec![7u32]; // appends after what is there
         (t.select_unpack)(&packed, k, n, sel, &mut got);
         assert_eq!(got[0], 7);
-        assert_eq!(&got[1..], &want[..], "{:?} select_unpack k={k} n={n}", t.isa);
+        assert_eq!(
+            &got[1..],
+            &want[..],
+            "{:?} select_unpack k={k} n={n}",
+            t.isa
+        );
         let mut got_packed = Vec::new();
         let count = (t.select_packed)(&packed, k, n, sel, &mut got_packed);
-        assert_eq!(count, want_count, "{:?} select_packed count k={k} n={n}", t.isa);
-        assert_eq!(got_packed, want_packed, "{:?} select_packed k={k} n={n}", t.isa);
+        assert_eq!(
+            count, want_count,
+            "{:?} select_packed count k={k} n={n}",
+            t.isa
+        );
+        assert_eq!(
+            got_packed, want_packed,
+            "{:?} select_packed k={k} n={n}",
+            t.isa
+        );
     }
 }
 
@@ -177,7 +190,15 @@ fn equal_every_width_and_literal() {
                     _ => rng.random::<u32>() & max_code(k) & 3,
                 })
                 .collect();
-            for literal in [0, 1, 2, 3, max_code(k), max_code(k).wrapping_add(1), u32::MAX] {
+            for literal in [
+                0,
+                1,
+                2,
+                3,
+                max_code(k),
+                max_code(k).wrapping_add(1),
+                u32::MAX,
+            ] {
                 check_equal(k, &codes, literal);
             }
         }
@@ -357,10 +378,15 @@ fn paper_figures_on_every_path() {
         // Fig. 4: 32 3-bit values, select v3, v9, v10, v11, v18, v24, v29, v31 (v10, v21
         // straddle 32-bit words).
         let codes: Vec<u32> = (0..32).map(|i| (i * 5 + 3) % 8).collect();
-        let sel = [[3, 9, 10, 11, 18, 24, 29, 31].iter().fold(0u64, |w, &i| w | 1 << i)];
+        let sel = [[3, 9, 10, 11, 18, 24, 29, 31]
+            .iter()
+            .fold(0u64, |w, &i| w | 1 << i)];
         let mut got = Vec::new();
         (t.select_unpack)(&pack(&codes, 3), 3, 32, &sel, &mut got);
-        let want: Vec<u32> = [3, 9, 10, 11, 18, 24, 29, 31].iter().map(|&i| codes[i]).collect();
+        let want: Vec<u32> = [3, 9, 10, 11, 18, 24, 29, 31]
+            .iter()
+            .map(|&i| codes[i])
+            .collect();
         assert_eq!(got, want, "{isa:?}");
     }
 }
