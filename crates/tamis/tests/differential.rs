@@ -448,8 +448,8 @@ fn config_for(i: usize, rng: &mut StdRng) -> Cfg {
     Cfg {
         rows: rng.random_range(700..1600),
         dictionary: !encodings && i % 5 != 1,
-        dict_page_limit: (i % 3 == 0).then_some(256),
-        tiny_pages: i % 2 == 0,
+        dict_page_limit: i.is_multiple_of(3).then_some(256),
+        tiny_pages: i.is_multiple_of(2),
         row_group_rows: match i % 3 {
             0 => Some(300),
             1 => None,
@@ -472,14 +472,14 @@ fn encoding_for(kind: Kind, j: usize) -> Option<Encoding> {
         Kind::Bool => return None,
         Kind::F32 | Kind::F64 => Encoding::BYTE_STREAM_SPLIT,
         Kind::Str | Kind::Bin => {
-            if j % 2 == 0 {
+            if j.is_multiple_of(2) {
                 Encoding::DELTA_LENGTH_BYTE_ARRAY
             } else {
                 Encoding::DELTA_BYTE_ARRAY
             }
         }
         Kind::Fsb(_) | Kind::Dec(25, _) => {
-            if j % 2 == 0 {
+            if j.is_multiple_of(2) {
                 Encoding::DELTA_BYTE_ARRAY
             } else {
                 Encoding::BYTE_STREAM_SPLIT

@@ -379,7 +379,7 @@ mod tests {
                     0 => false,
                     1 => true,
                     2 => i % 3 == 1,
-                    _ => (seed.rotate_left(i as u32 % 64) ^ i as u64 * 0x9e37) & 3 == 0,
+                    _ => (seed.rotate_left(i as u32 % 64) ^ (i as u64 * 0x9e37)) & 3 == 0,
                 }).collect::<Vec<_>>());
                 let mut picked = Vec::new();
                 select_codes(&data, codes.len(), dict_len, &sel, &mut picked).unwrap();

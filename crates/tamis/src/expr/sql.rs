@@ -511,7 +511,7 @@ fn cmp_op(op: &BinaryOperator) -> Option<CmpOp> {
 }
 
 fn parse_hex(h: &str) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     (0..h.len())

@@ -332,6 +332,8 @@ pub fn equal(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) {
     unsafe { equal_bmi2(packed, k, n, literal, out) }
 }
 
+// The word index also addresses `mask` and the running record count.
+#[allow(clippy::needless_range_loop)]
 #[target_feature(enable = "bmi1,bmi2,popcnt")]
 fn extend_bmi2(bits: &[u64], mask: &[u64], n: usize, out: &mut [u64]) {
     out.fill(0);

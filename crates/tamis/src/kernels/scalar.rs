@@ -111,7 +111,7 @@ pub fn compress(bits: &[u64], mask: &[u64], n: usize, out: &mut Vec<u64>) -> usi
     let mut j = 0usize;
     for i in 0..n {
         if bit(mask, i) {
-            if j % 64 == 0 {
+            if j.is_multiple_of(64) {
                 out.push(0);
             }
             if bit(bits, i) {

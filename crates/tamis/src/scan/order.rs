@@ -529,6 +529,9 @@ struct Counts {
     rows_passed: u64,
 }
 
+/// The plan of the first row group in file order: (its ordinal, its top-level sequence).
+type FirstPlan = Option<(usize, Vec<(u64, FilterStep)>)>;
+
 /// The scan-wide side of filter ordering, shared by the row-group tasks: the order mode, the
 /// selectivities measured so far, and the order chosen for the first row group (for explain).
 #[derive(Debug, Default)]
@@ -536,7 +539,7 @@ pub struct Planner {
     mode: FilterOrder,
     measured: Mutex<HashMap<u64, Counts>>,
     /// (row-group ordinal in file order, its top-level sequence): the lowest ordinal wins.
-    first: Mutex<Option<(usize, Vec<(u64, FilterStep)>)>>,
+    first: Mutex<FirstPlan>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
