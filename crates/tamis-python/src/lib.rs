@@ -218,6 +218,7 @@ fn request(
 /// Scans to the end and returns the batches as one stream (the Python side makes a Table).
 #[pyfunction]
 #[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn scan_all(
     py: Python<'_>,
     path: String,
@@ -248,6 +249,7 @@ fn scan_all(
 /// Starts a scan and returns it as a lazy stream; batches are produced as the consumer pulls.
 #[pyfunction]
 #[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn scan_stream(
     py: Python<'_>,
     path: String,

@@ -535,9 +535,12 @@ struct Counts {
 pub struct Planner {
     mode: FilterOrder,
     measured: Mutex<HashMap<u64, Counts>>,
-    /// (row-group ordinal in file order, its top-level sequence): the lowest ordinal wins.
-    first: Mutex<Option<(usize, Vec<(u64, FilterStep)>)>>,
+    /// The lowest ordinal's report.
+    first: Mutex<Option<Report>>,
 }
+
+/// A row group's ordinal in file order and its top-level sequence (filter key, report line).
+type Report = (usize, Vec<(u64, FilterStep)>);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking task is reported as an error; its counts are still usable.
