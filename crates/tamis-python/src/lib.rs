@@ -220,6 +220,7 @@ fn request(
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn scan_all(
     py: Python<'_>,
     path: String,
@@ -252,6 +253,7 @@ fn scan_all(
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn scan_stream(
     py: Python<'_>,
     path: String,

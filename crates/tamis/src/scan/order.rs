@@ -529,18 +529,18 @@ struct Counts {
     rows_passed: u64,
 }
 
-/// The plan of the first row group in file order: (its ordinal, its top-level sequence).
-type FirstPlan = Option<(usize, Vec<(u64, FilterStep)>)>;
-
 /// The scan-wide side of filter ordering, shared by the row-group tasks: the order mode, the
 /// selectivities measured so far, and the order chosen for the first row group (for explain).
 #[derive(Debug, Default)]
 pub struct Planner {
     mode: FilterOrder,
     measured: Mutex<HashMap<u64, Counts>>,
-    /// (row-group ordinal in file order, its top-level sequence): the lowest ordinal wins.
-    first: Mutex<FirstPlan>,
+    /// The lowest ordinal's report.
+    first: Mutex<Option<Report>>,
 }
+
+/// A row group's ordinal in file order and its top-level sequence (filter key, report line).
+type Report = (usize, Vec<(u64, FilterStep)>);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking task is reported as an error; its counts are still usable.
