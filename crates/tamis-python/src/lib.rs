@@ -216,8 +216,6 @@ fn request(
 }
 
 /// Scans to the end and returns the batches as one stream (the Python side makes a Table).
-// One Rust argument per Python keyword argument.
-#[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python function
@@ -249,8 +247,6 @@ fn scan_all(
 }
 
 /// Starts a scan and returns it as a lazy stream; batches are produced as the consumer pulls.
-// One Rust argument per Python keyword argument.
-#[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python function
