@@ -65,6 +65,9 @@ impl Isa {
     }
 }
 
+/// `select_packed`'s signature.
+pub type SelectPackedFn = fn(&[u8], u8, usize, &[u64], &mut Vec<u64>) -> usize;
+
 /// One implementation of every kernel. All bitmaps are `u64` words, LSB first.
 #[derive(Debug, Clone, Copy)]
 pub struct Kernels {
@@ -74,7 +77,7 @@ pub struct Kernels {
     pub select_unpack: fn(&[u8], u8, usize, &[u64], &mut Vec<u32>),
     /// `(packed, k, n, sel, out) -> count`: the selected codes, packed contiguously at width
     /// `k` into the empty `out`.
-    pub select_packed: fn(&[u8], u8, usize, &[u64], &mut Vec<u64>) -> usize,
+    pub select_packed: SelectPackedFn,
     /// `(filtered, select, out)`: PDEP of `filtered`'s bits into the set bits of `select`;
     /// `out.len() == select.len()`.
     pub transform: fn(&[u64], &[u64], &mut [u64]),
