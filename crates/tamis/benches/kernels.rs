@@ -102,8 +102,8 @@ fn m0(c: &mut Criterion) {
             }
         }
     }
-    type BinOp = fn(u64, u64) -> u64;
-    let sw: [(&str, BinOp); 3] = [
+    type SoftOp = fn(u64, u64) -> u64;
+    let sw: [(&str, SoftOp); 3] = [
         ("pext", naive_pext),
         ("pdep", naive_pdep),
         ("blsi", |s, _| s & s.wrapping_neg()),

@@ -338,7 +338,7 @@ pub fn equal(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) {
 fn extend_bmi2(bits: &[u64], mask: &[u64], n: usize, out: &mut [u64]) {
     out.fill(0);
     let mut records = 0usize; // record starts before the current word
-    for w in 0..n.div_ceil(64) {
+    for (w, o) in out.iter_mut().enumerate().take(n.div_ceil(64)) {
         let m = sel_word(mask, w, n);
         // The record of level 64w: a continuing one (bit 0 clear) or the one starting there.
         // Before the first record start there is none: a 0 is shifted in for it.
@@ -349,7 +349,7 @@ fn extend_bmi2(bits: &[u64], mask: &[u64], n: usize, out: &mut [u64]) {
         } else {
             read_bits(bits, records - 1)
         };
-        out[w] = extend_word(chunk, m | 1) & low_bits(n - w * 64);
+        *o = extend_word(chunk, m | 1) & low_bits(n - w * 64);
         records += m.count_ones() as usize;
     }
 }

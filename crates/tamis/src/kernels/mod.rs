@@ -65,7 +65,7 @@ impl Isa {
     }
 }
 
-/// `select_packed`'s signature: `(packed, k, n, sel, out) -> count`.
+/// `select_packed`'s signature.
 pub type SelectPackedFn = fn(&[u8], u8, usize, &[u64], &mut Vec<u64>) -> usize;
 
 /// One implementation of every kernel. All bitmaps are `u64` words, LSB first.
