@@ -10,9 +10,7 @@
 //! Groups with at most [`SPARSE_MAX`] selected codes are read one code at a time instead (TZCNT
 //! loop), which touches less than the vector path when the selection is very sparse.
 
-// The AVX-512 intrinsics are stable since Rust 1.89, above the workspace's declared MSRV (1.85):
-// this module needs 1.89 (the pinned toolchain is newer). Raising the workspace rust-version is
-// left to the workspace owner.
+// The AVX-512 intrinsics are stable since Rust 1.89, the workspace's MSRV.
 
 use super::bits::{group_bytes, le64, low_bits, sel_word};
 use std::arch::x86_64::*;

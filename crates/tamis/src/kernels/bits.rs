@@ -1,6 +1,4 @@
 //! Portable helpers shared by the kernels: bounded reads of packed codes and selection words.
-// Used only by the x86_64 kernels.
-#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 
 /// Low `n` bits set (`n <= 64`).
 #[inline(always)]

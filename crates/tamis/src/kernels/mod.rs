@@ -14,7 +14,8 @@
 //! Paths, chosen once per process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see
 //! [`kernels`] and [`describe`]:
 //!
-//! * [`scalar`]: the reference implementations, one bit or code at a time; every CPU and arch.
+//! * [`scalar`]: the reference implementations, one bit or code at a time: the tests' oracle.
+//! * `scalar` path ([`SCALAR`]): [`portable`] word-at-a-time kernels, every CPU and arch.
 //! * `bmi2`: the paper's PDEP/PEXT kernels. Offered only where PDEP/PEXT are fast (Intel since
 //!   Haswell, AMD since Zen 3; not Zen 1/2 or Hygon, which microcode them).
 //! * `avx512`: a fused VBMI/VBMI2 unpack + compress `select_unpack` for `k <= 16` (not in the
@@ -38,6 +39,7 @@ pub mod avx512;
 mod bits;
 #[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
 pub mod bmi2;
+pub mod portable;
 pub mod scalar;
 #[cfg(test)]
 mod tests;
@@ -91,15 +93,17 @@ pub struct Kernels {
     pub compress: fn(&[u64], &[u64], usize, &mut Vec<u64>) -> usize,
 }
 
-/// The portable reference kernels.
+/// The portable path (any CPU): word-at-a-time [`portable`] kernels where they exist, the
+/// [`scalar`] reference for the rest (`select_packed`, `equal`, `extend`, which the scan uses
+/// only on levels).
 pub const SCALAR: Kernels = Kernels {
     isa: Isa::Scalar,
-    select_unpack: scalar::select_unpack,
+    select_unpack: portable::select_unpack,
     select_packed: scalar::select_packed,
-    transform: scalar::transform,
+    transform: portable::transform,
     equal: scalar::equal,
     extend: scalar::extend,
-    compress: scalar::compress,
+    compress: portable::compress,
 };
 
 /// The BMI2 table: the paper's PDEP/PEXT kernels for everything.
@@ -124,11 +128,13 @@ pub const AVX512_BMI2: Kernels = Kernels {
 };
 
 /// The AVX-512 table without BMI2 select (slow PDEP/PEXT, or built without `bmi-select`): fused
-/// select_unpack for `k <= 16`, scalar for the rest.
+/// select_unpack for `k <= 16`, the portable path for the rest.
 #[cfg(target_arch = "x86_64")]
 pub const AVX512_ALONE: Kernels = Kernels {
     isa: Isa::Avx512,
-    select_unpack: |p, k, n, s, o| avx512::select_unpack_with(scalar::select_unpack, p, k, n, s, o),
+    select_unpack: |p, k, n, s, o| {
+        avx512::select_unpack_with(portable::select_unpack, p, k, n, s, o)
+    },
     ..SCALAR
 };
 
