@@ -295,9 +295,10 @@ def test_filter_order_changes_nothing_but_the_order(data):
     )
     expected = table.filter(want)
     for order in ("auto", "written"):
-        assert tamis.scan(path, where=where, filter_order=order).equals(expected)
+        # assert_same, not Table.equals: `price` holds NaN, and NaN != NaN.
+        assert_same(tamis.scan(path, where=where, filter_order=order), expected)
         reader = tamis.scan_batches(path, where=where, filter_order=order, batch_size=1000)
-        assert reader.read_all().equals(expected)
+        assert_same(reader.read_all(), expected)
     written = tamis.explain(path, where=where, filter_order="written")
     steps = written["filter_order"]
     assert [s["filter"].split()[0] for s in steps] == ["bucket", "status", "amount"]
