@@ -58,6 +58,40 @@ impl PageFrame {
     }
 }
 
+/// The offset index if it describes the chunk sensibly — pages start at increasing rows inside
+/// the row group, the first at row 0 — else `None` (fail open: read the chunk in order).
+pub(crate) fn usable_offset_index(
+    offset_index: Option<&OffsetIndexMetaData>,
+    rg_rows: usize,
+) -> Option<&OffsetIndexMetaData> {
+    offset_index.filter(|oi| {
+        let locs = oi.page_locations();
+        !locs.is_empty()
+            && locs[0].first_row_index == 0
+            && locs
+                .windows(2)
+                .all(|w| w[0].first_row_index < w[1].first_row_index)
+            && locs
+                .last()
+                .is_some_and(|l| (l.first_row_index as usize) < rg_rows.max(1))
+    })
+}
+
+/// The chunk's byte range `(start, end)`, checked against the file length.
+pub(crate) fn chunk_range(meta: &ColumnChunkMetaData, source: &FileSource) -> Result<(u64, u64)> {
+    let (start, len) = meta.byte_range();
+    match start.checked_add(len).filter(|&e| e <= source_len(source)) {
+        Some(end) => Ok((start, end)),
+        None => Err(Error::corrupt(format!(
+            "column chunk byte range {start}+{len} lies beyond the end of the file"
+        ))),
+    }
+}
+
+pub(crate) fn source_len(source: &FileSource) -> u64 {
+    parquet::file::reader::Length::len(source)
+}
+
 /// Pages of one column chunk, loaded on demand.
 pub struct ColumnChunk<'a> {
     pub leaf: &'a LeafColumn,
@@ -85,18 +119,7 @@ impl<'a> ColumnChunk<'a> {
         offset_index: Option<&'a OffsetIndexMetaData>,
         rg_rows: usize,
     ) -> Self {
-        // An offset index that does not describe this chunk sensibly is ignored (fail open).
-        let offset_index = offset_index.filter(|oi| {
-            let locs = oi.page_locations();
-            !locs.is_empty()
-                && locs[0].first_row_index == 0
-                && locs
-                    .windows(2)
-                    .all(|w| w[0].first_row_index < w[1].first_row_index)
-                && locs
-                    .last()
-                    .is_some_and(|l| (l.first_row_index as usize) < rg_rows.max(1))
-        });
+        let offset_index = usable_offset_index(offset_index, rg_rows);
         ColumnChunk {
             leaf,
             meta,
@@ -150,18 +173,11 @@ impl<'a> ColumnChunk<'a> {
     }
 
     fn chunk_range(&self) -> Result<(u64, u64)> {
-        let (start, len) = self.meta.byte_range();
-        let end = start.checked_add(len).filter(|&e| e <= self.source_len());
-        match end {
-            Some(end) => Ok((start, end)),
-            None => Err(Error::corrupt(format!(
-                "column chunk byte range {start}+{len} lies beyond the end of the file"
-            ))),
-        }
+        chunk_range(self.meta, self.source)
     }
 
     fn source_len(&self) -> u64 {
-        parquet::file::reader::Length::len(self.source)
+        source_len(self.source)
     }
 
     fn ensure_indexed(&mut self, needed: &Bitmap, metrics: &MetricsCollector) -> Result<()> {

@@ -457,20 +457,10 @@ impl<'a> ListChunk<'a> {
         self.plan.build(out, selection.count_ones())
     }
 
-    /// The offset index, if it describes the chunk sensibly: pages start at increasing rows
-    /// inside the row group (otherwise it is ignored, as for flat columns).
+    /// The offset index, if it describes the chunk sensibly (else it is ignored, as for flat
+    /// columns).
     fn usable_offset_index(&self) -> Option<&'a OffsetIndexMetaData> {
-        self.offset_index.filter(|oi| {
-            let locs = oi.page_locations();
-            !locs.is_empty()
-                && locs[0].first_row_index == 0
-                && locs
-                    .windows(2)
-                    .all(|w| w[0].first_row_index < w[1].first_row_index)
-                && locs
-                    .last()
-                    .is_some_and(|l| (l.first_row_index as usize) < self.rg_rows.max(1))
-        })
+        super::usable_offset_index(self.offset_index, self.rg_rows)
     }
 
     fn chunk_values(&self) -> usize {
@@ -478,17 +468,11 @@ impl<'a> ListChunk<'a> {
     }
 
     fn source_len(&self) -> u64 {
-        parquet::file::reader::Length::len(self.source)
+        super::source_len(self.source)
     }
 
     fn chunk_range(&self) -> Result<(u64, u64)> {
-        let (start, len) = self.meta.byte_range();
-        match start.checked_add(len).filter(|&e| e <= self.source_len()) {
-            Some(end) => Ok((start, end)),
-            None => Err(Error::corrupt(format!(
-                "column chunk byte range {start}+{len} lies beyond the end of the file"
-            ))),
-        }
+        super::chunk_range(self.meta, self.source)
     }
 
     /// With an OffsetIndex: fetches the dictionary and only the pages holding a selected row.

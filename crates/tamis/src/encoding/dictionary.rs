@@ -119,15 +119,9 @@ pub fn filter_codes(
                     if max as usize >= dict_len {
                         return Err(out_of_range(max, dict_len));
                     }
-                    // Branch-free: 64 lookups packed into one word, written at once.
                     let lookup = matches.words();
                     for (g, group) in codes.chunks(64).enumerate() {
-                        let mut word = 0u64;
-                        for (i, &code) in group.iter().enumerate() {
-                            let c = code as usize;
-                            word |= ((lookup[c >> 6] >> (c & 63)) & 1) << i;
-                        }
-                        result.or_word_at(pos + done + g * 64, word);
+                        result.or_word_at(pos + done + g * 64, lookup_word(lookup, group));
                     }
                     done += n;
                 }
@@ -136,6 +130,18 @@ pub fn filter_codes(
         }
     }
     Ok(result)
+}
+
+/// Bit `i` is the match bit of `codes[i]` (at most 64 checked codes): 64 branch-free lookups
+/// packed into one word, written at once.
+#[inline]
+fn lookup_word(lookup: &[u64], codes: &[u32]) -> u64 {
+    let mut word = 0u64;
+    for (i, &code) in codes.iter().enumerate() {
+        let c = code as usize;
+        word |= ((lookup[c >> 6] >> (c & 63)) & 1) << i;
+    }
+    word
 }
 
 /// Appends to `out` the codes of the values whose bit is set in `selected` (one bit per value of
@@ -190,12 +196,7 @@ pub fn filter_selected_codes(
                     return Err(out_of_range(max, dict_len));
                 }
                 for group in codes.chunks(64) {
-                    let mut word = 0u64;
-                    for (i, &code) in group.iter().enumerate() {
-                        let c = code as usize;
-                        word |= ((lookup[c >> 6] >> (c & 63)) & 1) << i;
-                    }
-                    result.push_bits(word, group.len());
+                    result.push_bits(lookup_word(lookup, group), group.len());
                 }
             }
         }
