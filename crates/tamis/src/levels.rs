@@ -356,7 +356,9 @@ fn equal_hybrid(
     Ok(maps)
 }
 
-/// Bit `i` is set where `def_levels[i] == max_def`, i.e. where the value is present.
+/// Bit `i` is set where `def_levels[i] == max_def`, i.e. where the value is present: the
+/// one-level-at-a-time reference the bit-parallel `validity_v1/v2` are tested against.
+#[cfg(test)]
 pub fn validity(def_levels: &[i16], max_def: i16) -> Bitmap {
     let mut b = Bitmap::new_zeroed(def_levels.len());
     for (i, &d) in def_levels.iter().enumerate() {
