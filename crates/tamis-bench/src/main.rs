@@ -18,6 +18,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use tamis_bench::{handle_request_line, scan, write_ipc, ScanRequest, DEFAULT_BATCH_SIZE};
 
+/// Page buffers are large and short-lived: mimalloc reuses them where glibc malloc unmaps and
+/// re-faults them on every page.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "rowfilter-scan",

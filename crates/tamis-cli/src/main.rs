@@ -12,6 +12,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// Page buffers are large and short-lived: mimalloc reuses them where glibc malloc unmaps and
+/// re-faults them on every page.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The CLI's error: one line, printed as `error: <line>`.
 #[derive(Debug)]
 pub struct CliError {

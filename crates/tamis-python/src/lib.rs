@@ -18,6 +18,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use tamis::{Error, ErrorKind, FilterOrder, Scan, ScanMetrics, ScanStream};
 
+/// Page buffers are large and short-lived: mimalloc reuses them where glibc malloc unmaps and
+/// re-faults them on every page.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// How often a waiting scan call looks for Ctrl-C.
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
