@@ -151,7 +151,16 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
         m.rows_selected,
         pct(m.rows_selected, r)
     );
-    let _ = writeln!(s, "values decoded: {}", m.values_decoded);
+    let _ = writeln!(
+        s,
+        "values decoded: {}, evaluated in place: {}",
+        m.values_decoded, m.values_in_place
+    );
+    let _ = writeln!(
+        s,
+        "partly alive filter pages evaluated whole (never-slower policy): {}",
+        m.pages_evaluated_whole
+    );
     let _ = writeln!(
         s,
         "bytes: {} in files, {} read ({})",

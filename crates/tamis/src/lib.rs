@@ -26,6 +26,7 @@ pub mod schema;
 pub mod selection;
 pub mod values;
 
+pub use column::adapt::Evaluation;
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::{FilterStep, ScanMetrics};
 pub use scan::order::FilterOrder;

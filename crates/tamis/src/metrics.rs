@@ -33,6 +33,11 @@ pub struct ScanMetrics {
     pub rows_selected: u64,
     /// Values decoded by filters and payload columns (after skipping).
     pub values_decoded: u64,
+    /// Values filters tested where they lie, never decoded: PLAIN page bytes, dictionary codes
+    /// (and RLE runs) against the entries' match bitmap.
+    pub values_in_place: u64,
+    /// Partly alive filter pages the never-slower policy evaluated whole rather than selected.
+    pub pages_evaluated_whole: u64,
     pub bytes_file: u64,
     /// Bytes actually read from the files (footers, indexes, Bloom filters, pages).
     pub bytes_read: u64,
@@ -91,6 +96,8 @@ collector!(
     rows_candidate,
     rows_selected,
     values_decoded,
+    values_in_place,
+    pages_evaluated_whole,
     bytes_file,
     bytes_read,
     time_metadata_ns,

@@ -27,7 +27,7 @@ use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 
 use common::{diff_batches, norm64, normalize, oracle_read, project, tamis_scan, Req};
-use tamis::FilterOrder;
+use tamis::{Evaluation, FilterOrder};
 
 // ---------------------------------------------------------------------------------------------
 // Column kinds and values
@@ -1018,6 +1018,7 @@ fn check(
     batch: usize,
     limit: Option<usize>,
     order: FilterOrder,
+    evaluation: Evaluation,
 ) -> Option<String> {
     let mask = eval(p, f);
     let mut want = filter_record_batch(&f.data, &mask).unwrap();
@@ -1035,10 +1036,11 @@ fn check(
         limit,
         batch_size: Some(batch),
         filter_order: Some(order),
+        evaluation: Some(evaluation),
     };
     let report = |what: String| {
         Some(format!(
-            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, limit {limit:?}, filter order {order:?}\n  {what}"
+            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
         ))
     };
     match tamis_scan(f.path.to_str().unwrap(), &req) {
@@ -1108,6 +1110,10 @@ fn run_files(files: std::ops::Range<usize>, preds_per_file: usize, depth: usize)
             let threads = *[1, 2, 4].choose(&mut rng).unwrap();
             let batch = *[8192, 8192, 100, 7].choose(&mut rng).unwrap();
             let limit = rng.random_bool(0.05).then(|| rng.random_range(0..60));
+            // Every page strategy: the adaptive policy and each forced one.
+            let evaluation = *[Evaluation::Auto, Evaluation::Selected, Evaluation::Whole]
+                .choose(&mut rng)
+                .unwrap();
             total += 1;
             let selected = eval(&p, &f).true_count();
             shape[if selected == 0 {
@@ -1117,7 +1123,17 @@ fn run_files(files: std::ops::Range<usize>, preds_per_file: usize, depth: usize)
             } else {
                 1
             }] += 1;
-            if let Some(r) = check(&f, &sql, &p, proj, threads, batch, limit, FilterOrder::Auto) {
+            if let Some(r) = check(
+                &f,
+                &sql,
+                &p,
+                proj,
+                threads,
+                batch,
+                limit,
+                FilterOrder::Auto,
+                evaluation,
+            ) {
                 failed += 1;
                 here.push(r);
             }
@@ -1398,15 +1414,15 @@ fn filter_orders_agree_with_oracle() {
             let sql = render(&p, &f.cols);
             let threads = *[1, 2].choose(&mut rng).unwrap();
             let seed = rng.random();
-            for order in [
-                FilterOrder::Auto,
-                FilterOrder::AsWritten,
-                FilterOrder::Seeded(seed),
-                FilterOrder::Seeded(seed ^ 1),
+            for (order, evaluation) in [
+                (FilterOrder::Auto, Evaluation::Auto),
+                (FilterOrder::AsWritten, Evaluation::Selected),
+                (FilterOrder::Seeded(seed), Evaluation::Whole),
+                (FilterOrder::Seeded(seed ^ 1), Evaluation::Auto),
             ] {
                 total += 1;
                 let proj = Some(vec!["id".to_string()]);
-                if let Some(r) = check(&f, &sql, &p, proj, threads, 8192, None, order) {
+                if let Some(r) = check(&f, &sql, &p, proj, threads, 8192, None, order, evaluation) {
                     failures.push(format!("{f}\n{r}"));
                 }
             }

@@ -17,6 +17,7 @@ use parquet::basic::Encoding;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use common::{diff_batches, oracle_read, project, tamis_scan, Req};
+use tamis::Evaluation;
 
 /// 64 Ki rows; `a = i % 4` and `b = (i / 4) % 4` are independent and each value selects exactly a
 /// quarter of the rows, so the rows decoded do not depend on which filter runs first.
@@ -58,7 +59,7 @@ fn write_file(path: &Path, b_dictionary: bool) {
     w.close().unwrap();
 }
 
-fn check(path: &Path, select: &[&str]) -> tamis::ScanMetrics {
+fn check(path: &Path, select: &[&str], evaluation: Evaluation) -> tamis::ScanMetrics {
     let sql = "a = 1 AND b = 2";
     let data = oracle_read(path).unwrap();
     let mask = and(
@@ -80,6 +81,7 @@ fn check(path: &Path, select: &[&str]) -> tamis::ScanMetrics {
         filter: Some(sql),
         select: Some(names),
         threads: Some(1),
+        evaluation: Some(evaluation),
         ..Req::default()
     };
     let (got, m) = tamis_scan(path.to_str().unwrap(), &req).unwrap();
@@ -96,25 +98,49 @@ fn later_filters_and_projections_decode_only_alive_values() {
     for b_dictionary in [true, false] {
         let path = dir.path().join(format!("sel_{b_dictionary}.parquet"));
         write_file(&path, b_dictionary);
-        // The first filter decodes every value, the second only the quarter still alive.
-        let filters = (ROWS + ROWS / 4) as u64;
-        let m = check(&path, &["a"]);
-        // `a` is a filter column: its projection decodes the selected sixteenth again.
+        // The first filter tests every value in place (dictionary codes or PLAIN bytes) and
+        // decodes none; the second selects and decodes only the quarter still alive.
+        let filters = (ROWS / 4) as u64;
+        let m = check(&path, &["a"], Evaluation::Selected);
+        assert_eq!(m.values_in_place, ROWS as u64, "{m:?}");
+        // `a` is a filter column: its projection decodes the selected sixteenth.
         assert_eq!(m.values_decoded, filters + (ROWS / 16) as u64, "{m:?}");
         // Payload with nulls: only the selected non-null values are decoded.
         let selected_non_null = (0..ROWS)
             .filter(|&i| i % 4 == 1 && (i / 4) % 4 == 2 && i % 3 != 0)
             .count() as u64;
-        let m = check(&path, &["c"]);
+        let m = check(&path, &["c"], Evaluation::Selected);
         assert_eq!(m.values_decoded, filters + selected_non_null, "{m:?}");
         let selected_strings = (0..ROWS)
             .filter(|&i| i % 4 == 1 && (i / 4) % 4 == 2 && i % 5 != 0)
             .count() as u64;
-        let m = check(&path, &["s", "c"]);
+        let m = check(&path, &["s", "c"], Evaluation::Selected);
         assert_eq!(
             m.values_decoded,
             filters + selected_non_null + selected_strings,
             "{m:?}"
         );
+        assert_eq!(m.pages_evaluated_whole, 0, "{m:?}");
+    }
+}
+
+/// Whole-page evaluation of partly alive pages (what the never-slower policy switches to when
+/// selecting does not pay): in place on dictionary codes and PLAIN bytes, nothing decoded by
+/// the filters; the adaptive default gives the same rows.
+#[test]
+fn whole_page_evaluation_is_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    for b_dictionary in [true, false] {
+        let path = dir.path().join(format!("whole_{b_dictionary}.parquet"));
+        write_file(&path, b_dictionary);
+        let m = check(&path, &["c"], Evaluation::Whole);
+        let selected_non_null = (0..ROWS)
+            .filter(|&i| i % 4 == 1 && (i / 4) % 4 == 2 && i % 3 != 0)
+            .count() as u64;
+        assert_eq!(m.values_decoded, selected_non_null, "{m:?}");
+        assert_eq!(m.values_in_place, 2 * ROWS as u64, "{m:?}");
+        assert!(m.pages_evaluated_whole > 0, "{m:?}");
+        let m = check(&path, &["c"], Evaluation::Auto);
+        assert!(m.values_in_place + m.values_decoded >= ROWS as u64, "{m:?}");
     }
 }

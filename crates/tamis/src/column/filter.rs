@@ -7,6 +7,8 @@
 //! only their codes (or PLAIN values) are selected, decoded and evaluated, and the result is
 //! transformed back onto the page (paper §4). Nulls satisfy only `IS NULL`.
 
+use std::time::Instant;
+
 use parquet::basic::Encoding;
 
 use crate::encoding;
@@ -17,27 +19,21 @@ use crate::metrics::{add, MetricsCollector};
 use crate::selection::Bitmap;
 use crate::values::Values;
 
+use super::adapt::{Adaptive, PageStrategy};
 use super::{ColumnChunk, PageFrame};
 
-/// Rows of the row group that are in `mask` and satisfy `leaf`.
-pub fn eval_leaf(
-    chunk: &mut ColumnChunk<'_>,
-    leaf: &Leaf,
-    mask: &Bitmap,
-    metrics: &MetricsCollector,
-) -> Result<Bitmap> {
-    eval_conjunction(chunk, &[leaf], mask, metrics)
-}
-
 /// Rows of the row group that are in `mask` and satisfy every leaf (all on this chunk's column).
+/// `key` identifies the filter to the [`Adaptive`] policy (its measured page costs).
 pub fn eval_conjunction(
     chunk: &mut ColumnChunk<'_>,
     leaves: &[&Leaf],
     mask: &Bitmap,
     metrics: &MetricsCollector,
+    adaptive: &Adaptive,
+    key: u64,
 ) -> Result<Bitmap> {
     let path = chunk.leaf.path.clone();
-    eval_inner(chunk, leaves, mask, metrics).map_err(|e| e.in_column(path))
+    eval_inner(chunk, leaves, mask, metrics, adaptive, key).map_err(|e| e.in_column(path))
 }
 
 fn eval_inner(
@@ -45,6 +41,8 @@ fn eval_inner(
     leaves: &[&Leaf],
     mask: &Bitmap,
     metrics: &MetricsCollector,
+    adaptive: &Adaptive,
+    key: u64,
 ) -> Result<Bitmap> {
     chunk.ensure(mask, metrics)?;
     let null_result = leaves.iter().all(|l| l.op.accepts_null());
@@ -52,7 +50,12 @@ fn eval_inner(
         .iter()
         .any(|l| !matches!(l.op, LeafOp::IsNull { .. }));
     let mut out = Bitmap::new_zeroed(mask.len());
-    let mut dict_matches: Option<Bitmap> = None;
+    let mut cx = PageContext {
+        metrics,
+        adaptive,
+        key,
+        dict_matches: None,
+    };
     for frame in chunk.pages.values() {
         let (start, end) = (frame.first_row, frame.first_row + frame.num_rows);
         if !mask.any_in(start, end) {
@@ -75,7 +78,7 @@ fn eval_inner(
                 Bitmap::new_zeroed(frame.non_null)
             }
         } else {
-            evaluate_page(chunk, frame, leaves, &alive, &mut dict_matches, metrics)?
+            evaluate_page(chunk, frame, leaves, &alive, &mut cx)?
         };
         scatter(frame, &dense, null_result, &mut out);
     }
@@ -85,57 +88,153 @@ fn eval_inner(
 
 /// The conjunction over a page's non-null values, exact at least where `alive` is set.
 ///
-/// Selection pushdown (paper §4): when only some values are alive, they alone are selected
-/// (codes via the select kernel, PLAIN values by a gather), decoded and evaluated, and the
-/// compact result is mapped back onto the page's values with `transform` (PDEP). When all are
-/// alive, the page is evaluated whole (a dictionary page code by code, one test per RLE run).
+/// A page alive in full is evaluated whole. A partly alive page runs the strategy the
+/// [`Adaptive`] policy picks from measured costs: whole (in place on PLAIN bytes, else decoded
+/// once and kept for the projection), or selection pushdown (paper §4): only the alive values
+/// are selected (codes via the select kernel, PLAIN values by a gather) and evaluated, and the
+/// compact result is mapped back onto the page's values with `transform` (PDEP).
 fn evaluate_page(
     chunk: &ColumnChunk<'_>,
     frame: &PageFrame,
     leaves: &[&Leaf],
     alive: &Bitmap,
-    dict_matches: &mut Option<Bitmap>,
-    metrics: &MetricsCollector,
+    cx: &mut PageContext<'_>,
 ) -> Result<Bitmap> {
-    let all_alive = alive.all_set();
+    let alive_count = alive.count_ones();
+    let n = frame.non_null;
+    let strategy = if alive_count == n || !has_selected_path(frame) {
+        PageStrategy::Whole
+    } else {
+        cx.adaptive.choose(cx.key, n, alive_count)
+    };
+    let start = Instant::now();
+    let out = match strategy {
+        PageStrategy::Whole => evaluate_whole(chunk, frame, leaves, cx)?,
+        PageStrategy::Selected => evaluate_selected(chunk, frame, leaves, alive, cx)?,
+    };
+    if alive_count < n && has_selected_path(frame) {
+        cx.adaptive.record(cx.key, strategy, n, alive_count, start);
+    }
+    if strategy == PageStrategy::Whole && alive_count < n {
+        add(&cx.metrics.pages_evaluated_whole, 1);
+    }
+    Ok(out)
+}
+
+/// Whether the page's encoding can select alive values before evaluating them (dictionary codes
+/// and PLAIN values; other encodings decode the page whole anyway).
+fn has_selected_path(frame: &PageFrame) -> bool {
+    frame.decoded.get().is_none()
+        && (frame.is_dictionary_encoded() || frame.encoding == Encoding::PLAIN)
+}
+
+/// Every value of the page: dictionary codes against the entries' match bitmap (none, one or
+/// all entries matching need no lookup), PLAIN values in place on the page bytes, other
+/// encodings decoded once (kept on the page for the projection) and then evaluated.
+fn evaluate_whole(
+    chunk: &ColumnChunk<'_>,
+    frame: &PageFrame,
+    leaves: &[&Leaf],
+    cx: &mut PageContext<'_>,
+) -> Result<Bitmap> {
+    let n = frame.non_null;
     if frame.is_dictionary_encoded() {
         let dict = chunk.dictionary_for(frame)?;
-        if dict_matches.is_none() {
-            *dict_matches = Some(conjunction_on(chunk, leaves, dict)?);
-        }
-        let matches = dict_matches.as_ref().expect("just computed");
-        return if all_alive {
-            add(&metrics.values_decoded, frame.non_null as u64);
-            encoding::dictionary::filter_codes(&frame.values, frame.non_null, dict.len(), matches)
-        } else {
-            add(&metrics.values_decoded, alive.count_ones() as u64);
-            let compact = encoding::dictionary::filter_selected_codes(
-                &frame.values,
-                frame.non_null,
-                dict.len(),
-                matches,
-                alive,
-            )?;
-            Ok(compact.transform(alive))
+        let metrics = cx.metrics;
+        let matches = cx.dictionary_matches(chunk, leaves, dict)?;
+        let matching = matches.count_ones();
+        add(&metrics.values_in_place, n as u64);
+        return match matching {
+            0 => Ok(Bitmap::new_zeroed(n)),
+            m if m == dict.len() => Ok(Bitmap::new_set(n)),
+            1 => {
+                let needle = matches.iter_ones().next().expect("one match") as u32;
+                encoding::dictionary::filter_single_code(&frame.values, n, needle)
+            }
+            _ => encoding::dictionary::filter_codes(&frame.values, n, dict.len(), matches),
         };
     }
     if let Some(values) = frame.decoded.get() {
         return conjunction_on(chunk, leaves, values);
     }
-    if frame.encoding == Encoding::PLAIN && !all_alive {
-        let values = encoding::plain::decode_selected(
-            chunk.leaf.physical,
-            chunk.leaf.type_length,
-            &frame.values,
-            frame.non_null,
-            alive,
-        )?;
-        add(&metrics.values_decoded, values.len() as u64);
-        return Ok(conjunction_on(chunk, leaves, &values)?.transform(alive));
+    if frame.encoding == Encoding::PLAIN
+        && leaves
+            .iter()
+            .all(|l| encoding::plain::evaluates_in_place(&l.op, chunk.leaf))
+    {
+        let mut acc: Option<Bitmap> = None;
+        for leaf in leaves {
+            let bits = encoding::plain::eval(&leaf.op, chunk.leaf, &frame.values, n).ok_or_else(
+                || Error::internal("in-place evaluation declined a supported leaf"),
+            )??;
+            match &mut acc {
+                None => acc = Some(bits),
+                Some(a) => a.and_inplace(&bits),
+            }
+        }
+        add(&cx.metrics.values_in_place, n as u64);
+        return acc.ok_or_else(|| Error::internal("empty conjunction"));
     }
     let (values, fresh) = chunk.decode_page(frame)?;
-    add(&metrics.values_decoded, fresh as u64);
+    add(&cx.metrics.values_decoded, fresh as u64);
     conjunction_on(chunk, leaves, &values)
+}
+
+/// Only the alive values: selected, evaluated, transformed back onto the page.
+fn evaluate_selected(
+    chunk: &ColumnChunk<'_>,
+    frame: &PageFrame,
+    leaves: &[&Leaf],
+    alive: &Bitmap,
+    cx: &mut PageContext<'_>,
+) -> Result<Bitmap> {
+    if frame.is_dictionary_encoded() {
+        let dict = chunk.dictionary_for(frame)?;
+        let metrics = cx.metrics;
+        let matches = cx.dictionary_matches(chunk, leaves, dict)?;
+        add(&metrics.values_decoded, alive.count_ones() as u64);
+        let compact = encoding::dictionary::filter_selected_codes(
+            &frame.values,
+            frame.non_null,
+            dict.len(),
+            matches,
+            alive,
+        )?;
+        return Ok(compact.transform(alive));
+    }
+    let values = encoding::plain::decode_selected(
+        chunk.leaf.physical,
+        chunk.leaf.type_length,
+        &frame.values,
+        frame.non_null,
+        alive,
+    )?;
+    add(&cx.metrics.values_decoded, values.len() as u64);
+    Ok(conjunction_on(chunk, leaves, &values)?.transform(alive))
+}
+
+/// What the pages of one filter evaluation share.
+struct PageContext<'m> {
+    metrics: &'m MetricsCollector,
+    adaptive: &'m Adaptive,
+    /// The filter's identity for the adaptive policy.
+    key: u64,
+    /// The conjunction over the dictionary entries, once computed.
+    dict_matches: Option<Bitmap>,
+}
+
+impl PageContext<'_> {
+    fn dictionary_matches(
+        &mut self,
+        chunk: &ColumnChunk<'_>,
+        leaves: &[&Leaf],
+        dict: &Values,
+    ) -> Result<&Bitmap> {
+        if self.dict_matches.is_none() {
+            self.dict_matches = Some(conjunction_on(chunk, leaves, dict)?);
+        }
+        Ok(self.dict_matches.as_ref().expect("just computed"))
+    }
 }
 
 /// Bit i set iff dense value i satisfies every leaf.

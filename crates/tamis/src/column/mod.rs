@@ -10,6 +10,7 @@
 //! Without an OffsetIndex the whole chunk is read once, and pages without needed rows are still
 //! skipped by header (not decompressed).
 
+pub mod adapt;
 pub mod filter;
 pub mod project;
 pub mod repeated;

@@ -132,6 +132,66 @@ pub fn filter_codes(
     Ok(result)
 }
 
+/// [`filter_codes`] when exactly one dictionary entry matches (paper 000, T5a): bit `i` is
+/// `code_i == needle`, tested on the packed codes by the `equal` kernel, one test per RLE run;
+/// no code is unpacked. Codes are not range-checked here: a corrupt code above the dictionary
+/// cannot equal the needle, and the rows it leaves selected hold only the needle's (valid) code.
+pub fn filter_single_code(data: &[u8], num_values: usize, needle: u32) -> Result<Bitmap> {
+    let mut result = Bitmap::new_zeroed(num_values);
+    let Some((bit_width, rest)) = split_header(data, num_values)? else {
+        return Ok(result);
+    };
+    let equal = crate::kernels::kernels().equal;
+    let mut scratch = [0u64; CHUNK / 64];
+    let mut decoder = RleDecoder::new(rest, bit_width);
+    let mut pos = 0usize;
+    while pos < num_values {
+        match decoder.next_run()? {
+            None => {
+                return Err(Error::corrupt(format!(
+                    "dictionary codes end after {pos} of {num_values} values"
+                )))
+            }
+            Some(Run::Repeated { value, count }) => {
+                let take = count.min(num_values - pos);
+                if value == needle {
+                    result.set_range(pos, pos + take);
+                }
+                pos += take;
+            }
+            Some(Run::BitPacked { data, count }) => {
+                let take = count.min(num_values - pos);
+                let bw = bit_width as usize;
+                if data.len() < (take * bw).div_ceil(8) {
+                    return Err(Error::corrupt("bit-packed dictionary run is truncated"));
+                }
+                let mut done = 0;
+                while done < take {
+                    let n = CHUNK.min(take - done);
+                    let words = n.div_ceil(64);
+                    // CHUNK is a multiple of 8, so each chunk starts on a byte boundary.
+                    equal(
+                        &data[done / 8 * bw..],
+                        bit_width,
+                        n,
+                        needle,
+                        &mut scratch[..words],
+                    );
+                    if n % 64 != 0 {
+                        scratch[words - 1] &= (1u64 << (n % 64)) - 1;
+                    }
+                    for (g, &w) in scratch[..words].iter().enumerate() {
+                        result.or_word_at(pos + done + g * 64, w);
+                    }
+                    done += n;
+                }
+                pos += take;
+            }
+        }
+    }
+    Ok(result)
+}
+
 /// Bit `i` is the match bit of `codes[i]` (at most 64 checked codes): 64 branch-free lookups
 /// packed into one word, written at once.
 #[inline]
@@ -373,6 +433,15 @@ mod tests {
             let got = filter_codes(&data, codes.len(), dict_len, &matches).unwrap();
             let want = Bitmap::from_bools(&codes.iter().map(|&c| matches.get(c as usize)).collect::<Vec<_>>());
             prop_assert_eq!(&got, &want);
+
+            // One matching entry: the needle kernel agrees with the lookup (every code width,
+            // runs and bit-packed groups, the needle present or absent).
+            let needle = (seed % dict_len as u64) as u32;
+            let one = Bitmap::from_bools(&(0..dict_len).map(|i| i as u32 == needle).collect::<Vec<_>>());
+            prop_assert_eq!(
+                filter_single_code(&data, codes.len(), needle).unwrap(),
+                filter_codes(&data, codes.len(), dict_len, &one).unwrap()
+            );
 
             // Selection pushdown: only the selected codes, and the result over them.
             for shape in 0..4u64 {

@@ -3,10 +3,131 @@
 //! BOOLEAN is bit-packed LSB first, BYTE_ARRAY is a 4-byte little-endian length before each value,
 //! FIXED_LEN_BYTE_ARRAY is `type_length` bytes per value and INT96 is three 32-bit words.
 
+use std::cell::Cell;
+
 use crate::error::{Error, Result};
+use crate::expr::eval::{eval_byte_values, eval_f32, eval_f64, eval_i32, eval_i64, LeBytes};
+use crate::expr::LeafOp;
+use crate::schema::{Domain, LeafColumn};
 use crate::selection::Bitmap;
 use crate::values::{ByteArrays, Values};
 use parquet::basic::Type as PhysicalType;
+
+/// Whether [`eval`] evaluates `op` on this column's PLAIN pages in place. It declines BOOLEAN,
+/// INT96 and FIXED_LEN_BYTE_ARRAY (decimals, FLOAT16, UUIDs): those decode first.
+pub fn evaluates_in_place(op: &LeafOp, column: &LeafColumn) -> bool {
+    if matches!(op, LeafOp::IsNull { .. }) {
+        return false;
+    }
+    let like = matches!(op, LeafOp::Like { .. });
+    match (column.physical, column.domain()) {
+        (PhysicalType::INT32 | PhysicalType::INT64, Domain::Int | Domain::UInt)
+        | (PhysicalType::FLOAT | PhysicalType::DOUBLE, Domain::Float) => !like,
+        (PhysicalType::BYTE_ARRAY, Domain::Bytes) => true,
+        _ => false,
+    }
+}
+
+/// Bit `i` set iff PLAIN value `i` of the page satisfies `op`, compared on the page bytes: fixed
+/// widths by a branch-free loop over little-endian words, byte arrays by walking the length
+/// prefixes and comparing (or LIKE-matching) each value where it lies. Nothing is decoded into
+/// a buffer. `None` when the kernel declines (see [`evaluates_in_place`]); the caller decodes.
+pub fn eval(op: &LeafOp, column: &LeafColumn, data: &[u8], n: usize) -> Option<Result<Bitmap>> {
+    if !evaluates_in_place(op, column) {
+        return None;
+    }
+    let what = column.physical.to_string();
+    let fixed = |bits: Option<Bitmap>, ok: bool| -> Result<Bitmap> {
+        if !ok {
+            return Err(short(&what, data.len(), n));
+        }
+        bits.ok_or_else(|| Error::internal("in-place kernel refused a supported leaf"))
+    };
+    Some(match column.physical {
+        PhysicalType::INT32 => match LeBytes::<i32>::new(data, n) {
+            Some(v) => fixed(eval_i32(op, column, v), true),
+            None => fixed(None, false),
+        },
+        PhysicalType::INT64 => match LeBytes::<i64>::new(data, n) {
+            Some(v) => fixed(eval_i64(op, column, v), true),
+            None => fixed(None, false),
+        },
+        PhysicalType::FLOAT => match LeBytes::<f32>::new(data, n) {
+            Some(v) => fixed(eval_f32(op, column, v), true),
+            None => fixed(None, false),
+        },
+        PhysicalType::DOUBLE => match LeBytes::<f64>::new(data, n) {
+            Some(v) => fixed(eval_f64(op, column, v), true),
+            None => fixed(None, false),
+        },
+        PhysicalType::BYTE_ARRAY => {
+            let bad = Cell::new(None);
+            let bits = eval_byte_values(op, column, n, LengthPrefixed::new(data, n, &bad));
+            match bad.take() {
+                Some(e) => Err(e),
+                None => {
+                    bits.ok_or_else(|| Error::internal("in-place kernel refused a supported leaf"))
+                }
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// The values of a PLAIN BYTE_ARRAY page as slices of the page, walking the length prefixes.
+/// A truncated page records its error in `bad` and yields empty slices for the rest, so that a
+/// kernel consuming exactly `n` values still ends; the caller reports the error.
+struct LengthPrefixed<'a, 'b> {
+    data: &'a [u8],
+    pos: usize,
+    i: usize,
+    n: usize,
+    bad: &'b Cell<Option<Error>>,
+}
+
+impl<'a, 'b> LengthPrefixed<'a, 'b> {
+    fn new(data: &'a [u8], n: usize, bad: &'b Cell<Option<Error>>) -> Self {
+        LengthPrefixed {
+            data,
+            pos: 0,
+            i: 0,
+            n,
+            bad,
+        }
+    }
+}
+
+impl<'a> Iterator for LengthPrefixed<'a, '_> {
+    type Item = &'a [u8];
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.i == self.n {
+            return None;
+        }
+        let i = self.i;
+        self.i += 1;
+        let value = self
+            .data
+            .get(self.pos..self.pos + 4)
+            .map(|l| u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
+            .and_then(|len| {
+                let start = self.pos + 4;
+                let end = start.checked_add(len).filter(|&e| e <= self.data.len())?;
+                self.pos = end;
+                Some(&self.data[start..end])
+            });
+        Some(value.unwrap_or_else(|| {
+            let e = Error::corrupt(format!(
+                "PLAIN BYTE_ARRAY page is truncated at value {i} of {}",
+                self.n
+            ));
+            let first = self.bad.take().unwrap_or(e);
+            self.bad.set(Some(first));
+            self.pos = self.data.len();
+            &[]
+        }))
+    }
+}
 
 /// Decodes `num_values` PLAIN values of `physical` type from `data` (trailing bytes are ignored).
 pub fn decode(
@@ -276,6 +397,178 @@ mod tests {
     use crate::encoding::test_util::{arb_values, encode_values};
     use parquet::basic::Encoding;
     use proptest::prelude::*;
+
+    use crate::expr::eval::eval_dense;
+    use crate::expr::sql::tests::test_columns;
+    use crate::expr::{to_scalar, CmpOp, LikePattern, PhysicalRef, Scalar};
+
+    fn column(name: &str) -> LeafColumn {
+        test_columns().into_iter().find(|c| c.path == name).unwrap()
+    }
+
+    /// Values of `physical` with the edges in-place kernels get wrong: extremes, NaN, ±0.0,
+    /// empty strings, and runs across 64-value words.
+    fn arb_edge_values(physical: PhysicalType) -> BoxedStrategy<Values> {
+        let n = 0usize..200;
+        match physical {
+            PhysicalType::INT32 => prop::collection::vec(
+                prop_oneof![any::<i32>(), -3i32..3, Just(i32::MIN), Just(i32::MAX)],
+                n,
+            )
+            .prop_map(Values::I32)
+            .boxed(),
+            PhysicalType::INT64 => prop::collection::vec(
+                prop_oneof![any::<i64>(), -3i64..3, Just(i64::MIN), Just(i64::MAX)],
+                n,
+            )
+            .prop_map(Values::I64)
+            .boxed(),
+            PhysicalType::FLOAT => prop::collection::vec(
+                prop_oneof![
+                    any::<f32>(),
+                    Just(f32::NAN),
+                    Just(-0.0f32),
+                    Just(0.0f32),
+                    Just(1.5f32)
+                ],
+                n,
+            )
+            .prop_map(Values::F32)
+            .boxed(),
+            PhysicalType::DOUBLE => prop::collection::vec(
+                prop_oneof![
+                    any::<f64>(),
+                    Just(f64::NAN),
+                    Just(-0.0f64),
+                    Just(0.0f64),
+                    Just(1.5f64)
+                ],
+                n,
+            )
+            .prop_map(Values::F64)
+            .boxed(),
+            _ => prop::collection::vec(
+                prop_oneof![
+                    Just(Vec::new()),
+                    Just(b"ab".to_vec()),
+                    Just(b"abc".to_vec()),
+                    prop::collection::vec(97u8..100, 0..6),
+                ],
+                n,
+            )
+            .prop_map(|v| {
+                let mut b = ByteArrays::new();
+                v.iter().for_each(|x| b.push(x));
+                Values::Bytes(b)
+            })
+            .boxed(),
+        }
+    }
+
+    fn phys(values: &Values, i: usize) -> PhysicalRef<'_> {
+        match values {
+            Values::I32(v) => PhysicalRef::I32(v[i]),
+            Values::I64(v) => PhysicalRef::I64(v[i]),
+            Values::F32(v) => PhysicalRef::F32(v[i]),
+            Values::F64(v) => PhysicalRef::F64(v[i]),
+            Values::Bytes(b) => PhysicalRef::Bytes(b.get(i)),
+            _ => unreachable!(),
+        }
+    }
+
+    /// Every comparison with literals taken from the data (and the edges), IN lists and LIKE.
+    fn leaf_ops(col: &LeafColumn, values: &Values) -> Vec<LeafOp> {
+        let mut lits: Vec<Scalar> = (0..values.len())
+            .step_by(7)
+            .filter_map(|i| to_scalar(col, phys(values, i)))
+            .collect();
+        match values {
+            Values::F32(_) | Values::F64(_) => lits.extend([
+                Scalar::Float(f64::NAN),
+                Scalar::Float(-0.0),
+                Scalar::Float(0.0),
+            ]),
+            Values::Bytes(_) => lits.extend([Scalar::Bytes(vec![]), Scalar::Bytes(b"ab".to_vec())]),
+            _ => {}
+        }
+        let mut ops = Vec::new();
+        for lit in &lits {
+            for c in [
+                CmpOp::Eq,
+                CmpOp::NotEq,
+                CmpOp::Lt,
+                CmpOp::LtEq,
+                CmpOp::Gt,
+                CmpOp::GtEq,
+            ] {
+                ops.push(LeafOp::Cmp(c, lit.clone()));
+            }
+        }
+        for negated in [false, true] {
+            ops.push(LeafOp::In {
+                values: lits.iter().take(3).cloned().collect(),
+                negated,
+            });
+            ops.push(LeafOp::In {
+                values: lits.clone(),
+                negated,
+            });
+            if matches!(values, Values::Bytes(_)) {
+                for pat in ["ab%", "%b%", "a_c", "", "%"] {
+                    ops.push(LeafOp::Like {
+                        pattern: LikePattern::new(pat, None).unwrap(),
+                        negated,
+                    });
+                }
+            }
+        }
+        ops
+    }
+
+    proptest! {
+        /// In-place evaluation on the page bytes agrees with evaluation of the decoded values
+        /// (itself checked against the scalar reference in `expr::eval`), and a truncated page
+        /// is an error, never a short or wrong bitmap.
+        #[test]
+        fn in_place_matches_decoded(
+            pick in 0usize..6,
+            values in prop::sample::select(vec![PhysicalType::INT32, PhysicalType::INT64,
+                PhysicalType::FLOAT, PhysicalType::DOUBLE, PhysicalType::BYTE_ARRAY])
+                .prop_flat_map(arb_edge_values),
+        ) {
+            let (physical, names): (PhysicalType, &[&str]) = match &values {
+                Values::I32(_) => (PhysicalType::INT32, &["i32", "i8", "u32", "dt", "tm", "d92"]),
+                Values::I64(_) => (PhysicalType::INT64, &["i64", "u64", "ts_us", "lts_us", "ts_ns"]),
+                Values::F32(_) => (PhysicalType::FLOAT, &["f32"]),
+                Values::F64(_) => (PhysicalType::DOUBLE, &["f64"]),
+                _ => (PhysicalType::BYTE_ARRAY, &["s", "b"]),
+            };
+            let col = column(names[pick % names.len()]);
+            let data = encode_values(Encoding::PLAIN, physical, 0, &values);
+            let n = values.len();
+            for op in leaf_ops(&col, &values) {
+                let Some(got) = eval(&op, &col, &data, n) else {
+                    prop_assert!(!evaluates_in_place(&op, &col));
+                    continue;
+                };
+                let want = eval_dense(&op, &col, &values).unwrap();
+                prop_assert_eq!(got.unwrap(), want, "{:?} on {}", op, col.path);
+                if n > 0 {
+                    prop_assert!(eval(&op, &col, &data[..data.len() - 1], n).unwrap().is_err());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn declines_what_it_does_not_evaluate() {
+        let is_null = LeafOp::IsNull { negated: false };
+        assert!(!evaluates_in_place(&is_null, &column("i32")));
+        for name in ["flag", "i96", "f16", "d203"] {
+            let op = LeafOp::Cmp(CmpOp::Eq, Scalar::Int(1));
+            assert!(eval(&op, &column(name), &[0; 64], 1).is_none(), "{name}");
+        }
+    }
 
     proptest! {
         #[test]

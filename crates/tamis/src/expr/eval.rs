@@ -12,7 +12,7 @@ use super::{cmp_f64, i128_from_be, CmpOp, LeafOp, Scalar};
 use crate::error::{Error, Result};
 use crate::schema::{Domain, LeafColumn, LogicalKind};
 use crate::selection::Bitmap;
-use crate::values::{ByteArrays, Values};
+use crate::values::Values;
 
 /// Lists at most this long are scanned linearly; longer ones are binary searched.
 const LINEAR_IN: usize = 8;
@@ -29,35 +29,22 @@ pub fn eval_dense(op: &LeafOp, column: &LeafColumn, values: &Values) -> Result<B
                 Bitmap::new_zeroed(n)
             })
         }
-        LeafOp::Like { pattern, negated } => {
+        LeafOp::Like { .. } => {
             let Values::Bytes(b) = values else {
                 return Err(mismatch(op, column, values));
             };
-            if column.domain() != Domain::Bytes {
-                return Err(mismatch(op, column, values));
-            }
-            let neg = *negated;
-            return Ok(from_iter(n, b.iter().map(|v| pattern.matches(v) != neg)));
+            return eval_byte_values(op, column, n, b.iter())
+                .ok_or_else(|| mismatch(op, column, values));
         }
         _ => {}
     }
     let domain = column.domain();
     Ok(match (domain, values) {
-        (Domain::Int, Values::I32(v)) => {
-            let lit = int_op(op).ok_or_else(|| mismatch(op, column, values))?;
-            ord_kernel(v, |x| x as i64, &lit)
+        (Domain::Int | Domain::UInt, Values::I32(v)) => {
+            eval_i32(op, column, v.as_slice()).ok_or_else(|| mismatch(op, column, values))?
         }
-        (Domain::Int, Values::I64(v)) => {
-            let lit = int_op(op).ok_or_else(|| mismatch(op, column, values))?;
-            ord_kernel(v, |x| x, &lit)
-        }
-        (Domain::UInt, Values::I32(v)) => {
-            let lit = uint_op(op).ok_or_else(|| mismatch(op, column, values))?;
-            ord_kernel(v, |x| x as u32 as u64, &lit)
-        }
-        (Domain::UInt, Values::I64(v)) => {
-            let lit = uint_op(op).ok_or_else(|| mismatch(op, column, values))?;
-            ord_kernel(v, |x| x as u64, &lit)
+        (Domain::Int | Domain::UInt, Values::I64(v)) => {
+            eval_i64(op, column, v.as_slice()).ok_or_else(|| mismatch(op, column, values))?
         }
         (Domain::Bool, Values::Bool(v)) => {
             let lit = map_op(op, |s| {
@@ -68,15 +55,13 @@ pub fn eval_dense(op: &LeafOp, column: &LeafColumn, values: &Values) -> Result<B
                 }
             })
             .ok_or_else(|| mismatch(op, column, values))?;
-            ord_kernel(v, |x| x, &lit)
+            ord_kernel(v.as_slice(), |x| x, &lit)
         }
         (Domain::Float, Values::F32(v)) => {
-            let lit = float_op(op).ok_or_else(|| mismatch(op, column, values))?;
-            float_kernel(v, |x| x as f64, &lit)
+            eval_f32(op, column, v.as_slice()).ok_or_else(|| mismatch(op, column, values))?
         }
         (Domain::Float, Values::F64(v)) => {
-            let lit = float_op(op).ok_or_else(|| mismatch(op, column, values))?;
-            float_kernel(v, |x| x, &lit)
+            eval_f64(op, column, v.as_slice()).ok_or_else(|| mismatch(op, column, values))?
         }
         (Domain::Float, Values::Bytes(b)) if column.logical == LogicalKind::Float16 => {
             let lit = float_op(op).ok_or_else(|| mismatch(op, column, values))?;
@@ -91,7 +76,7 @@ pub fn eval_dense(op: &LeafOp, column: &LeafColumn, values: &Values) -> Result<B
                 .chunks_exact(2)
                 .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
                 .collect();
-            float_kernel(&halves, |x| x, &lit)
+            float_kernel(halves.as_slice(), |x| x, &lit)
         }
         (Domain::Decimal, Values::Bytes(b)) => {
             let lit = map_op(op, |s| {
@@ -104,7 +89,8 @@ pub fn eval_dense(op: &LeafOp, column: &LeafColumn, values: &Values) -> Result<B
             .ok_or_else(|| mismatch(op, column, values))?;
             let bad = Cell::new(false);
             let out = bytes_kernel(
-                b,
+                n,
+                b.iter(),
                 |x| {
                     i128_from_be(x).unwrap_or_else(|| {
                         bad.set(true);
@@ -122,18 +108,82 @@ pub fn eval_dense(op: &LeafOp, column: &LeafColumn, values: &Values) -> Result<B
             out
         }
         (Domain::Bytes, Values::Bytes(b)) => {
-            let lit = map_op(op, |s| {
-                if let Scalar::Bytes(x) = s {
-                    Some(x.as_slice())
-                } else {
-                    None
-                }
-            })
-            .ok_or_else(|| mismatch(op, column, values))?;
-            bytes_kernel(b, |x| x, &lit)
+            eval_byte_values(op, column, n, b.iter()).ok_or_else(|| mismatch(op, column, values))?
         }
         _ => return Err(mismatch(op, column, values)),
     })
+}
+
+/// A leaf over INT32 values (integers, dates, times, small decimals as integers), from a decoded
+/// slice or in place from a PLAIN page. `None`: the leaf does not fit the column.
+pub(crate) fn eval_i32(
+    op: &LeafOp,
+    column: &LeafColumn,
+    vals: impl Dense<Item = i32>,
+) -> Option<Bitmap> {
+    match column.domain() {
+        Domain::Int => Some(ord_kernel(vals, |x| x as i64, &int_op(op)?)),
+        Domain::UInt => Some(ord_kernel(vals, |x| x as u32 as u64, &uint_op(op)?)),
+        _ => None,
+    }
+}
+
+/// A leaf over INT64 values (see [`eval_i32`]).
+pub(crate) fn eval_i64(
+    op: &LeafOp,
+    column: &LeafColumn,
+    vals: impl Dense<Item = i64>,
+) -> Option<Bitmap> {
+    match column.domain() {
+        Domain::Int => Some(ord_kernel(vals, |x| x, &int_op(op)?)),
+        Domain::UInt => Some(ord_kernel(vals, |x| x as u64, &uint_op(op)?)),
+        _ => None,
+    }
+}
+
+/// A leaf over FLOAT values (see [`eval_i32`]).
+pub(crate) fn eval_f32(
+    op: &LeafOp,
+    column: &LeafColumn,
+    vals: impl Dense<Item = f32>,
+) -> Option<Bitmap> {
+    (column.domain() == Domain::Float).then_some(())?;
+    Some(float_kernel(vals, |x| x as f64, &float_op(op)?))
+}
+
+/// A leaf over DOUBLE values (see [`eval_i32`]).
+pub(crate) fn eval_f64(
+    op: &LeafOp,
+    column: &LeafColumn,
+    vals: impl Dense<Item = f64>,
+) -> Option<Bitmap> {
+    (column.domain() == Domain::Float).then_some(())?;
+    Some(float_kernel(vals, |x| x, &float_op(op)?))
+}
+
+/// A comparison, IN list or LIKE over `n` byte strings of a `Bytes`-domain column, from decoded
+/// values or straight from a PLAIN page: no value is copied.
+pub(crate) fn eval_byte_values<'a>(
+    op: &LeafOp,
+    column: &LeafColumn,
+    n: usize,
+    vals: impl Iterator<Item = &'a [u8]>,
+) -> Option<Bitmap> {
+    if column.domain() != Domain::Bytes {
+        return None;
+    }
+    if let LeafOp::Like { pattern, negated } = op {
+        let neg = *negated;
+        return Some(from_iter(n, vals.map(|v| pattern.matches(v) != neg)));
+    }
+    let lit = map_op(op, |s| {
+        if let Scalar::Bytes(x) = s {
+            Some(x.as_slice())
+        } else {
+            None
+        }
+    })?;
+    Some(bytes_kernel(n, vals, |x| x, &lit))
 }
 
 fn mismatch(op: &LeafOp, column: &LeafColumn, values: &Values) -> Error {
@@ -199,18 +249,92 @@ fn float_op(op: &LeafOp) -> Option<KeyOp<f64>> {
     })
 }
 
-/// Packs the predicate results over a slice 64 per word.
-#[inline]
-fn from_slice<T: Copy>(vals: &[T], mut pred: impl FnMut(T) -> bool) -> Bitmap {
-    let mut words = Vec::with_capacity(vals.len().div_ceil(64));
-    for chunk in vals.chunks(64) {
-        let mut w = 0u64;
-        for (j, &v) in chunk.iter().enumerate() {
-            w |= (pred(v) as u64) << j;
-        }
-        words.push(w);
+/// Dense (non-null) values a kernel reads: a decoded slice, or a PLAIN page's bytes read where
+/// they lie ([`LeBytes`], in-place evaluation).
+pub(crate) trait Dense {
+    type Item: Copy;
+    fn len(&self) -> usize;
+    /// Bit `i` set iff `pred(value i)`, 64 results per word, without branches on the results.
+    fn pack(&self, pred: impl FnMut(Self::Item) -> bool) -> Bitmap;
+}
+
+impl<T: Copy> Dense for &[T] {
+    type Item = T;
+    fn len(&self) -> usize {
+        <[T]>::len(self)
     }
-    Bitmap::from_words(words, vals.len())
+    #[inline]
+    fn pack(&self, mut pred: impl FnMut(T) -> bool) -> Bitmap {
+        let mut words = Vec::with_capacity(self.len().div_ceil(64));
+        for chunk in self.chunks(64) {
+            let mut w = 0u64;
+            for (j, &v) in chunk.iter().enumerate() {
+                w |= (pred(v) as u64) << j;
+            }
+            words.push(w);
+        }
+        Bitmap::from_words(words, <[T]>::len(self))
+    }
+}
+
+/// A fixed-width little-endian physical type as PLAIN stores it.
+pub(crate) trait FromLe: Copy {
+    const WIDTH: usize;
+    /// `bytes` is exactly `WIDTH` long.
+    fn from_le(bytes: &[u8]) -> Self;
+}
+
+macro_rules! from_le {
+    ($($t:ty),*) => {$(
+        impl FromLe for $t {
+            const WIDTH: usize = std::mem::size_of::<$t>();
+            #[inline(always)]
+            fn from_le(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().expect("chunks_exact(WIDTH)"))
+            }
+        }
+    )*};
+}
+from_le!(i32, i64, f32, f64);
+
+/// `n` PLAIN values of a fixed-width type at the start of a page, compared where they lie:
+/// no decode buffer, one pass over the page bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct LeBytes<'a, T> {
+    bytes: &'a [u8],
+    n: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<'a, T: FromLe> LeBytes<'a, T> {
+    /// `None` if `bytes` is shorter than `n` values.
+    pub fn new(bytes: &'a [u8], n: usize) -> Option<Self> {
+        let needed = n.checked_mul(T::WIDTH)?;
+        Some(LeBytes {
+            bytes: bytes.get(..needed)?,
+            n,
+            _t: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<T: FromLe> Dense for LeBytes<'_, T> {
+    type Item = T;
+    fn len(&self) -> usize {
+        self.n
+    }
+    #[inline]
+    fn pack(&self, mut pred: impl FnMut(T) -> bool) -> Bitmap {
+        let mut words = Vec::with_capacity(self.n.div_ceil(64));
+        for chunk in self.bytes.chunks(64 * T::WIDTH) {
+            let mut w = 0u64;
+            for (j, v) in chunk.chunks_exact(T::WIDTH).enumerate() {
+                w |= (pred(T::from_le(v)) as u64) << j;
+            }
+            words.push(w);
+        }
+        Bitmap::from_words(words, self.n)
+    }
 }
 
 /// Packs `len` results from an iterator 64 per word.
@@ -239,40 +363,44 @@ fn sorted<K: Ord + Copy>(mut list: Vec<K>) -> Vec<K> {
 }
 
 /// Totally ordered keys (integers, booleans).
-fn ord_kernel<T: Copy, K: Ord + Copy>(vals: &[T], key: impl Fn(T) -> K, op: &KeyOp<K>) -> Bitmap {
+fn ord_kernel<D: Dense, K: Ord + Copy>(
+    vals: D,
+    key: impl Fn(D::Item) -> K,
+    op: &KeyOp<K>,
+) -> Bitmap {
     match op {
         KeyOp::Cmp(c, lit) => {
             let lit = *lit;
             match c {
-                CmpOp::Eq => from_slice(vals, |v| key(v) == lit),
-                CmpOp::NotEq => from_slice(vals, |v| key(v) != lit),
-                CmpOp::Lt => from_slice(vals, |v| key(v) < lit),
-                CmpOp::LtEq => from_slice(vals, |v| key(v) <= lit),
-                CmpOp::Gt => from_slice(vals, |v| key(v) > lit),
-                CmpOp::GtEq => from_slice(vals, |v| key(v) >= lit),
+                CmpOp::Eq => vals.pack(|v| key(v) == lit),
+                CmpOp::NotEq => vals.pack(|v| key(v) != lit),
+                CmpOp::Lt => vals.pack(|v| key(v) < lit),
+                CmpOp::LtEq => vals.pack(|v| key(v) <= lit),
+                CmpOp::Gt => vals.pack(|v| key(v) > lit),
+                CmpOp::GtEq => vals.pack(|v| key(v) >= lit),
             }
         }
         KeyOp::In(list, neg) => {
             let list = sorted(list.clone());
             let neg = *neg;
             if list.len() <= LINEAR_IN {
-                from_slice(vals, |v| list.contains(&key(v)) != neg)
+                vals.pack(|v| list.contains(&key(v)) != neg)
             } else {
-                from_slice(vals, |v| list.binary_search(&key(v)).is_ok() != neg)
+                vals.pack(|v| list.binary_search(&key(v)).is_ok() != neg)
             }
         }
     }
 }
 
 /// Floats with [`cmp_f64`] semantics: NaN greatest and equal to itself, -0.0 == 0.0.
-fn float_kernel<T: Copy>(vals: &[T], key: impl Fn(T) -> f64, op: &KeyOp<f64>) -> Bitmap {
+fn float_kernel<D: Dense>(vals: D, key: impl Fn(D::Item) -> f64, op: &KeyOp<f64>) -> Bitmap {
     match op {
         KeyOp::Cmp(c, lit) => {
             let lit = *lit;
             if lit.is_nan() {
                 match c {
-                    CmpOp::Eq | CmpOp::GtEq => from_slice(vals, |v| key(v).is_nan()),
-                    CmpOp::NotEq | CmpOp::Lt => from_slice(vals, |v| !key(v).is_nan()),
+                    CmpOp::Eq | CmpOp::GtEq => vals.pack(|v| key(v).is_nan()),
+                    CmpOp::NotEq | CmpOp::Lt => vals.pack(|v| !key(v).is_nan()),
                     CmpOp::LtEq => Bitmap::new_set(vals.len()),
                     CmpOp::Gt => Bitmap::new_zeroed(vals.len()),
                 }
@@ -280,15 +408,15 @@ fn float_kernel<T: Copy>(vals: &[T], key: impl Fn(T) -> f64, op: &KeyOp<f64>) ->
                 // IEEE comparisons already treat -0.0 == 0.0 and NaN as unordered; only NaN
                 // being greatest needs care.
                 match c {
-                    CmpOp::Eq => from_slice(vals, |v| key(v) == lit),
-                    CmpOp::NotEq => from_slice(vals, |v| key(v) != lit),
-                    CmpOp::Lt => from_slice(vals, |v| key(v) < lit),
-                    CmpOp::LtEq => from_slice(vals, |v| key(v) <= lit),
-                    CmpOp::Gt => from_slice(vals, |v| {
+                    CmpOp::Eq => vals.pack(|v| key(v) == lit),
+                    CmpOp::NotEq => vals.pack(|v| key(v) != lit),
+                    CmpOp::Lt => vals.pack(|v| key(v) < lit),
+                    CmpOp::LtEq => vals.pack(|v| key(v) <= lit),
+                    CmpOp::Gt => vals.pack(|v| {
                         let x = key(v);
                         x > lit || x.is_nan()
                     }),
-                    CmpOp::GtEq => from_slice(vals, |v| {
+                    CmpOp::GtEq => vals.pack(|v| {
                         let x = key(v);
                         x >= lit || x.is_nan()
                     }),
@@ -300,7 +428,7 @@ fn float_kernel<T: Copy>(vals: &[T], key: impl Fn(T) -> f64, op: &KeyOp<f64>) ->
             list.sort_unstable_by(|a, b| cmp_f64(*a, *b));
             list.dedup_by(|a, b| cmp_f64(*a, *b) == Ordering::Equal);
             let neg = *neg;
-            from_slice(vals, |v| {
+            vals.pack(|v| {
                 let x = key(v);
                 list.binary_search_by(|p| cmp_f64(*p, x)).is_ok() != neg
             })
@@ -310,12 +438,12 @@ fn float_kernel<T: Copy>(vals: &[T], key: impl Fn(T) -> f64, op: &KeyOp<f64>) ->
 
 /// Variable-length values mapped to an ordered key (slices, decimals).
 fn bytes_kernel<'a, K: Ord + Copy>(
-    b: &'a ByteArrays,
+    n: usize,
+    vals: impl Iterator<Item = &'a [u8]>,
     key: impl Fn(&'a [u8]) -> K,
     op: &KeyOp<K>,
 ) -> Bitmap {
-    let n = b.len();
-    let vals = b.offsets.windows(2).map(|w| key(&b.data[w[0]..w[1]]));
+    let vals = vals.map(key);
     match op {
         KeyOp::Cmp(c, lit) => {
             let lit = *lit;
@@ -363,6 +491,7 @@ mod tests {
     use super::*;
     use crate::expr::sql::tests::test_columns;
     use crate::expr::{to_scalar, LikePattern, PhysicalRef};
+    use crate::values::ByteArrays;
     use proptest::prelude::*;
 
     fn col(name: &str) -> LeafColumn {

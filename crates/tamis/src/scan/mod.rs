@@ -18,6 +18,7 @@ use std::time::Instant;
 use arrow::array::RecordBatch;
 use arrow::datatypes::{Schema, SchemaRef};
 
+use crate::column::adapt::Evaluation;
 use crate::error::{Error, Result};
 use crate::expr::{sql, Predicate};
 use crate::metrics::{add, MetricsCollector, ScanMetrics};
@@ -50,6 +51,7 @@ pub struct Scan {
     limit: Option<usize>,
     batch_size: usize,
     filter_order: FilterOrder,
+    evaluation: Evaluation,
     metrics: Arc<MetricsCollector>,
 }
 
@@ -84,6 +86,7 @@ impl Scan {
             limit: None,
             batch_size: 8192,
             filter_order: FilterOrder::Auto,
+            evaluation: Evaluation::Auto,
             metrics,
         })
     }
@@ -153,6 +156,14 @@ impl Scan {
         self
     }
 
+    /// How filters evaluate pages whose rows are only partly alive (default
+    /// [`Evaluation::Auto`]: whichever of whole-page and selected evaluation measures cheaper,
+    /// per filter). The others force one strategy for benchmarks; results never depend on it.
+    pub fn evaluation(mut self, evaluation: Evaluation) -> Scan {
+        self.evaluation = evaluation;
+        self
+    }
+
     /// The schema of the output batches.
     pub fn schema(&self) -> SchemaRef {
         Arc::new(
@@ -196,7 +207,7 @@ impl Scan {
                 projection: self.projection,
                 schema: schema.clone(),
                 metrics: self.metrics,
-                planner: Planner::new(self.filter_order),
+                planner: Planner::new(self.filter_order).with_evaluation(self.evaluation),
                 done: AtomicUsize::new(0),
                 cancelled: AtomicBool::new(false),
             }),

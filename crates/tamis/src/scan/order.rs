@@ -32,6 +32,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::column::adapt::{Adaptive, Evaluation};
+
 use parquet::basic::{ColumnOrder, Type as PhysicalType};
 use parquet::file::metadata::RowGroupMetaData;
 
@@ -537,6 +539,8 @@ pub struct Planner {
     measured: Mutex<HashMap<u64, Counts>>,
     /// The lowest ordinal's report.
     first: Mutex<Option<Report>>,
+    /// Per filter, the measured page costs of whole vs selected evaluation (never slower).
+    pub adaptive: Adaptive,
 }
 
 /// A row group's ordinal in file order and its top-level sequence (filter key, report line).
@@ -553,6 +557,12 @@ impl Planner {
             mode,
             ..Planner::default()
         }
+    }
+
+    /// The same planner with partly alive pages evaluated as `evaluation` says.
+    pub fn with_evaluation(mut self, evaluation: Evaluation) -> Planner {
+        self.adaptive = Adaptive::new(evaluation);
+        self
     }
 
     pub fn mode(&self) -> FilterOrder {

@@ -324,7 +324,14 @@ fn eval_sequence(
                     .chunks
                     .get_mut(column)
                     .ok_or_else(|| Error::internal("filter column not prepared"))?;
-                let passed = eval_conjunction(ch, leaves, &alive, cx.metrics)?;
+                let passed = eval_conjunction(
+                    ch,
+                    leaves,
+                    &alive,
+                    cx.metrics,
+                    &cx.planner.adaptive,
+                    filter.key,
+                )?;
                 if negate {
                     complement(&alive, &passed)
                 } else {

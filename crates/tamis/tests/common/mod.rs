@@ -35,6 +35,8 @@ pub struct Req<'a> {
     pub batch_size: Option<usize>,
     /// `None`: the default (`Auto`).
     pub filter_order: Option<tamis::FilterOrder>,
+    /// `None`: the default (`Auto`).
+    pub evaluation: Option<tamis::Evaluation>,
 }
 
 /// Runs tamis; returns the concatenated batches and the metrics.
@@ -54,6 +56,9 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     }
     if let Some(o) = req.filter_order {
         scan = scan.filter_order(o);
+    }
+    if let Some(e) = req.evaluation {
+        scan = scan.evaluation(e);
     }
     scan = scan.limit(req.limit);
     let mut stream = scan.batches()?;
