@@ -132,12 +132,24 @@ pub struct ScanArgs {
     /// (auto), or the order of the WHERE text (written). Results are the same either way.
     #[arg(long, value_enum, default_value_t = FilterOrderArg::Auto)]
     pub filter_order: FilterOrderArg,
+    /// How filters evaluate pages whose rows are partly alive: the cheaper of the two by measured
+    /// cost (auto), always selection pushdown (selected), or always the whole page, in place or
+    /// decode-then-filter (whole). Results are the same either way.
+    #[arg(long, value_enum, default_value_t = EvaluationArg::Auto)]
+    pub evaluation: EvaluationArg,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterOrderArg {
     Auto,
     Written,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvaluationArg {
+    Auto,
+    Selected,
+    Whole,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

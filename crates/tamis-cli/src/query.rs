@@ -6,7 +6,10 @@ use std::io::{BufWriter, Write};
 use arrow::record_batch::RecordBatch;
 
 use crate::output::BatchSink;
-use crate::{explain, progress, CliError, CliResult, FilterOrderArg, Format, QueryArgs, ScanArgs};
+use crate::{
+    explain, progress, CliError, CliResult, EvaluationArg, FilterOrderArg, Format, QueryArgs,
+    ScanArgs,
+};
 
 /// Rows the table format shows when no --limit is given (the table is built in memory).
 pub const TABLE_DEFAULT_ROWS: usize = 10_000;
@@ -34,6 +37,11 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
     scan = scan.filter_order(match args.filter_order {
         FilterOrderArg::Auto => tamis::FilterOrder::Auto,
         FilterOrderArg::Written => tamis::FilterOrder::AsWritten,
+    });
+    scan = scan.evaluation(match args.evaluation {
+        EvaluationArg::Auto => tamis::Evaluation::Auto,
+        EvaluationArg::Selected => tamis::Evaluation::Selected,
+        EvaluationArg::Whole => tamis::Evaluation::Whole,
     });
     Ok(scan.limit(limit).batch_size(8192))
 }
