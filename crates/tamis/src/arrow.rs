@@ -206,20 +206,29 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
             }
         }
         (DataType::Utf8 | DataType::Binary, Values::Bytes(b)) => {
-            let mut offsets: Vec<i32> = Vec::with_capacity(n + 1);
-            offsets.push(0);
-            let mut it = b.offsets.windows(2);
-            let mut end = 0usize;
-            for &valid in v {
-                if valid {
-                    if let Some(w) = it.next() {
-                        end += w[1] - w[0];
-                    }
-                }
-                offsets.push(i32::try_from(end).map_err(|_| {
-                    Error::resource("more than 2 GiB of strings in one batch").in_column(&leaf.path)
-                })?);
+            let too_big =
+                || Error::resource("more than 2 GiB of strings in one batch").in_column(&leaf.path);
+            if b.data.len() > i32::MAX as usize {
+                return Err(too_big());
             }
+            let offsets: Vec<i32> = if has_nulls {
+                let mut offsets = Vec::with_capacity(n + 1);
+                offsets.push(0);
+                let mut it = b.offsets.windows(2);
+                let mut end = 0usize;
+                for &valid in v {
+                    if valid {
+                        if let Some(w) = it.next() {
+                            end += w[1] - w[0];
+                        }
+                    }
+                    offsets.push(i32::try_from(end).map_err(|_| too_big())?);
+                }
+                offsets
+            } else {
+                // Every row valid: the offsets are the values' own (checked above to fit).
+                b.offsets.iter().map(|&o| o as i32).collect()
+            };
             let offsets = arrow::buffer::OffsetBuffer::new(offsets.into());
             let data = arrow::buffer::Buffer::from_vec(b.data);
             if native == DataType::Utf8 {

@@ -118,12 +118,30 @@ impl Values {
             (Values::F32(a), Values::F32(b)) => a.extend(b),
             (Values::F64(a), Values::F64(b)) => a.extend(b),
             (Values::Bytes(a), Values::Bytes(b)) => {
-                for v in b.iter() {
-                    a.push(v);
-                }
+                let base = a.data.len();
+                a.data.extend_from_slice(&b.data);
+                a.offsets.extend(b.offsets[1..].iter().map(|&o| o + base));
             }
             _ => return false,
         }
         true
+    }
+
+    /// Room for `more` values (byte strings: at this vector's mean length so far), so that
+    /// appending a column's pages copies each value once instead of regrowing.
+    pub fn reserve(&mut self, more: usize) {
+        match self {
+            Values::Bool(v) => v.reserve(more),
+            Values::I32(v) => v.reserve(more),
+            Values::I64(v) => v.reserve(more),
+            Values::I96(v) => v.reserve(more),
+            Values::F32(v) => v.reserve(more),
+            Values::F64(v) => v.reserve(more),
+            Values::Bytes(b) => {
+                let mean = b.data.len() / b.len().max(1);
+                b.offsets.reserve(more);
+                b.data.reserve(more.saturating_mul(mean));
+            }
+        }
     }
 }

@@ -27,9 +27,10 @@ pub fn project(
 ) -> Result<Projected> {
     chunk.ensure(selection, metrics)?;
     let path = chunk.leaf.path.clone();
+    let total = selection.count_ones();
     let mut out = Projected {
         values: None,
-        validity: Vec::with_capacity(selection.count_ones()),
+        validity: Vec::with_capacity(total),
     };
     for frame in chunk.pages.values() {
         let (start, end) = (frame.first_row, frame.first_row + frame.num_rows);
@@ -57,7 +58,11 @@ pub fn project(
         let values =
             select_values(chunk, frame, &selected, metrics).map_err(|e| e.in_column(&path))?;
         match &mut out.values {
-            None => out.values = Some(values),
+            None => {
+                let mut first = values;
+                first.reserve(total.saturating_sub(first.len()));
+                out.values = Some(first);
+            }
             Some(acc) => {
                 if !acc.append(values) {
                     return Err(

@@ -368,10 +368,20 @@ pub fn gather(dict: &Values, codes: &[u32]) -> Values {
                     _ => 0..0,
                 }
             };
-            let total: usize = codes.iter().map(|&c| span(c).len()).sum();
+            // Each entry's span once, then one copy per code without re-checking offsets.
+            let spans: Vec<(usize, usize)> = (0..d.len() as u32)
+                .map(|c| {
+                    let r = span(c);
+                    (r.start, r.end)
+                })
+                .collect();
+            let at = |c: u32| spans.get(c as usize).copied().unwrap_or((0, 0));
+            let total: usize = codes.iter().map(|&c| at(c).1 - at(c).0).sum();
             let mut out = ByteArrays::with_capacity(codes.len(), total);
             for &c in codes {
-                out.push(&d.data[span(c)]);
+                let (s, e) = at(c);
+                out.data.extend_from_slice(&d.data[s..e]);
+                out.offsets.push(out.data.len());
             }
             Values::Bytes(out)
         }
