@@ -18,6 +18,18 @@ use parquet::file::reader::{ChunkReader, Length};
 
 use crate::error::{Error, Result};
 
+/// Wanted byte ranges closer than this are fetched with one read that includes the gap.
+///
+/// Measured by `bench/io_crossover.py` (64 KiB pages, local virtio disk, see BENCHMARKS.md "I/O
+/// policy"): one read over the gap wins up to a 16 KiB gap and loses from 32 KiB on, both warm
+/// (a system call ≈ copying 16–32 KiB) and cold (the kernel's readahead already covers small
+/// gaps). Dense survivors make neighbouring pages adjacent, so they merge into large reads;
+/// sparse survivors keep their pages apart and only those are read.
+pub const COALESCE_GAP: u64 = 16 << 10;
+
+/// Merged reads at least this large, when several, are issued in parallel on the scan's pool.
+const PARALLEL_READ_BYTES: u64 = 1 << 20;
+
 /// A local file read with positioned reads (`pread`), shared by all row-group workers.
 #[derive(Debug, Clone)]
 pub struct FileSource {
@@ -73,11 +85,23 @@ impl FileSource {
                 _ => merged.push(r),
             }
         }
-        let mut pieces = Vec::with_capacity(merged.len());
-        for r in merged {
-            let data = self.read_range(r.clone())?;
-            pieces.push((r.start, data));
-        }
+        // Independent ranges in parallel when the scan has threads to spare (a cold cache or a
+        // slow device overlaps their latencies); the calling thread's pool sets the limit.
+        let total: u64 = merged.iter().map(|r| r.end - r.start).sum();
+        let pieces =
+            if merged.len() > 1 && total >= PARALLEL_READ_BYTES && rayon::current_num_threads() > 1
+            {
+                use rayon::prelude::*;
+                merged
+                    .par_iter()
+                    .map(|r| Ok((r.start, self.read_range(r.clone())?)))
+                    .collect::<Result<Vec<_>>>()?
+            } else {
+                merged
+                    .iter()
+                    .map(|r| Ok((r.start, self.read_range(r.clone())?)))
+                    .collect::<Result<Vec<_>>>()?
+            };
         Ok(FetchedRanges {
             pieces,
             len: self.len,
@@ -220,5 +244,31 @@ mod tests {
         assert_eq!(fetched.get_bytes(33, 2).unwrap().as_ref(), &[33, 34]);
         assert!(fetched.get_bytes(50, 1).is_err());
         assert!(fetched.get_bytes(88, 5).is_err());
+    }
+
+    /// Large independent ranges are read in parallel inside a multi-threaded pool, sequentially
+    /// outside one; both serve the same bytes.
+    #[test]
+    fn parallel_reads_serve_the_same_bytes() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let data: Vec<u8> = (0..6u32 << 20).map(|i| (i * 31 % 251) as u8).collect();
+        f.write_all(&data).unwrap();
+        let src = FileSource::open(f.path()).unwrap();
+        let ranges = [0..(1 << 20), (2 << 20)..(3 << 20) + 7, (5 << 20)..(6 << 20)];
+        let check = |fetched: &FetchedRanges| {
+            for r in &ranges {
+                let got = fetched
+                    .get_bytes(r.start, (r.end - r.start) as usize)
+                    .unwrap();
+                assert_eq!(got.as_ref(), &data[r.start as usize..r.end as usize]);
+            }
+        };
+        check(&src.read_ranges(&ranges, COALESCE_GAP).unwrap());
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| check(&src.read_ranges(&ranges, COALESCE_GAP).unwrap()));
+        assert_eq!(src.bytes_read(), 2 * ((3 << 20) + 7));
     }
 }

@@ -220,7 +220,7 @@ impl<'a> ColumnChunk<'a> {
                 }
             }
         }
-        let fetched = self.source.read_ranges(&ranges, 0)?;
+        let fetched = self.source.read_ranges(&ranges, crate::io::COALESCE_GAP)?;
         let mut pieces: Vec<(u64, Bytes)> = self.dict_bytes.iter().cloned().collect();
         pieces.extend(fetched.into_pieces());
         let reader = Arc::new(FetchedRanges::from_pieces(pieces, self.source_len()));

@@ -530,7 +530,7 @@ impl<'a> ListChunk<'a> {
                 }
             }
         }
-        let fetched = self.source.read_ranges(&ranges, 0)?;
+        let fetched = self.source.read_ranges(&ranges, crate::io::COALESCE_GAP)?;
         let reader = Arc::new(FetchedRanges::from_pieces(
             fetched.into_pieces(),
             self.source_len(),
