@@ -43,7 +43,7 @@ MARK = "<!-- bench:{suite}:{edge} -->"
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", default="tpch",
-                   help="comma-separated: tpch, selectivity, strings, dictsize, m2, q6, order, rle; or all")
+                   help="comma-separated: tpch, selectivity, strings, dictsize, payload, m2, q6, order, rle; or all")
     p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (tpch, q6, order suites)")
     p.add_argument("--rows", type=int, default=None, help="rows per generated file (other suites)")
     p.add_argument("--threads", default=None,
@@ -557,7 +557,7 @@ def main() -> None:
     print("\n\n".join(sections.values()))
 
 
-SUITES_ORDER = ("tpch", "selectivity", "strings", "dictsize", "m2", "q6", "order", "rle")
+SUITES_ORDER = ("tpch", "selectivity", "strings", "dictsize", "payload", "m2", "q6", "order", "rle")
 
 if __name__ == "__main__":
     main()

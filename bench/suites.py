@@ -182,11 +182,48 @@ def dictsize(data_dir: str, args) -> List[Query]:
     return out
 
 
+# ---- payload skipping (paper 000, E11/E12) -----------------------------------------------------
+
+PAYLOAD_COLUMNS = 12
+PAYLOAD_SELECTIVITIES = [0.00001, 0.0001, 0.001, 0.01, 0.1]
+PAYLOAD_DOMAIN = 10_000_000
+
+
+def payload(data_dir: str, args) -> List[Query]:
+    """A filter column `k` and 12 int64 payload columns, all PLAIN and uncompressed (the paper's
+    setting: skipping saves reading and copying, not decompressing), 1 MiB pages with the page
+    index; `k < bound` at 0.001 % … 10 %, every payload column projected. `uniform`: k is random,
+    so survivors spread over every page; `sorted`: k ascends, so they cluster in a few pages."""
+    rows = args.rows or 1_000_000
+    out = []
+    for layout in ("uniform", "sorted"):
+        path = os.path.join(data_dir, f"payload-{layout}-{rows}.parquet")
+        if not os.path.exists(path):
+            rng = np.random.default_rng(SEED + 7)
+            k = rng.integers(0, PAYLOAD_DOMAIN, rows)
+            if layout == "sorted":
+                k = np.sort(k)
+            cols = {"k": pa.array(k, pa.int64())}
+            for c in range(PAYLOAD_COLUMNS):
+                cols[f"p{c}"] = pa.array(rng.integers(0, 1 << 40, rows), pa.int64())
+            tmp = path + ".tmp"
+            pq.write_table(pa.table(cols), tmp, use_dictionary=False, compression="none",
+                           write_page_index=True, row_group_size=1 << 20)
+            os.replace(tmp, path)
+        names = [f"p{c}" for c in range(PAYLOAD_COLUMNS)]
+        for s in PAYLOAD_SELECTIVITIES:
+            bound = max(1, round(s * PAYLOAD_DOMAIN))
+            out.append(Query(f"{layout} k < {bound} ({s * 100:g}%)", path,
+                             col_cmp("k", "<", bound), names))
+    return out
+
+
 SUITES: Dict[str, Callable[[str, object], List[Query]]] = {
     "tpch": tpch,
     "selectivity": selectivity,
     "strings": strings,
     "dictsize": dictsize,
+    "payload": payload,
     # The selection-pushdown paper's experiments (issue 4), in bench/paper.py.
     "m2": paper.m2,
     "q6": paper.q6,

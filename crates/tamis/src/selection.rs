@@ -392,16 +392,137 @@ impl Bitmap {
         })
     }
 
-    /// Maximal runs of set bits as ranges, ascending.
+    /// Maximal runs of set bits as ranges, ascending; a word at a time (empty and full words
+    /// cost one test each).
     pub fn ranges(&self) -> Vec<Range<usize>> {
         let mut out: Vec<Range<usize>> = Vec::new();
-        for i in self.iter_ones() {
-            match out.last_mut() {
-                Some(r) if r.end == i => r.end = i + 1,
-                _ => out.push(i..i + 1),
+        let mut open: Option<usize> = None;
+        for (wi, &w) in self.words.iter().enumerate() {
+            let base = wi * 64;
+            if w == 0 || w == u64::MAX {
+                match (open, w == u64::MAX) {
+                    (Some(s), false) => {
+                        out.push(s..base);
+                        open = None;
+                    }
+                    (None, true) => open = Some(base),
+                    _ => {}
+                }
+                continue;
+            }
+            let mut bit = 0u32;
+            while bit < 64 {
+                let rest = w >> bit;
+                if open.is_some() {
+                    let ones = rest.trailing_ones();
+                    if ones >= 64 - bit {
+                        break;
+                    }
+                    bit += ones;
+                    out.push(open.take().expect("open run")..base + bit as usize);
+                } else {
+                    if rest == 0 {
+                        break;
+                    }
+                    bit += rest.trailing_zeros();
+                    open = Some(base + bit as usize);
+                }
             }
         }
+        if let Some(s) = open {
+            out.push(s..self.len);
+        }
         out
+    }
+
+    /// Number of maximal runs of set bits (rising edges), a popcount per word.
+    pub fn run_count(&self) -> usize {
+        let mut carry = 0u64;
+        let mut runs = 0usize;
+        for &w in &self.words {
+            runs += (w & !((w << 1) | carry)).count_ones() as usize;
+            carry = w >> 63;
+        }
+        runs
+    }
+}
+
+/// Selected rows of a row group in the representation their density calls for: a bitmap (one
+/// bit per row) when dense, sorted disjoint row ranges (16 bytes each) when sparse — a point
+/// lookup on a sorted column is one range however large the row group. Page planning and page
+/// windows read either form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    Bitmap(Bitmap),
+    Ranges {
+        len: usize,
+        ranges: Vec<Range<usize>>,
+    },
+}
+
+impl Selection {
+    /// Ranges when they take less memory than the bitmap (16 bytes a run vs `len` / 8 bytes).
+    pub fn from_bitmap(bitmap: Bitmap) -> Selection {
+        if bitmap.run_count() * 128 < bitmap.len() {
+            Selection::Ranges {
+                len: bitmap.len(),
+                ranges: bitmap.ranges(),
+            }
+        } else {
+            Selection::Bitmap(bitmap)
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Selection::Bitmap(b) => b.len(),
+            Selection::Ranges { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn count_ones(&self) -> usize {
+        match self {
+            Selection::Bitmap(b) => b.count_ones(),
+            Selection::Ranges { ranges, .. } => ranges.iter().map(|r| r.len()).sum(),
+        }
+    }
+
+    pub fn to_bitmap(&self) -> Bitmap {
+        match self {
+            Selection::Bitmap(b) => b.clone(),
+            Selection::Ranges { len, ranges } => Bitmap::from_ranges(*len, ranges),
+        }
+    }
+
+    /// Whether any row in `start..end` is selected (ranges: a binary search).
+    pub fn any_in(&self, start: usize, end: usize) -> bool {
+        match self {
+            Selection::Bitmap(b) => b.any_in(start, end),
+            Selection::Ranges { ranges, .. } => {
+                let i = ranges.partition_point(|r| r.end <= start);
+                start < end && ranges.get(i).is_some_and(|r| r.start < end)
+            }
+        }
+    }
+
+    /// Rows `start..start + len` as a bitmap of `len` bits (a page's selected rows).
+    pub fn window(&self, start: usize, len: usize) -> Bitmap {
+        match self {
+            Selection::Bitmap(b) => b.window(start, len),
+            Selection::Ranges { ranges, .. } => {
+                let end = start + len;
+                let mut out = Bitmap::new_zeroed(len);
+                let first = ranges.partition_point(|r| r.end <= start);
+                for r in ranges[first..].iter().take_while(|r| r.start < end) {
+                    out.set_range(r.start.max(start) - start, r.end.min(end) - start);
+                }
+                out
+            }
+        }
     }
 }
 
@@ -538,5 +659,63 @@ mod tests {
         let mut c = Bitmap::new_set(200);
         c.clear_range(5, 195);
         assert_eq!(c.ranges(), vec![0..5, 195..200]);
+    }
+
+    /// Ranges, run counts and both selection forms against the bit-at-a-time reference, across
+    /// word edges, empty, full and alternating patterns.
+    #[test]
+    fn selection_forms_agree() {
+        let patterns: Vec<Box<dyn Fn(usize) -> bool>> = vec![
+            Box::new(|_| false),
+            Box::new(|_| true),
+            Box::new(|i| i % 2 == 0),
+            Box::new(|i| (60..200).contains(&i) || i == 300),
+            Box::new(|i| i % 64 == 63 || i % 64 == 0),
+            Box::new(|i| i % 1000 < 3),
+            Box::new(|i| (i * 2654435761) % 97 < 5),
+        ];
+        for len in [0usize, 1, 63, 64, 65, 127, 128, 129, 1000, 5000] {
+            for p in &patterns {
+                let bools: Vec<bool> = (0..len).map(|i| p(i)).collect();
+                let b = Bitmap::from_bools(&bools);
+                let mut want: Vec<Range<usize>> = Vec::new();
+                for (i, &v) in bools.iter().enumerate() {
+                    if v {
+                        match want.last_mut() {
+                            Some(r) if r.end == i => r.end = i + 1,
+                            _ => want.push(i..i + 1),
+                        }
+                    }
+                }
+                assert_eq!(b.ranges(), want, "len {len}");
+                assert_eq!(b.run_count(), want.len(), "len {len}");
+                let sel = Selection::from_bitmap(b.clone());
+                let sparse = want.len() * 128 < len;
+                assert_eq!(matches!(sel, Selection::Ranges { .. }), sparse);
+                assert_eq!(sel.to_bitmap(), b);
+                assert_eq!(sel.count_ones(), b.count_ones());
+                for forced in [
+                    Selection::Bitmap(b.clone()),
+                    Selection::Ranges {
+                        len,
+                        ranges: want.clone(),
+                    },
+                ] {
+                    for (s, n) in [
+                        (0, len),
+                        (0, len / 3),
+                        (len / 3, len - len / 3),
+                        (len / 2, 0),
+                    ] {
+                        assert_eq!(
+                            forced.window(s, n),
+                            b.window(s, n),
+                            "len {len} window {s}+{n}"
+                        );
+                        assert_eq!(forced.any_in(s, s + n), b.any_in(s, s + n));
+                    }
+                }
+            }
+        }
     }
 }

@@ -31,8 +31,25 @@ use crate::io::{FetchedRanges, FileSource};
 use crate::levels;
 use crate::metrics::{add, MetricsCollector};
 use crate::schema::LeafColumn;
-use crate::selection::Bitmap;
+use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
+
+/// Rows a page must be loaded for: a filter's alive bitmap or the final [`Selection`].
+pub trait RowSet {
+    fn any_in(&self, start: usize, end: usize) -> bool;
+}
+
+impl RowSet for Bitmap {
+    fn any_in(&self, start: usize, end: usize) -> bool {
+        Bitmap::any_in(self, start, end)
+    }
+}
+
+impl RowSet for Selection {
+    fn any_in(&self, start: usize, end: usize) -> bool {
+        Selection::any_in(self, start, end)
+    }
+}
 
 /// One data page of a flat column: decompressed, levels decoded, values still encoded.
 #[derive(Debug, Clone)]
@@ -160,12 +177,12 @@ impl<'a> ColumnChunk<'a> {
     }
 
     /// Makes sure every page holding a row set in `needed` is loaded.
-    pub fn ensure(&mut self, needed: &Bitmap, metrics: &MetricsCollector) -> Result<()> {
+    pub fn ensure(&mut self, needed: &impl RowSet, metrics: &MetricsCollector) -> Result<()> {
         self.ensure_inner(needed, metrics)
             .map_err(|e| self.context(e))
     }
 
-    fn ensure_inner(&mut self, needed: &Bitmap, metrics: &MetricsCollector) -> Result<()> {
+    fn ensure_inner(&mut self, needed: &impl RowSet, metrics: &MetricsCollector) -> Result<()> {
         if self.offset_index.is_some() {
             self.ensure_indexed(needed, metrics)
         } else {
@@ -181,7 +198,7 @@ impl<'a> ColumnChunk<'a> {
         source_len(self.source)
     }
 
-    fn ensure_indexed(&mut self, needed: &Bitmap, metrics: &MetricsCollector) -> Result<()> {
+    fn ensure_indexed(&mut self, needed: &impl RowSet, metrics: &MetricsCollector) -> Result<()> {
         let oi = self.offset_index.expect("indexed mode");
         let locs = oi.page_locations();
         let layout = self.page_layout().unwrap_or_default();
@@ -250,7 +267,11 @@ impl<'a> ColumnChunk<'a> {
         Ok(())
     }
 
-    fn ensure_sequential(&mut self, needed: &Bitmap, metrics: &MetricsCollector) -> Result<()> {
+    fn ensure_sequential(
+        &mut self,
+        needed: &impl RowSet,
+        metrics: &MetricsCollector,
+    ) -> Result<()> {
         if let Some(layout) = &self.layout {
             let missing = layout
                 .iter()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::encoding;
 use crate::error::{Error, Result};
 use crate::metrics::{add, MetricsCollector};
-use crate::selection::Bitmap;
+use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
 
 use parquet::basic::Encoding;
@@ -22,7 +22,7 @@ pub struct Projected {
 /// Decodes the rows set in `selection` (pages without a selected row are never read).
 pub fn project(
     chunk: &mut ColumnChunk<'_>,
-    selection: &Bitmap,
+    selection: &Selection,
     metrics: &MetricsCollector,
 ) -> Result<Projected> {
     chunk.ensure(selection, metrics)?;

@@ -25,7 +25,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Predicate;
 use crate::metrics::{add, add_elapsed, MetricsCollector};
 use crate::prune;
-use crate::selection::Bitmap;
+use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
 
 use super::fallback;
@@ -184,6 +184,8 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
 
     // ── payload ──────────────────────────────────────────────────────────────────────────────
     let t = Instant::now();
+    // Page planning and page windows read the survivors as ranges when they are sparse.
+    let survivors = Selection::from_bitmap(selection.clone());
     let fields = file.schema().fields();
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(job.projection.len());
     for &root in job.projection {
@@ -194,13 +196,13 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 let c = leaf.index;
                 let is_filter = filter_columns.contains(&c);
                 let ch = chunks.entry(c).or_insert_with(|| chunk(c));
-                let projected = project(ch, &selection, m)?;
+                let projected = project(ch, &survivors, m)?;
                 if !is_filter {
                     if let Some(layout) = ch.page_layout() {
                         add(&m.pages_total, layout.len() as u64);
                         let skipped = layout
                             .iter()
-                            .filter(|(s, n)| !selection.any_in(*s, s + n))
+                            .filter(|(s, n)| !survivors.any_in(*s, s + n))
                             .count();
                         add(&m.pages_skipped_payload, skipped as u64);
                     }
