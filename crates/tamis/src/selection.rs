@@ -676,7 +676,7 @@ mod tests {
         ];
         for len in [0usize, 1, 63, 64, 65, 127, 128, 129, 1000, 5000] {
             for p in &patterns {
-                let bools: Vec<bool> = (0..len).map(|i| p(i)).collect();
+                let bools: Vec<bool> = (0..len).map(p).collect();
                 let b = Bitmap::from_bools(&bools);
                 let mut want: Vec<Range<usize>> = Vec::new();
                 for (i, &v) in bools.iter().enumerate() {
