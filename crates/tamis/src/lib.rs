@@ -31,4 +31,4 @@ pub mod values;
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::{FilterStep, ScanMetrics};
 pub use scan::order::FilterOrder;
-pub use scan::{Canceller, Scan, ScanStream};
+pub use scan::{Canceller, Pruning, Scan, ScanStream};
