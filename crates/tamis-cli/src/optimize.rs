@@ -201,7 +201,8 @@ fn summary(out: &mut impl Write, r: &OptimizeReport) -> std::io::Result<()> {
         writeln!(
             out,
             "bloom: bytes written (× the formula's size for the measured distinct values; \
-             bitsets are powers of two); expected: fpp predicted for the bitsets written"
+             bitsets are powers of two)\nexpected: worst row group's fpp predicted for the \
+             bitsets written (Poisson block loads)"
         )?;
     }
     Ok(())
