@@ -43,7 +43,7 @@ MARK = "<!-- bench:{suite}:{edge} -->"
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", default="tpch",
-                   help="comma-separated: tpch, selectivity, strings, dictsize, payload, m2, q6, order, rle; or all")
+                   help="comma-separated: tpch, selectivity, strings, dictsize, payload, m2, q6, order, rle, lookup; or all")
     p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (tpch, q6, order suites)")
     p.add_argument("--rows", type=int, default=None, help="rows per generated file (other suites)")
     p.add_argument("--threads", default=None,
@@ -275,7 +275,7 @@ def explain_params(tamis) -> set:
 # Suites reproducing the paper (issue 4): single thread and warm cache unless asked otherwise, as
 # in the paper (single thread, data preloaded); their tables also give tamis / DuckDB.
 PAPER_SUITES = ("m2", "q6", "order", "rle")
-SF_SUITES = ("tpch", "q6", "order")  # sized by --sf (TPC-H), the others by --rows
+SF_SUITES = ("tpch", "q6", "order", "lookup")  # sized by --sf (TPC-H), the others by --rows
 
 
 def suite_default(suite: str, what: str) -> str:
@@ -544,6 +544,10 @@ def main() -> None:
     engines = args.engines.split(",")
     desc = machine()
     sections = report(results, suites, engines, args, desc)
+    if "lookup" in suites:
+        import lookup
+
+        sections["lookup"] += "\n" + lookup.paper_report(args.data_dir, args)
     tag = "smoke" if args.smoke else "-".join(suites)
     with open(os.path.join(args.results_dir, f"{tag}.json"), "w") as f:
         json.dump({"machine": desc, "results": results}, f, indent=1)
@@ -557,7 +561,7 @@ def main() -> None:
     print("\n\n".join(sections.values()))
 
 
-SUITES_ORDER = ("tpch", "selectivity", "strings", "dictsize", "payload", "m2", "q6", "order", "rle")
+SUITES_ORDER = ("tpch", "selectivity", "strings", "dictsize", "payload", "m2", "q6", "order", "rle", "lookup")
 
 if __name__ == "__main__":
     main()

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import lookup
 import paper
 from engines import Query
 from pred import between, col_cmp, like
@@ -229,4 +230,7 @@ SUITES: Dict[str, Callable[[str, object], List[Query]]] = {
     "q6": paper.q6,
     "order": paper.order,
     "rle": paper.rle,
+    # Paper 002 (issue 6): TPC-H point lookups here; the page-index / Bloom experiment is
+    # lookup.paper_report, run by run.py's main process.
+    "lookup": lookup.tpch_queries,
 }

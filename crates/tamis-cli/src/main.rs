@@ -3,6 +3,7 @@
 mod explain;
 mod gen;
 mod inspect;
+mod optimize;
 mod output;
 mod progress;
 mod query;
@@ -109,6 +110,8 @@ enum Command {
     Explain(ExplainArgs),
     /// Print a Parquet file's schema, row groups, column chunks and indexes.
     Inspect(InspectArgs),
+    /// Rewrite Parquet files for pushdown: page index, sized Bloom filters, sort order, page size.
+    Optimize(optimize::OptimizeArgs),
     /// Generate benchmark data.
     #[command(subcommand)]
     Gen(GenCommand),
@@ -214,6 +217,7 @@ fn main() -> ExitCode {
         Command::Query(args) => query::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Inspect(args) => inspect::run(&args.file),
+        Command::Optimize(args) => optimize::run(&args),
         Command::Gen(GenCommand::Tpch(args)) => gen::run(&args),
     };
     match result {

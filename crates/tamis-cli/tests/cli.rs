@@ -370,3 +370,128 @@ fn gen_writes_all_tables_by_default() {
     ]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+/// All rows of a file, each formatted as one line, sorted: a multiset to compare files by.
+fn row_multiset(path: &Path) -> Vec<String> {
+    let file = File::open(path).expect("open parquet");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("parquet metadata")
+        .build()
+        .expect("parquet reader");
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.expect("batch");
+        let columns: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| {
+                arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
+                    .unwrap()
+            })
+            .collect();
+        for i in 0..batch.num_rows() {
+            let cells: Vec<String> = columns.iter().map(|f| f.value(i).to_string()).collect();
+            rows.push(cells.join("|"));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+#[test]
+fn optimize_sorts_adds_filters_and_reports() {
+    let (dir, file) = lineitem_dir();
+    let out = dir.path().join("opt.parquet");
+    let o = ok(tamis(&[
+        "optimize",
+        s(&file),
+        "--output",
+        s(&out),
+        "--sort-by",
+        "l_suppkey,l_partkey",
+        "--bloom-filter",
+        "l_partkey:0.001",
+        "--bloom-filter",
+        "auto",
+        "--page-rows",
+        "500",
+        "--row-group-rows",
+        "2500",
+        "--compression",
+        "zstd",
+        "--memory-limit",
+        "64K",
+    ]));
+    let text = stdout(&o);
+    assert!(text.contains("sorted by l_suppkey, l_partkey"), "{text}");
+    assert!(
+        text.contains("l_partkey") && text.contains("requested"),
+        "{text}"
+    );
+    // auto explains every other column, e.g. the boolean-free comment column and the dates.
+    assert!(text.contains("l_shipdate"), "{text}");
+    assert!(text.contains("ZSTD"), "{text}");
+    assert_eq!(row_multiset(&out), row_multiset(&file));
+    // Sorted: l_suppkey is non-decreasing.
+    let csv = stdout(&ok(tamis(&[
+        "query",
+        s(&out),
+        "--select",
+        "l_suppkey",
+        "--format",
+        "csv",
+    ])));
+    let keys: Vec<i64> = csv.lines().skip(1).map(|l| l.parse().unwrap()).collect();
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+    // The JSON report, and the filter pruning an absent key.
+    let out2 = dir.path().join("opt2.parquet");
+    let o = ok(tamis(&[
+        "optimize",
+        s(&file),
+        "-o",
+        s(&out2),
+        "--bloom-filter",
+        "l_partkey:0.01",
+        "--json",
+    ]));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
+    let col = report["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "l_partkey")
+        .unwrap();
+    assert!(col["bloom"]["bytes"].as_u64().unwrap() > 0, "{col}");
+    assert!(col["page_index_bytes"].as_u64().unwrap() > 0, "{col}");
+    let m = explain_json(&[s(&out2), "--where", "l_partkey = -5"]);
+    assert_eq!(m["rows_selected"].as_u64(), Some(0), "{m}");
+}
+
+#[test]
+fn optimize_errors_leave_no_output() {
+    let (dir, file) = lineitem_dir();
+    let out = dir.path().join("never.parquet");
+    let junk = dir.path().join("junk.parquet");
+    std::fs::write(&junk, b"not parquet").unwrap();
+    for (args, needle) in [
+        (vec!["--sort-by", "nope"], "nope"),
+        (vec!["--bloom-filter", "l_partkey:0"], "l_partkey:0"),
+        (vec!["--bloom-filter", "l_partkey:1"], "l_partkey:1"),
+        (vec!["--bloom-filter", "ghost:0.1"], "ghost"),
+        (vec![s(&junk)], "junk.parquet"),
+    ] {
+        let mut all = vec!["optimize", s(&file), "--output", s(&out)];
+        all.extend(args);
+        let o = tamis(&all);
+        assert_eq!(o.status.code(), Some(1), "{all:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.starts_with("error: ") && err.contains(needle), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!out.exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "left behind: {names:?}");
+    }
+}

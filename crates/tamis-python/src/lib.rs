@@ -64,6 +64,27 @@ struct Request {
     batch_size: Option<usize>,
     /// `"auto"` or `"written"`.
     filter_order: Option<String>,
+    /// Structures not to prune with: `statistics`, `bloom_filters`, `page_index`.
+    disable_pruning: Option<Vec<String>>,
+}
+
+/// [`tamis::Pruning`] with the named structures switched off.
+fn pruning(disabled: &[String]) -> tamis::Result<tamis::Pruning> {
+    let mut p = tamis::Pruning::default();
+    for name in disabled {
+        match name.as_str() {
+            "statistics" => p.statistics = false,
+            "bloom_filters" => p.bloom_filters = false,
+            "page_index" => p.page_index = false,
+            other => {
+                return Err(Error::invalid(format!(
+                    "disable_pruning: unknown structure '{other}' \
+                     (statistics, bloom_filters, page_index)"
+                )))
+            }
+        }
+    }
+    Ok(p)
 }
 
 impl Request {
@@ -89,6 +110,9 @@ impl Request {
         }
         if let Some(order) = &self.filter_order {
             scan = scan.filter_order(order.parse::<FilterOrder>()?);
+        }
+        if let Some(disabled) = &self.disable_pruning {
+            scan = scan.pruning(pruning(disabled)?);
         }
         scan.limit(self.limit).batches()
     }
@@ -208,6 +232,7 @@ fn request(
     limit: Option<usize>,
     batch_size: Option<usize>,
     filter_order: Option<String>,
+    disable_pruning: Option<Vec<String>>,
 ) -> Request {
     Request {
         path,
@@ -217,12 +242,13 @@ fn request(
         limit,
         batch_size,
         filter_order,
+        disable_pruning,
     }
 }
 
 /// Scans to the end and returns the batches as one stream (the Python side makes a Table).
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None, disable_pruning=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn scan_all(
     py: Python<'_>,
@@ -233,6 +259,7 @@ fn scan_all(
     limit: Option<usize>,
     batch_size: Option<usize>,
     filter_order: Option<String>,
+    disable_pruning: Option<Vec<String>>,
 ) -> PyResult<ArrowStream> {
     let req = request(
         path,
@@ -242,6 +269,7 @@ fn scan_all(
         limit,
         batch_size,
         filter_order,
+        disable_pruning,
     );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
@@ -253,7 +281,7 @@ fn scan_all(
 
 /// Starts a scan and returns it as a lazy stream; batches are produced as the consumer pulls.
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None, disable_pruning=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn scan_stream(
     py: Python<'_>,
@@ -264,6 +292,7 @@ fn scan_stream(
     limit: Option<usize>,
     batch_size: Option<usize>,
     filter_order: Option<String>,
+    disable_pruning: Option<Vec<String>>,
 ) -> PyResult<ArrowStream> {
     let req = request(
         path,
@@ -273,6 +302,7 @@ fn scan_stream(
         limit,
         batch_size,
         filter_order,
+        disable_pruning,
     );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
@@ -282,7 +312,8 @@ fn scan_stream(
 /// Runs the scan, discards the rows and returns the metrics as JSON: the same object as
 /// `tamis explain --json`.
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, filter_order=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, filter_order=None, disable_pruning=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn explain_json(
     py: Python<'_>,
     path: String,
@@ -291,8 +322,18 @@ fn explain_json(
     threads: Option<usize>,
     limit: Option<usize>,
     filter_order: Option<String>,
+    disable_pruning: Option<Vec<String>>,
 ) -> PyResult<String> {
-    let req = request(path, filter, columns, threads, limit, None, filter_order);
+    let req = request(
+        path,
+        filter,
+        columns,
+        threads,
+        limit,
+        None,
+        filter_order,
+        disable_pruning,
+    );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let metrics = drive(py, stream, drop)?;
     let mut value = serde_json::to_value(&metrics).map_err(|e| {
@@ -307,6 +348,58 @@ fn explain_json(
     Ok(value.to_string())
 }
 
+/// Runs `tamis::optimize::optimize` without the GIL; returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (inputs, output, sort_by=None, bloom_filters=None, page_rows=None, page_bytes=None, row_group_rows=None, compression=None, dictionary=true, memory_limit=None, temp_dir=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
+fn optimize_json(
+    py: Python<'_>,
+    inputs: Vec<String>,
+    output: String,
+    sort_by: Option<Vec<String>>,
+    bloom_filters: Option<Vec<String>>,
+    page_rows: Option<usize>,
+    page_bytes: Option<usize>,
+    row_group_rows: Option<usize>,
+    compression: Option<String>,
+    dictionary: bool,
+    memory_limit: Option<usize>,
+    temp_dir: Option<String>,
+) -> PyResult<String> {
+    use tamis::optimize::{self, BloomRequest, OptimizeOptions};
+    let run = || -> tamis::Result<String> {
+        let d = OptimizeOptions::default();
+        let options = OptimizeOptions {
+            sort_by: sort_by.unwrap_or_default(),
+            bloom_filters: bloom_filters
+                .unwrap_or_default()
+                .iter()
+                .map(|b| BloomRequest::parse(b))
+                .collect::<tamis::Result<_>>()?,
+            page_rows: page_rows.unwrap_or(d.page_rows),
+            page_bytes: page_bytes.unwrap_or(d.page_bytes),
+            row_group_rows: row_group_rows.unwrap_or(d.row_group_rows),
+            compression: compression
+                .as_deref()
+                .map(optimize::parse_compression)
+                .transpose()?,
+            dictionary,
+            memory_limit: memory_limit.unwrap_or(d.memory_limit),
+            temp_dir: temp_dir.map(Into::into),
+        };
+        let inputs: Vec<std::path::PathBuf> = inputs.iter().map(Into::into).collect();
+        let report = optimize::optimize(
+            &inputs,
+            std::path::Path::new(&output),
+            &options,
+            &mut |_, _, _| {},
+        )?;
+        serde_json::to_string(&report)
+            .map_err(|e| Error::internal(format!("cannot serialize the report: {e}")))
+    };
+    py.detach(run).map_err(|e| to_py_err(py, e))
+}
+
 #[pymodule]
 fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -314,5 +407,6 @@ fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_all, m)?)?;
     m.add_function(wrap_pyfunction!(scan_stream, m)?)?;
     m.add_function(wrap_pyfunction!(explain_json, m)?)?;
+    m.add_function(wrap_pyfunction!(optimize_json, m)?)?;
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! scan/      the sequencer: row groups in parallel, batches streamed in file order;
 //!            filter ordering by the cost model, OR/NOT by De Morgan (scan/order.rs)
 //! arrow.rs   survivors → Arrow arrays
+//! optimize/  rewrite files for pushdown: page index, sized Bloom filters, sort order
 //! ```
 //!
 //! Start with [`Scan`].
@@ -20,6 +21,7 @@ pub mod io;
 pub mod kernels;
 pub mod levels;
 pub mod metrics;
+pub mod optimize;
 pub mod prune;
 pub mod scan;
 pub mod schema;
@@ -30,4 +32,4 @@ pub use column::adapt::Evaluation;
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::{FilterStep, ScanMetrics};
 pub use scan::order::FilterOrder;
-pub use scan::{Canceller, Scan, ScanStream};
+pub use scan::{Canceller, Pruning, Scan, ScanStream};

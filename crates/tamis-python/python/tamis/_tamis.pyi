@@ -17,6 +17,7 @@ def scan_all(
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
     filter_order: Optional[str] = None,
+    disable_pruning: Optional[List[str]] = None,
 ) -> ArrowStream: ...
 def scan_stream(
     path: str,
@@ -26,6 +27,7 @@ def scan_stream(
     limit: Optional[int] = None,
     batch_size: Optional[int] = None,
     filter_order: Optional[str] = None,
+    disable_pruning: Optional[List[str]] = None,
 ) -> ArrowStream: ...
 def explain_json(
     path: str,
@@ -34,4 +36,18 @@ def explain_json(
     threads: Optional[int] = None,
     limit: Optional[int] = None,
     filter_order: Optional[str] = None,
+    disable_pruning: Optional[List[str]] = None,
+) -> str: ...
+def optimize_json(
+    inputs: List[str],
+    output: str,
+    sort_by: Optional[List[str]] = None,
+    bloom_filters: Optional[List[str]] = None,
+    page_rows: Optional[int] = None,
+    page_bytes: Optional[int] = None,
+    row_group_rows: Optional[int] = None,
+    compression: Optional[str] = None,
+    dictionary: bool = True,
+    memory_limit: Optional[int] = None,
+    temp_dir: Optional[str] = None,
 ) -> str: ...

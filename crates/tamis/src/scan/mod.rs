@@ -52,7 +52,32 @@ pub struct Scan {
     batch_size: usize,
     filter_order: FilterOrder,
     evaluation: Evaluation,
+    pruning: Pruning,
     metrics: Arc<MetricsCollector>,
+}
+
+/// Which file structures a scan may prune with (all by default). Turning one off makes the scan
+/// behave as if the files did not have it — for experiments that measure what each one buys;
+/// results never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pruning {
+    /// Row-group min/max/null-count statistics.
+    pub statistics: bool,
+    /// Split-block Bloom filters.
+    pub bloom_filters: bool,
+    /// The page index: ColumnIndex (page min/max) and OffsetIndex (page locations, which also
+    /// let payload columns fetch only the pages holding selected rows).
+    pub page_index: bool,
+}
+
+impl Default for Pruning {
+    fn default() -> Self {
+        Pruning {
+            statistics: true,
+            bloom_filters: true,
+            page_index: true,
+        }
+    }
 }
 
 impl Scan {
@@ -87,6 +112,7 @@ impl Scan {
             batch_size: 8192,
             filter_order: FilterOrder::Auto,
             evaluation: Evaluation::Auto,
+            pruning: Pruning::default(),
             metrics,
         })
     }
@@ -164,6 +190,12 @@ impl Scan {
         self
     }
 
+    /// Which structures may be used for pruning (default: all); see [`Pruning`].
+    pub fn pruning(mut self, pruning: Pruning) -> Scan {
+        self.pruning = pruning;
+        self
+    }
+
     /// The schema of the output batches.
     pub fn schema(&self) -> SchemaRef {
         Arc::new(
@@ -208,6 +240,7 @@ impl Scan {
                 schema: schema.clone(),
                 metrics: self.metrics,
                 planner: Planner::new(self.filter_order).with_evaluation(self.evaluation),
+                pruning: self.pruning,
                 done: AtomicUsize::new(0),
                 cancelled: AtomicBool::new(false),
             }),
@@ -265,6 +298,7 @@ struct Shared {
     schema: SchemaRef,
     metrics: Arc<MetricsCollector>,
     planner: Planner,
+    pruning: Pruning,
     done: AtomicUsize,
     cancelled: AtomicBool,
 }
@@ -339,6 +373,7 @@ impl ScanStream {
                     metrics: &shared.metrics,
                     planner: &shared.planner,
                     ordinal,
+                    pruning: shared.pruning,
                 };
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))

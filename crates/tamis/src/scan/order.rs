@@ -940,6 +940,7 @@ mod tests {
                 metrics: &metrics,
                 planner,
                 ordinal: rg,
+                pruning: Default::default(),
             };
             let rows = scan_row_group(&job).unwrap().map_or(0, |b| b.num_rows());
             let order: Vec<String> = planner

@@ -31,6 +31,7 @@ use crate::values::Values;
 use super::fallback;
 use super::file::OpenedFile;
 use super::order::{and_filters, or_filters, Estimates, Filter, FilterKind, Planner};
+use super::Pruning;
 
 /// What a row group task needs besides its file.
 pub struct RowGroupJob<'a> {
@@ -45,6 +46,8 @@ pub struct RowGroupJob<'a> {
     pub planner: &'a Planner,
     /// Position of this row group in the scan (file order), for the report.
     pub ordinal: usize,
+    /// Which pruning structures may be used.
+    pub pruning: Pruning,
 }
 
 /// Runs the row group; returns the selected rows of the projected columns.
@@ -60,7 +63,10 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     add(&m.row_groups_total, 1);
     add(&m.rows_total, rows as u64);
     let leaves = &file.leaves;
-    let page_index = file.metadata.page_index();
+    let page_index = file
+        .metadata
+        .page_index()
+        .filter(|_| job.pruning.page_index);
     let offset_index = |c: usize| page_index.and_then(|p| p.offset_index(job.rg, c));
     let column_index = |c: usize| page_index.and_then(|p| p.column_index(job.rg, c));
     let mut chunks: HashMap<usize, ColumnChunk<'_>> = HashMap::new();
@@ -86,14 +92,21 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     let predicate = match job.predicate {
         None => Predicate::True,
         Some(p) => {
-            let p =
-                prune::row_group::statistics_verdict_with_orders(p, leaves, rg_meta, column_orders);
+            let p = if job.pruning.statistics {
+                prune::row_group::statistics_verdict_with_orders(p, leaves, rg_meta, column_orders)
+            } else {
+                p.clone()
+            };
             if p == Predicate::False {
                 add(&m.row_groups_pruned_statistics, 1);
                 add_elapsed(&m.time_prune_ns, t);
                 return Ok(None);
             }
-            let p = prune::bloom::bloom_verdict(&p, leaves, rg_meta, &file.source)?;
+            let p = if job.pruning.bloom_filters {
+                prune::bloom::bloom_verdict(&p, leaves, rg_meta, &file.source)?
+            } else {
+                p
+            };
             if p == Predicate::False {
                 add(&m.row_groups_pruned_bloom, 1);
                 add_elapsed(&m.time_prune_ns, t);
