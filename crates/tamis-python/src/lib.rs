@@ -224,6 +224,7 @@ impl ArrowStream {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python functions
 fn request(
     path: String,
     filter: Option<String>,
