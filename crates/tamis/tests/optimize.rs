@@ -522,10 +522,10 @@ fn check_filters(out: &Path, data: &RecordBatch, report: &OptimizeReport) {
             assert_eq!(got2, expect, "{sql}: rows, Bloom only");
             let is_nan = lit.contains("NaN");
             let probe_bytes: Vec<Vec<u8>> = match (name, lit.parse::<f64>()) {
-                ("f32", Ok(v)) if v == 0.0 => {
+                ("f32", Ok(v)) if v.abs() == 0.0 => {
                     vec![0f32.to_le_bytes().to_vec(), (-0f32).to_le_bytes().to_vec()]
                 }
-                ("f64", Ok(v)) if v == 0.0 => {
+                ("f64", Ok(v)) if v.abs() == 0.0 => {
                     vec![0f64.to_le_bytes().to_vec(), (-0f64).to_le_bytes().to_vec()]
                 }
                 ("f32", Ok(v)) if (v as f32) as f64 == v => vec![(v as f32).to_le_bytes().to_vec()],

@@ -280,7 +280,7 @@ impl ColumnMeter {
             .converter
             .convert_columns(std::slice::from_ref(array))?;
         for i in 0..array.len() {
-            if (start_row + i) % rows_per_page == 0 {
+            if (start_row + i).is_multiple_of(rows_per_page) {
                 self.close_page();
             }
             if array.is_null(i) {
