@@ -224,7 +224,7 @@ impl ArrowStream {
     }
 }
 
-#[allow(clippy::too_many_arguments)] // one per keyword of the Python functions
+#[allow(clippy::too_many_arguments)] // one per field of the request
 fn request(
     path: String,
     filter: Option<String>,
