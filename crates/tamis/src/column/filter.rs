@@ -102,21 +102,23 @@ fn evaluate_page(
 ) -> Result<Bitmap> {
     let alive_count = alive.count_ones();
     let n = frame.non_null;
-    let strategy = if alive_count == n || !has_selected_path(frame) {
-        PageStrategy::Whole
-    } else {
+    // Only a partly alive page of an encoding with a selected path has a choice to make.
+    let choice = alive_count < n && has_selected_path(frame);
+    let strategy = if choice {
         cx.adaptive.choose(cx.key, n, alive_count)
+    } else {
+        PageStrategy::Whole
     };
     let start = Instant::now();
     let out = match strategy {
         PageStrategy::Whole => evaluate_whole(chunk, frame, leaves, cx)?,
         PageStrategy::Selected => evaluate_selected(chunk, frame, leaves, alive, cx)?,
     };
-    if alive_count < n && has_selected_path(frame) {
+    if choice {
         cx.adaptive.record(cx.key, strategy, n, alive_count, start);
-    }
-    if strategy == PageStrategy::Whole && alive_count < n {
-        add(&cx.metrics.pages_evaluated_whole, 1);
+        if strategy == PageStrategy::Whole {
+            add(&cx.metrics.pages_evaluated_whole, 1);
+        }
     }
     Ok(out)
 }
