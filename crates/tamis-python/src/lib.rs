@@ -16,7 +16,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use tamis::{Error, ErrorKind, FilterOrder, Scan, ScanMetrics, ScanStream};
+use tamis::{Error, ErrorKind, Evaluation, FilterOrder, Scan, ScanMetrics, ScanStream};
 
 /// Page buffers are large and short-lived: mimalloc reuses them where glibc malloc unmaps and
 /// re-faults them on every page.
@@ -66,6 +66,8 @@ struct Request {
     filter_order: Option<String>,
     /// Structures not to prune with: `statistics`, `bloom_filters`, `page_index`.
     disable_pruning: Option<Vec<String>>,
+    /// `"auto"`, `"selected"` or `"whole"`.
+    evaluation: Option<String>,
 }
 
 /// [`tamis::Pruning`] with the named structures switched off.
@@ -113,6 +115,9 @@ impl Request {
         }
         if let Some(disabled) = &self.disable_pruning {
             scan = scan.pruning(pruning(disabled)?);
+        }
+        if let Some(evaluation) = &self.evaluation {
+            scan = scan.evaluation(evaluation.parse::<Evaluation>()?);
         }
         scan.limit(self.limit).batches()
     }
@@ -234,6 +239,7 @@ fn request(
     batch_size: Option<usize>,
     filter_order: Option<String>,
     disable_pruning: Option<Vec<String>>,
+    evaluation: Option<String>,
 ) -> Request {
     Request {
         path,
@@ -244,12 +250,13 @@ fn request(
         batch_size,
         filter_order,
         disable_pruning,
+        evaluation,
     }
 }
 
 /// Scans to the end and returns the batches as one stream (the Python side makes a Table).
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None, disable_pruning=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None, disable_pruning=None, evaluation=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn scan_all(
     py: Python<'_>,
@@ -261,6 +268,7 @@ fn scan_all(
     batch_size: Option<usize>,
     filter_order: Option<String>,
     disable_pruning: Option<Vec<String>>,
+    evaluation: Option<String>,
 ) -> PyResult<ArrowStream> {
     let req = request(
         path,
@@ -271,6 +279,7 @@ fn scan_all(
         batch_size,
         filter_order,
         disable_pruning,
+        evaluation,
     );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
@@ -282,7 +291,7 @@ fn scan_all(
 
 /// Starts a scan and returns it as a lazy stream; batches are produced as the consumer pulls.
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None, disable_pruning=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None, disable_pruning=None, evaluation=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn scan_stream(
     py: Python<'_>,
@@ -294,6 +303,7 @@ fn scan_stream(
     batch_size: Option<usize>,
     filter_order: Option<String>,
     disable_pruning: Option<Vec<String>>,
+    evaluation: Option<String>,
 ) -> PyResult<ArrowStream> {
     let req = request(
         path,
@@ -304,6 +314,7 @@ fn scan_stream(
         batch_size,
         filter_order,
         disable_pruning,
+        evaluation,
     );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
@@ -313,7 +324,7 @@ fn scan_stream(
 /// Runs the scan, discards the rows and returns the metrics as JSON: the same object as
 /// `tamis explain --json`.
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, filter_order=None, disable_pruning=None))]
+#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, filter_order=None, disable_pruning=None, evaluation=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn explain_json(
     py: Python<'_>,
@@ -324,6 +335,7 @@ fn explain_json(
     limit: Option<usize>,
     filter_order: Option<String>,
     disable_pruning: Option<Vec<String>>,
+    evaluation: Option<String>,
 ) -> PyResult<String> {
     let req = request(
         path,
@@ -334,6 +346,7 @@ fn explain_json(
         None,
         filter_order,
         disable_pruning,
+        evaluation,
     );
     let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
     let metrics = drive(py, stream, drop)?;

@@ -307,3 +307,22 @@ def test_filter_order_changes_nothing_but_the_order(data):
         assert s["bit_width"] >= 0
     with pytest.raises(ValueError, match="auto or written"):
         tamis.scan(path, where=where, filter_order="fastest")
+
+
+def test_evaluation_changes_nothing_but_the_work(data):
+    path, table = data
+    where = "bucket < 50 AND status <> 'open' AND (amount > 40 OR name IS NULL)"
+    want = pc.and_kleene(
+        pc.and_kleene(pc.less(table["bucket"], 50), pc.not_equal(table["status"], "open")),
+        pc.or_kleene(pc.greater(table["amount"], Decimal(40)), pc.is_null(table["name"])),
+    )
+    expected = table.filter(want)
+    for evaluation in ("auto", "selected", "whole"):
+        assert_same(tamis.scan(path, where=where, evaluation=evaluation), expected)
+    whole = tamis.explain(path, where=where, evaluation="whole")
+    selected = tamis.explain(path, where=where, evaluation="selected")
+    # Whole pages are tested in place; selection pushdown decodes only the alive values.
+    assert whole["values_in_place"] > selected["values_in_place"]
+    assert selected["pages_evaluated_whole"] == 0
+    with pytest.raises(ValueError, match="auto, selected or whole"):
+        tamis.scan(path, where=where, evaluation="fastest")

@@ -59,6 +59,7 @@ def scan(
     limit: Optional[int] = None,
     filter_order: str = "auto",
     disable_pruning: Optional[Sequence[str]] = None,
+    evaluation: str = "auto",
 ) -> pa.Table:
     """Scan Parquet data and return the matching rows as a :class:`pyarrow.Table`.
 
@@ -73,6 +74,9 @@ def scan(
         disable_pruning: structures not to prune with, as if the files lacked them: any of
             ``"statistics"``, ``"bloom_filters"``, ``"page_index"`` (for experiments; the rows
             are the same).
+        evaluation: how filters evaluate pages whose rows are partly alive: ``"auto"`` (the
+            cheaper by measured cost), ``"selected"`` (always selection pushdown) or
+            ``"whole"`` (always the whole page, in place or decode-then-filter). Same rows.
 
     Raises:
         InvalidArgumentError: unknown column or bad predicate (a ``ValueError``).
@@ -83,7 +87,7 @@ def scan(
     """
     stream = _tamis.scan_all(
         os.fspath(path), where, _columns(columns), threads, limit, None, filter_order,
-        _names(disable_pruning),
+        _names(disable_pruning), evaluation,
     )
     return pa.RecordBatchReader.from_stream(stream).read_all()
 
@@ -97,6 +101,7 @@ def scan_batches(
     batch_size: Optional[int] = None,
     filter_order: str = "auto",
     disable_pruning: Optional[Sequence[str]] = None,
+    evaluation: str = "auto",
 ) -> pa.RecordBatchReader:
     """Start a scan and return its batches as a :class:`pyarrow.RecordBatchReader`.
 
@@ -110,7 +115,7 @@ def scan_batches(
     """
     stream = _tamis.scan_stream(
         os.fspath(path), where, _columns(columns), threads, limit, batch_size, filter_order,
-        _names(disable_pruning),
+        _names(disable_pruning), evaluation,
     )
     return pa.RecordBatchReader.from_stream(stream)
 
@@ -123,6 +128,7 @@ def explain(
     limit: Optional[int] = None,
     filter_order: str = "auto",
     disable_pruning: Optional[Sequence[str]] = None,
+    evaluation: str = "auto",
 ) -> Dict[str, Any]:
     """Run the scan, discard the rows, and return the pruning funnel and costs.
 
@@ -134,7 +140,7 @@ def explain(
     """
     text = _tamis.explain_json(
         os.fspath(path), where, _columns(columns), threads, limit, filter_order,
-        _names(disable_pruning),
+        _names(disable_pruning), evaluation,
     )
     return json.loads(text)
 

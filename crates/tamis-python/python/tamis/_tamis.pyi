@@ -18,6 +18,7 @@ def scan_all(
     batch_size: Optional[int] = None,
     filter_order: Optional[str] = None,
     disable_pruning: Optional[List[str]] = None,
+    evaluation: Optional[str] = None,
 ) -> ArrowStream: ...
 def scan_stream(
     path: str,
@@ -28,6 +29,7 @@ def scan_stream(
     batch_size: Optional[int] = None,
     filter_order: Optional[str] = None,
     disable_pruning: Optional[List[str]] = None,
+    evaluation: Optional[str] = None,
 ) -> ArrowStream: ...
 def explain_json(
     path: str,
@@ -37,6 +39,7 @@ def explain_json(
     limit: Optional[int] = None,
     filter_order: Optional[str] = None,
     disable_pruning: Optional[List[str]] = None,
+    evaluation: Optional[str] = None,
 ) -> str: ...
 def optimize_json(
     inputs: List[str],
