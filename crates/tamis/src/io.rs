@@ -88,19 +88,14 @@ impl FileSource {
         // Independent ranges in parallel when the scan has threads to spare (a cold cache or a
         // slow device overlaps their latencies); the calling thread's pool sets the limit.
         let total: u64 = merged.iter().map(|r| r.end - r.start).sum();
+        let read = |r: &Range<u64>| Ok((r.start, self.read_range(r.clone())?));
         let pieces =
             if merged.len() > 1 && total >= PARALLEL_READ_BYTES && rayon::current_num_threads() > 1
             {
                 use rayon::prelude::*;
-                merged
-                    .par_iter()
-                    .map(|r| Ok((r.start, self.read_range(r.clone())?)))
-                    .collect::<Result<Vec<_>>>()?
+                merged.par_iter().map(read).collect::<Result<Vec<_>>>()?
             } else {
-                merged
-                    .iter()
-                    .map(|r| Ok((r.start, self.read_range(r.clone())?)))
-                    .collect::<Result<Vec<_>>>()?
+                merged.iter().map(read).collect::<Result<Vec<_>>>()?
             };
         Ok(FetchedRanges {
             pieces,

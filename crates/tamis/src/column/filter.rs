@@ -141,19 +141,16 @@ fn evaluate_whole(
 ) -> Result<Bitmap> {
     let n = frame.non_null;
     if frame.is_dictionary_encoded() {
-        let dict = chunk.dictionary_for(frame)?;
-        let metrics = cx.metrics;
-        let matches = cx.dictionary_matches(chunk, leaves, dict)?;
-        let matching = matches.count_ones();
-        add(&metrics.values_in_place, n as u64);
-        return match matching {
+        add(&cx.metrics.values_in_place, n as u64);
+        let (entries, matches) = cx.dictionary_matches(chunk, frame, leaves)?;
+        return match matches.count_ones() {
             0 => Ok(Bitmap::new_zeroed(n)),
-            m if m == dict.len() => Ok(Bitmap::new_set(n)),
+            m if m == entries => Ok(Bitmap::new_set(n)),
             1 => {
                 let needle = matches.iter_ones().next().expect("one match") as u32;
                 encoding::dictionary::filter_single_code(&frame.values, n, needle)
             }
-            _ => encoding::dictionary::filter_codes(&frame.values, n, dict.len(), matches),
+            _ => encoding::dictionary::filter_codes(&frame.values, n, entries, matches),
         };
     }
     if let Some(values) = frame.decoded.get() {
@@ -191,14 +188,12 @@ fn evaluate_selected(
     cx: &mut PageContext<'_>,
 ) -> Result<Bitmap> {
     if frame.is_dictionary_encoded() {
-        let dict = chunk.dictionary_for(frame)?;
-        let metrics = cx.metrics;
-        let matches = cx.dictionary_matches(chunk, leaves, dict)?;
-        add(&metrics.values_decoded, alive.count_ones() as u64);
+        add(&cx.metrics.values_decoded, alive.count_ones() as u64);
+        let (entries, matches) = cx.dictionary_matches(chunk, frame, leaves)?;
         let compact = encoding::dictionary::filter_selected_codes(
             &frame.values,
             frame.non_null,
-            dict.len(),
+            entries,
             matches,
             alive,
         )?;
@@ -226,16 +221,19 @@ struct PageContext<'m> {
 }
 
 impl PageContext<'_> {
+    /// The page's dictionary size and the conjunction over its entries (computed once).
     fn dictionary_matches(
         &mut self,
         chunk: &ColumnChunk<'_>,
+        frame: &PageFrame,
         leaves: &[&Leaf],
-        dict: &Values,
-    ) -> Result<&Bitmap> {
+    ) -> Result<(usize, &Bitmap)> {
+        let dict = chunk.dictionary_for(frame)?;
         if self.dict_matches.is_none() {
             self.dict_matches = Some(conjunction_on(chunk, leaves, dict)?);
         }
-        Ok(self.dict_matches.as_ref().expect("just computed"))
+        let matches = self.dict_matches.as_ref().expect("just computed");
+        Ok((dict.len(), matches))
     }
 }
 

@@ -361,26 +361,19 @@ pub fn gather(dict: &Values, codes: &[u32]) -> Values {
         Values::F32(d) => Values::F32(pick(d, codes)),
         Values::F64(d) => Values::F64(pick(d, codes)),
         Values::Bytes(d) => {
-            let span = |c: u32| {
-                let c = c as usize;
-                match (d.offsets.get(c), d.offsets.get(c + 1)) {
-                    (Some(&s), Some(&e)) if s <= e && e <= d.data.len() => s..e,
-                    _ => 0..0,
+            // Every decoder builds `d` with offsets ascending within its data, so a code below
+            // `d.len()` is a valid span: one comparison per code, no offsets re-checked.
+            let at = |c: u32| {
+                if (c as usize) < d.len() {
+                    d.get(c as usize)
+                } else {
+                    &[]
                 }
             };
-            // Each entry's span once, then one copy per code without re-checking offsets.
-            let spans: Vec<(usize, usize)> = (0..d.len() as u32)
-                .map(|c| {
-                    let r = span(c);
-                    (r.start, r.end)
-                })
-                .collect();
-            let at = |c: u32| spans.get(c as usize).copied().unwrap_or((0, 0));
-            let total: usize = codes.iter().map(|&c| at(c).1 - at(c).0).sum();
+            let total: usize = codes.iter().map(|&c| at(c).len()).sum();
             let mut out = ByteArrays::with_capacity(codes.len(), total);
             for &c in codes {
-                let (s, e) = at(c);
-                out.data.extend_from_slice(&d.data[s..e]);
+                out.data.extend_from_slice(at(c));
                 out.offsets.push(out.data.len());
             }
             Values::Bytes(out)

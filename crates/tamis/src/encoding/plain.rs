@@ -6,7 +6,9 @@
 use std::cell::Cell;
 
 use crate::error::{Error, Result};
-use crate::expr::eval::{eval_byte_values, eval_f32, eval_f64, eval_i32, eval_i64, LeBytes};
+use crate::expr::eval::{
+    eval_byte_values, eval_f32, eval_f64, eval_i32, eval_i64, FromLe, LeBytes,
+};
 use crate::expr::LeafOp;
 use crate::schema::{Domain, LeafColumn};
 use crate::selection::Bitmap;
@@ -36,42 +38,28 @@ pub fn eval(op: &LeafOp, column: &LeafColumn, data: &[u8], n: usize) -> Option<R
     if !evaluates_in_place(op, column) {
         return None;
     }
-    let what = column.physical.to_string();
-    let fixed = |bits: Option<Bitmap>, ok: bool| -> Result<Bitmap> {
-        if !ok {
-            return Err(short(&what, data.len(), n));
-        }
-        bits.ok_or_else(|| Error::internal("in-place kernel refused a supported leaf"))
-    };
-    Some(match column.physical {
-        PhysicalType::INT32 => match LeBytes::<i32>::new(data, n) {
-            Some(v) => fixed(eval_i32(op, column, v), true),
-            None => fixed(None, false),
-        },
-        PhysicalType::INT64 => match LeBytes::<i64>::new(data, n) {
-            Some(v) => fixed(eval_i64(op, column, v), true),
-            None => fixed(None, false),
-        },
-        PhysicalType::FLOAT => match LeBytes::<f32>::new(data, n) {
-            Some(v) => fixed(eval_f32(op, column, v), true),
-            None => fixed(None, false),
-        },
-        PhysicalType::DOUBLE => match LeBytes::<f64>::new(data, n) {
-            Some(v) => fixed(eval_f64(op, column, v), true),
-            None => fixed(None, false),
-        },
+    /// The page's `n` values as `T`, or the short-page error.
+    fn view<'a, T: FromLe>(data: &'a [u8], n: usize, what: &str) -> Result<LeBytes<'a, T>> {
+        LeBytes::new(data, n).ok_or_else(|| short(what, data.len(), n))
+    }
+    let bits = match column.physical {
+        PhysicalType::INT32 => view(data, n, "INT32").map(|v| eval_i32(op, column, v)),
+        PhysicalType::INT64 => view(data, n, "INT64").map(|v| eval_i64(op, column, v)),
+        PhysicalType::FLOAT => view(data, n, "FLOAT").map(|v| eval_f32(op, column, v)),
+        PhysicalType::DOUBLE => view(data, n, "DOUBLE").map(|v| eval_f64(op, column, v)),
         PhysicalType::BYTE_ARRAY => {
             let bad = Cell::new(None);
             let bits = eval_byte_values(op, column, n, LengthPrefixed::new(data, n, &bad));
-            match bad.take() {
-                Some(e) => Err(e),
-                None => {
-                    bits.ok_or_else(|| Error::internal("in-place kernel refused a supported leaf"))
-                }
-            }
+            bad.take().map_or(Ok(bits), Err)
         }
         _ => return None,
-    })
+    };
+    // `evaluates_in_place` said yes, so the kernel accepts the leaf.
+    Some(
+        bits.and_then(|b| {
+            b.ok_or_else(|| Error::internal("in-place kernel refused a supported leaf"))
+        }),
+    )
 }
 
 /// The values of a PLAIN BYTE_ARRAY page as slices of the page, walking the length prefixes.
