@@ -163,10 +163,11 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
     );
     let _ = writeln!(
         s,
-        "bytes: {} in files, {} read ({})",
+        "bytes: {} in files, {} read ({}) in {} requests",
         bytes(m.bytes_file),
         bytes(m.bytes_read),
-        pct(m.bytes_read, m.bytes_file)
+        pct(m.bytes_read, m.bytes_file),
+        m.requests
     );
     let _ = writeln!(
         s,

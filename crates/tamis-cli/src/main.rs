@@ -120,8 +120,14 @@ enum Command {
 /// What to scan: shared by `query` and `explain`.
 #[derive(Args, Debug, Clone)]
 pub struct ScanArgs {
-    /// A Parquet file, a directory of Parquet files or a glob (quote it: 'data/*.parquet').
+    /// A Parquet file, a directory of Parquet files or a glob (quote it: 'data/*.parquet'), local
+    /// or in an object store (s3://bucket/prefix/, gs://…, az://…, https://…).
     pub path: String,
+    /// Object-store option KEY=VALUE (repeatable): endpoint, region, access_key_id,
+    /// secret_access_key, allow_http, …; tamis's own: latency_ms, bandwidth_mb_per_s,
+    /// max_requests. The standard environment variables (AWS_*, GOOGLE_*, AZURE_*) apply too.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub storage_options: Vec<(String, String)>,
     /// SQL WHERE expression, e.g. "l_quantity < 24 AND l_shipmode = 'AIR'".
     #[arg(long = "where", value_name = "EXPR")]
     pub filter: Option<String>,
@@ -140,6 +146,13 @@ pub struct ScanArgs {
     /// decode-then-filter (whole). Results are the same either way.
     #[arg(long, value_enum, default_value_t = EvaluationArg::Auto)]
     pub evaluation: EvaluationArg,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got '{s}'")),
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

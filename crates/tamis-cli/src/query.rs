@@ -16,7 +16,8 @@ pub const TABLE_DEFAULT_ROWS: usize = 10_000;
 
 /// Builds the scan described by the command line.
 pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Scan> {
-    let mut scan = tamis::Scan::open(&args.path)?;
+    let options: tamis::io::StorageOptions = args.storage_options.iter().cloned().collect();
+    let mut scan = tamis::Scan::open_with(&args.path, &options)?;
     if let Some(filter) = &args.filter {
         scan = scan.filter(filter)?;
     }

@@ -18,7 +18,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::PageIndexPolicy;
-use tamis::io::FileSource;
+use tamis::io::Reader;
 
 const WHERE: &str = "l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' \
     AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24";
@@ -65,7 +65,7 @@ fn column_predicate(
 
 fn rowfilter_run(path: &str) -> (usize, f64, u64) {
     let start = Instant::now();
-    let source = FileSource::open(std::path::Path::new(path)).unwrap();
+    let source = Reader::open_local(std::path::Path::new(path)).unwrap();
     let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
     let meta = ArrowReaderMetadata::load(&source, options).unwrap();
     let arrow_schema = meta.schema().clone();
@@ -100,7 +100,10 @@ fn rowfilter_run(path: &str) -> (usize, f64, u64) {
     (
         rows,
         start.elapsed().as_secs_f64() * 1e3,
-        source.bytes_read(),
+        source
+            .stats()
+            .bytes
+            .load(std::sync::atomic::Ordering::Relaxed),
     )
 }
 

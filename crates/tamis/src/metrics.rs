@@ -41,6 +41,8 @@ pub struct ScanMetrics {
     pub bytes_file: u64,
     /// Bytes actually read from the files (footers, indexes, Bloom filters, pages).
     pub bytes_read: u64,
+    /// Read requests issued (system calls on local files, GETs on object stores).
+    pub requests: u64,
     pub time_metadata_ns: u64,
     pub time_prune_ns: u64,
     pub time_filter_ns: u64,
@@ -100,6 +102,7 @@ collector!(
     pages_evaluated_whole,
     bytes_file,
     bytes_read,
+    requests,
     time_metadata_ns,
     time_prune_ns,
     time_filter_ns,

@@ -12,6 +12,7 @@
 
 pub mod adapt;
 pub mod filter;
+pub mod pages;
 pub mod project;
 pub mod repeated;
 
@@ -20,19 +21,20 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use parquet::basic::Encoding;
-use parquet::column::page::{Page, PageReader};
+use parquet::column::page::{Page, PageMetadata};
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
-use parquet::file::serialized_reader::SerializedPageReader;
 
 use crate::encoding;
 use crate::error::{Error, Result};
-use crate::io::{FetchedRanges, FileSource};
+use crate::io::{FetchedRanges, Reader};
 use crate::levels;
-use crate::metrics::{add, MetricsCollector};
+use crate::metrics::MetricsCollector;
 use crate::schema::LeafColumn;
 use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
+
+use pages::{ChunkPages, PageVisitor};
 
 /// Rows a page must be loaded for: a filter's alive bitmap or the final [`Selection`].
 pub trait RowSet {
@@ -76,55 +78,15 @@ impl PageFrame {
     }
 }
 
-/// The offset index if it describes the chunk sensibly — pages start at increasing rows inside
-/// the row group, the first at row 0 — else `None` (fail open: read the chunk in order).
-pub(crate) fn usable_offset_index(
-    offset_index: Option<&OffsetIndexMetaData>,
-    rg_rows: usize,
-) -> Option<&OffsetIndexMetaData> {
-    offset_index.filter(|oi| {
-        let locs = oi.page_locations();
-        !locs.is_empty()
-            && locs[0].first_row_index == 0
-            && locs
-                .windows(2)
-                .all(|w| w[0].first_row_index < w[1].first_row_index)
-            && locs
-                .last()
-                .is_some_and(|l| (l.first_row_index as usize) < rg_rows.max(1))
-    })
-}
-
-/// The chunk's byte range `(start, end)`, checked against the file length.
-pub(crate) fn chunk_range(meta: &ColumnChunkMetaData, source: &FileSource) -> Result<(u64, u64)> {
-    let (start, len) = meta.byte_range();
-    match start.checked_add(len).filter(|&e| e <= source_len(source)) {
-        Some(end) => Ok((start, end)),
-        None => Err(Error::corrupt(format!(
-            "column chunk byte range {start}+{len} lies beyond the end of the file"
-        ))),
-    }
-}
-
-pub(crate) fn source_len(source: &FileSource) -> u64 {
-    parquet::file::reader::Length::len(source)
-}
-
 /// Pages of one column chunk, loaded on demand.
 pub struct ColumnChunk<'a> {
     pub leaf: &'a LeafColumn,
-    meta: &'a ColumnChunkMetaData,
-    source: &'a FileSource,
-    offset_index: Option<&'a OffsetIndexMetaData>,
+    source: ChunkPages<'a>,
     rg_rows: usize,
     /// Decoded dictionary page, if the chunk has one and it was needed.
     pub dictionary: Option<Arc<Values>>,
     /// Loaded pages by page number.
     pub pages: BTreeMap<usize, PageFrame>,
-    /// Raw bytes of the dictionary page, once fetched.
-    dict_bytes: Option<(u64, Bytes)>,
-    /// Raw bytes of the whole chunk (no offset index), once fetched.
-    chunk_bytes: Option<(u64, Bytes)>,
     /// Without an offset index: (first_row, rows) of every page, once known.
     layout: Option<Vec<(usize, usize)>>,
 }
@@ -133,43 +95,33 @@ impl<'a> ColumnChunk<'a> {
     pub fn new(
         leaf: &'a LeafColumn,
         meta: &'a ColumnChunkMetaData,
-        source: &'a FileSource,
+        reader: &'a Reader,
         offset_index: Option<&'a OffsetIndexMetaData>,
         rg_rows: usize,
     ) -> Self {
-        let offset_index = usable_offset_index(offset_index, rg_rows);
         ColumnChunk {
             leaf,
-            meta,
-            source,
-            offset_index,
+            source: ChunkPages::new(meta, reader, offset_index, rg_rows),
             rg_rows,
             dictionary: None,
             pages: BTreeMap::new(),
-            dict_bytes: None,
-            chunk_bytes: None,
             layout: None,
         }
     }
 
+    /// Bytes of this chunk fetched by a row group's prefetch (its dictionary page).
+    pub fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
+        self.source.offer(fetched).map_err(|e| self.context(e))
+    }
+
+    /// The dictionary page's byte range, if the chunk has one.
+    pub fn dictionary_range(&self) -> Option<std::ops::Range<u64>> {
+        self.source.dictionary_range().ok().flatten()
+    }
+
     /// Row ranges `(first_row, rows)` of the pages, if known without reading them.
     pub fn page_layout(&self) -> Option<Vec<(usize, usize)>> {
-        if let Some(oi) = self.offset_index {
-            let locs = oi.page_locations();
-            return Some(
-                locs.iter()
-                    .enumerate()
-                    .map(|(i, l)| {
-                        let start = l.first_row_index as usize;
-                        let end = locs
-                            .get(i + 1)
-                            .map_or(self.rg_rows, |n| n.first_row_index as usize);
-                        (start, end.saturating_sub(start))
-                    })
-                    .collect(),
-            );
-        }
-        self.layout.clone()
+        self.source.indexed_layout().or_else(|| self.layout.clone())
     }
 
     fn context(&self, e: impl Into<Error>) -> Error {
@@ -183,95 +135,31 @@ impl<'a> ColumnChunk<'a> {
     }
 
     fn ensure_inner(&mut self, needed: &impl RowSet, metrics: &MetricsCollector) -> Result<()> {
-        if self.offset_index.is_some() {
-            self.ensure_indexed(needed, metrics)
-        } else {
-            self.ensure_sequential(needed, metrics)
-        }
-    }
-
-    fn chunk_range(&self) -> Result<(u64, u64)> {
-        chunk_range(self.meta, self.source)
-    }
-
-    fn source_len(&self) -> u64 {
-        source_len(self.source)
-    }
-
-    fn ensure_indexed(&mut self, needed: &impl RowSet, metrics: &MetricsCollector) -> Result<()> {
-        let oi = self.offset_index.expect("indexed mode");
-        let locs = oi.page_locations();
-        let layout = self.page_layout().unwrap_or_default();
-        let wanted: Vec<usize> = layout
-            .iter()
-            .enumerate()
-            .filter(|(i, (s, n))| !self.pages.contains_key(i) && needed.any_in(*s, s + n))
-            .map(|(i, _)| i)
-            .collect();
-        if wanted.is_empty() {
-            return Ok(());
-        }
-        let (chunk_start, chunk_end) = self.chunk_range()?;
-        // The dictionary page (if any) sits between the chunk start and the first data page.
-        let first_page = locs[0].offset as u64;
-        if first_page > chunk_start && self.dict_bytes.is_none() {
-            if first_page > chunk_end {
-                return Err(Error::corrupt(
-                    "offset index points outside the column chunk",
-                ));
+        if let Some(layout) = self.source.indexed_layout() {
+            let wanted: Vec<usize> = layout
+                .iter()
+                .enumerate()
+                .filter(|(i, (s, n))| !self.pages.contains_key(i) && needed.any_in(*s, s + n))
+                .map(|(i, _)| i)
+                .collect();
+            if wanted.is_empty() {
+                return Ok(());
             }
-            let dict = self.source.read_range(chunk_start..first_page)?;
-            self.dict_bytes = Some((chunk_start, dict));
+            let mut visitor = FlatPages {
+                leaf: self.leaf,
+                rg_rows: self.rg_rows,
+                dictionary: &mut self.dictionary,
+                pages: &mut self.pages,
+                needed,
+                indexed: Some(&layout),
+                row: 0,
+                walked: Vec::new(),
+            };
+            let dictionary = visitor.dictionary.is_none();
+            return self
+                .source
+                .fetch_indexed(&wanted, dictionary, &mut visitor, metrics);
         }
-        let mut ranges = Vec::with_capacity(wanted.len());
-        for &i in &wanted {
-            let l = &locs[i];
-            let start = l.offset as u64;
-            let end = start.checked_add(l.compressed_page_size.max(0) as u64);
-            match end {
-                Some(end) if start >= chunk_start && end <= chunk_end => ranges.push(start..end),
-                _ => {
-                    return Err(Error::corrupt(format!(
-                        "page {i} lies outside its column chunk"
-                    )))
-                }
-            }
-        }
-        let fetched = self.source.read_ranges(&ranges, crate::io::COALESCE_GAP)?;
-        let mut pieces: Vec<(u64, Bytes)> = self.dict_bytes.iter().cloned().collect();
-        pieces.extend(fetched.into_pieces());
-        let reader = Arc::new(FetchedRanges::from_pieces(pieces, self.source_len()));
-        let mut pages =
-            SerializedPageReader::new(reader, self.meta, self.rg_rows, Some(locs.clone()))?;
-        if first_page > chunk_start {
-            let page = pages.get_next_page()?;
-            self.take_dictionary(page)?;
-        }
-        let last = *wanted.last().expect("non-empty");
-        let mut want = wanted.iter().peekable();
-        for (i, &(first_row, rows)) in layout.iter().enumerate().take(last + 1) {
-            if want.peek() == Some(&&i) {
-                want.next();
-                let page = pages.get_next_page()?.ok_or_else(|| {
-                    Error::corrupt(format!("page {i} announced by the offset index is missing"))
-                })?;
-                let frame = self
-                    .frame(page, first_row, Some(rows))
-                    .map_err(|e| e.in_page(i))?;
-                add(&metrics.pages_read, 1);
-                self.pages.insert(i, frame);
-            } else {
-                pages.skip_next_page()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn ensure_sequential(
-        &mut self,
-        needed: &impl RowSet,
-        metrics: &MetricsCollector,
-    ) -> Result<()> {
         if let Some(layout) = &self.layout {
             let missing = layout
                 .iter()
@@ -281,176 +169,26 @@ impl<'a> ColumnChunk<'a> {
                 return Ok(());
             }
         }
-        if self.chunk_bytes.is_none() {
-            let (start, end) = self.chunk_range()?;
-            let bytes = self.source.read_range(start..end)?;
-            self.chunk_bytes = Some((start, bytes));
-        }
-        let pieces = self.chunk_bytes.iter().cloned().collect();
-        let reader = Arc::new(FetchedRanges::from_pieces(pieces, self.source_len()));
-        let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
-        let mut layout = Vec::new();
-        let mut row = 0usize;
-        while let Some(meta) = pages.peek_next_page()? {
-            if meta.is_dict {
-                let page = pages.get_next_page()?;
-                if self.dictionary.is_none() {
-                    self.take_dictionary(page)?;
-                }
-                continue;
-            }
-            let i = layout.len();
-            // Flat columns: one level per row.
-            let rows = meta.num_rows.or(meta.num_levels);
-            let wanted = !self.pages.contains_key(&i)
-                && match rows {
-                    Some(n) => needed.any_in(row, row + n),
-                    None => true,
-                };
-            let rows = if wanted {
-                let page = pages
-                    .get_next_page()?
-                    .ok_or_else(|| Error::corrupt("page vanished"))?;
-                let frame = self.frame(page, row, None).map_err(|e| e.in_page(i))?;
-                add(&metrics.pages_read, 1);
-                let n = frame.num_rows;
-                self.pages.insert(i, frame);
-                n
-            } else {
-                pages.skip_next_page()?;
-                rows.unwrap_or(0)
-            };
-            layout.push((row, rows));
-            row += rows;
-            if row > self.rg_rows {
-                return Err(Error::corrupt(format!(
-                    "pages hold more rows than the row group ({})",
-                    self.rg_rows
-                )));
-            }
-        }
+        let mut visitor = FlatPages {
+            leaf: self.leaf,
+            rg_rows: self.rg_rows,
+            dictionary: &mut self.dictionary,
+            pages: &mut self.pages,
+            needed,
+            indexed: None,
+            row: 0,
+            walked: Vec::new(),
+        };
+        self.source.walk(&mut visitor, metrics)?;
+        let (row, walked) = (visitor.row, visitor.walked);
         if row != self.rg_rows {
             return Err(Error::corrupt(format!(
                 "pages hold {row} rows but the row group has {}",
                 self.rg_rows
             )));
         }
-        self.layout = Some(layout);
+        self.layout = Some(walked);
         Ok(())
-    }
-
-    fn take_dictionary(&mut self, page: Option<Page>) -> Result<()> {
-        match page {
-            Some(Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                ..
-            }) => {
-                if self.dictionary.is_none() {
-                    let enc = match encoding {
-                        Encoding::PLAIN_DICTIONARY | Encoding::PLAIN => Encoding::PLAIN,
-                        other => other,
-                    };
-                    let values = encoding::decode_values(
-                        enc,
-                        self.leaf.physical,
-                        self.leaf.type_length,
-                        &buf,
-                        num_values as usize,
-                    )?;
-                    self.dictionary = Some(Arc::new(values));
-                }
-                Ok(())
-            }
-            _ => Err(Error::corrupt(
-                "expected a dictionary page at the start of the column chunk",
-            )),
-        }
-    }
-
-    /// Decodes the levels of a data page of a flat column.
-    fn frame(&self, page: Page, first_row: usize, rows: Option<usize>) -> Result<PageFrame> {
-        let max_def = self.leaf.max_def;
-        // Checked before any level or value is decoded: a page header's count sizes buffers.
-        let announced = match &page {
-            Page::DataPage { num_values, .. } | Page::DataPageV2 { num_values, .. } => {
-                *num_values as usize
-            }
-            Page::DictionaryPage { .. } => 0,
-        };
-        if announced > self.rg_rows.saturating_sub(first_row) {
-            return Err(Error::corrupt(format!(
-                "page announces {announced} values but only {} rows of the row group remain",
-                self.rg_rows.saturating_sub(first_row)
-            )));
-        }
-        // Definition levels straight to a validity bitmap (def == max_def), bit-parallel on the
-        // packed levels (paper §5.3).
-        let mut validity: Option<Bitmap> = None;
-        let (num_rows, encoding, values) = match page {
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                ..
-            } => {
-                let n = num_values as usize;
-                let (valid, used) = levels::validity_v1(&buf, def_level_encoding, max_def, n)?;
-                validity = Some(valid);
-                (n, encoding, buf.slice(used.min(buf.len())..))
-            }
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                ..
-            } => {
-                let n = num_values as usize;
-                let rep = rep_levels_byte_len as usize;
-                let def_end = rep
-                    .checked_add(def_levels_byte_len as usize)
-                    .filter(|&e| e <= buf.len())
-                    .ok_or_else(|| Error::corrupt("level lengths exceed the page size"))?;
-                if max_def > 0 {
-                    validity = Some(levels::validity_v2(&buf[rep..def_end], max_def, n)?);
-                }
-                (n, encoding, buf.slice(def_end..))
-            }
-            Page::DictionaryPage { .. } => {
-                return Err(Error::corrupt("unexpected second dictionary page"));
-            }
-        };
-        if let Some(expected) = rows {
-            if expected != num_rows {
-                return Err(Error::corrupt(format!(
-                    "page holds {num_rows} rows, the offset index says {expected}"
-                )));
-            }
-        }
-        if first_row
-            .checked_add(num_rows)
-            .is_none_or(|e| e > self.rg_rows)
-        {
-            return Err(Error::corrupt(
-                "page rows run past the end of the row group",
-            ));
-        }
-        let validity = validity.filter(|_| max_def > 0);
-        let non_null = validity.as_ref().map_or(num_rows, |v| v.count_ones());
-        let validity = validity.filter(|v| non_null != v.len());
-        Ok(PageFrame {
-            first_row,
-            num_rows,
-            validity,
-            non_null,
-            encoding,
-            values,
-            decoded: OnceLock::new(),
-        })
     }
 
     /// Reads and decodes only the dictionary page (for dictionary pruning); `None` if the chunk
@@ -459,33 +197,20 @@ impl<'a> ColumnChunk<'a> {
         if self.dictionary.is_some() {
             return Ok(self.dictionary.clone());
         }
-        let Some(dict_offset) = self.meta.dictionary_page_offset() else {
-            return Ok(None);
+        let mut visitor = FlatPages {
+            leaf: self.leaf,
+            rg_rows: self.rg_rows,
+            dictionary: &mut self.dictionary,
+            pages: &mut self.pages,
+            needed: &NoRows,
+            indexed: None,
+            row: 0,
+            walked: Vec::new(),
         };
-        let (chunk_start, chunk_end) = self.chunk_range().map_err(|e| self.context(e))?;
-        let data_start = self.meta.data_page_offset() as u64;
-        let dict_offset = dict_offset as u64;
-        if dict_offset < chunk_start || data_start <= dict_offset || data_start > chunk_end {
-            return Ok(None); // odd metadata: no dictionary pruning (fail open)
+        match self.source.fetch_dictionary(&mut visitor) {
+            Ok(_) => Ok(self.dictionary.clone()),
+            Err(e) => Err(self.context(e)),
         }
-        let bytes = self
-            .source
-            .read_range(chunk_start..data_start)
-            .map_err(|e| self.context(e))?;
-        self.dict_bytes = Some((chunk_start, bytes.clone()));
-        let reader = Arc::new(FetchedRanges::from_pieces(
-            vec![(chunk_start, bytes)],
-            self.source_len(),
-        ));
-        let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)
-            .map_err(|e| self.context(e))?;
-        match pages.peek_next_page() {
-            Ok(Some(m)) if m.is_dict => {}
-            _ => return Ok(None),
-        }
-        let page = pages.get_next_page().map_err(|e| self.context(e))?;
-        self.take_dictionary(page).map_err(|e| self.context(e))?;
-        Ok(self.dictionary.clone())
     }
 
     /// The dense decoded values of a page (dictionary pages are looked up), and how many values
@@ -530,4 +255,177 @@ impl<'a> ColumnChunk<'a> {
             .as_deref()
             .ok_or_else(|| Error::corrupt("dictionary-encoded page without a dictionary page"))
     }
+}
+
+/// No rows (for fetches that want only the dictionary).
+struct NoRows;
+
+impl RowSet for NoRows {
+    fn any_in(&self, _: usize, _: usize) -> bool {
+        false
+    }
+}
+
+/// Turns a flat chunk's pages into [`PageFrame`]s: with an offset index, at the rows it gives;
+/// in a sequential walk, counting rows and skipping pages without a needed row by header.
+struct FlatPages<'v, R: RowSet> {
+    leaf: &'v LeafColumn,
+    rg_rows: usize,
+    dictionary: &'v mut Option<Arc<Values>>,
+    pages: &'v mut BTreeMap<usize, PageFrame>,
+    needed: &'v R,
+    indexed: Option<&'v [(usize, usize)]>,
+    /// Sequential walks: the next page's first row, and the layout so far.
+    row: usize,
+    walked: Vec<(usize, usize)>,
+}
+
+impl<R: RowSet> FlatPages<'_, R> {
+    fn advance(&mut self, rows: usize) -> Result<()> {
+        self.walked.push((self.row, rows));
+        self.row += rows;
+        if self.row > self.rg_rows {
+            return Err(Error::corrupt(format!(
+                "pages hold more rows than the row group ({})",
+                self.rg_rows
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl<R: RowSet> PageVisitor for FlatPages<'_, R> {
+    fn dictionary(&mut self, page: Page) -> Result<()> {
+        if self.dictionary.is_none() {
+            *self.dictionary = Some(Arc::new(decode_dictionary(self.leaf, page)?));
+        }
+        Ok(())
+    }
+
+    fn want(&mut self, i: usize, meta: &PageMetadata) -> Result<bool> {
+        // Flat columns: one level per row.
+        let rows = meta.num_rows.or(meta.num_levels);
+        Ok(!self.pages.contains_key(&i)
+            && match rows {
+                Some(n) => self.needed.any_in(self.row, self.row + n),
+                None => true,
+            })
+    }
+
+    fn page(&mut self, i: usize, page: Page) -> Result<()> {
+        let frame = match self.indexed {
+            Some(layout) => {
+                let (first_row, rows) = layout[i];
+                frame(self.leaf, self.rg_rows, page, first_row, Some(rows))?
+            }
+            None => {
+                let f = frame(self.leaf, self.rg_rows, page, self.row, None)?;
+                self.advance(f.num_rows)?;
+                f
+            }
+        };
+        self.pages.insert(i, frame);
+        Ok(())
+    }
+
+    fn skipped(&mut self, _i: usize, meta: &PageMetadata) -> Result<()> {
+        self.advance(meta.num_rows.or(meta.num_levels).unwrap_or(0))
+    }
+}
+
+/// Decodes a dictionary page's entries.
+pub(crate) fn decode_dictionary(leaf: &LeafColumn, page: Page) -> Result<Values> {
+    let (buf, num_values, encoding) = pages::dictionary_parts(page)?;
+    let enc = match encoding {
+        Encoding::PLAIN_DICTIONARY | Encoding::PLAIN => Encoding::PLAIN,
+        other => other,
+    };
+    encoding::decode_values(enc, leaf.physical, leaf.type_length, &buf, num_values)
+}
+
+/// Decodes the levels of a data page of a flat column.
+fn frame(
+    leaf: &LeafColumn,
+    rg_rows: usize,
+    page: Page,
+    first_row: usize,
+    rows: Option<usize>,
+) -> Result<PageFrame> {
+    let max_def = leaf.max_def;
+    // Checked before any level or value is decoded: a page header's count sizes buffers.
+    let announced = match &page {
+        Page::DataPage { num_values, .. } | Page::DataPageV2 { num_values, .. } => {
+            *num_values as usize
+        }
+        Page::DictionaryPage { .. } => 0,
+    };
+    if announced > rg_rows.saturating_sub(first_row) {
+        return Err(Error::corrupt(format!(
+            "page announces {announced} values but only {} rows of the row group remain",
+            rg_rows.saturating_sub(first_row)
+        )));
+    }
+    // Definition levels straight to a validity bitmap (def == max_def), bit-parallel on the
+    // packed levels (paper §5.3).
+    let mut validity: Option<Bitmap> = None;
+    let (num_rows, encoding, values) = match page {
+        Page::DataPage {
+            buf,
+            num_values,
+            encoding,
+            def_level_encoding,
+            ..
+        } => {
+            let n = num_values as usize;
+            let (valid, used) = levels::validity_v1(&buf, def_level_encoding, max_def, n)?;
+            validity = Some(valid);
+            (n, encoding, buf.slice(used.min(buf.len())..))
+        }
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            encoding,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } => {
+            let n = num_values as usize;
+            let rep = rep_levels_byte_len as usize;
+            let def_end = rep
+                .checked_add(def_levels_byte_len as usize)
+                .filter(|&e| e <= buf.len())
+                .ok_or_else(|| Error::corrupt("level lengths exceed the page size"))?;
+            if max_def > 0 {
+                validity = Some(levels::validity_v2(&buf[rep..def_end], max_def, n)?);
+            }
+            (n, encoding, buf.slice(def_end..))
+        }
+        Page::DictionaryPage { .. } => {
+            return Err(Error::corrupt("unexpected second dictionary page"));
+        }
+    };
+    if let Some(expected) = rows {
+        if expected != num_rows {
+            return Err(Error::corrupt(format!(
+                "page holds {num_rows} rows, the offset index says {expected}"
+            )));
+        }
+    }
+    if first_row.checked_add(num_rows).is_none_or(|e| e > rg_rows) {
+        return Err(Error::corrupt(
+            "page rows run past the end of the row group",
+        ));
+    }
+    let validity = validity.filter(|_| max_def > 0);
+    let non_null = validity.as_ref().map_or(num_rows, |v| v.count_ones());
+    let validity = validity.filter(|v| non_null != v.len());
+    Ok(PageFrame {
+        first_row,
+        num_rows,
+        validity,
+        non_null,
+        encoding,
+        values,
+        decoded: OnceLock::new(),
+    })
 }

@@ -21,16 +21,15 @@ use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use bytes::Bytes;
 use parquet::basic::{Encoding, Repetition};
-use parquet::column::page::{Page, PageReader};
+use parquet::column::page::{Page, PageMetadata};
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
-use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::Type;
 
 use crate::arrow::{is_native_element, to_arrow};
 use crate::encoding;
 use crate::error::{Error, Result};
-use crate::io::{FetchedRanges, FileSource};
+use crate::io::Reader;
 use crate::kernels::kernels;
 use crate::levels;
 use crate::metrics::{add, MetricsCollector};
@@ -38,6 +37,7 @@ use crate::schema::LeafColumn;
 use crate::selection::Bitmap;
 use crate::values::Values;
 
+use super::pages::{ChunkPages, PageVisitor};
 use super::project::Projected;
 
 /// Most levels one page may announce: bitmaps over a page's levels are sized from the header.
@@ -392,7 +392,7 @@ impl ListPlan<'_> {
 pub struct ListChunk<'a> {
     pub plan: ListPlan<'a>,
     pub meta: &'a ColumnChunkMetaData,
-    pub source: &'a FileSource,
+    pub reader: &'a Reader,
     pub offset_index: Option<&'a OffsetIndexMetaData>,
     pub rg_rows: usize,
 }
@@ -449,257 +449,161 @@ impl<'a> ListChunk<'a> {
         if selection.len() != self.rg_rows {
             return Err(Error::internal("selection does not cover the row group"));
         }
-        let mut out = Assembly::default();
-        match self.usable_offset_index() {
-            Some(oi) => self.read_indexed(oi, selection, metrics, &mut out)?,
-            None => self.read_sequential(selection, metrics, &mut out)?,
-        }
-        self.plan.build(out, selection.count_ones())
-    }
-
-    /// The offset index, if it describes the chunk sensibly (else it is ignored, as for flat
-    /// columns).
-    fn usable_offset_index(&self) -> Option<&'a OffsetIndexMetaData> {
-        super::usable_offset_index(self.offset_index, self.rg_rows)
-    }
-
-    fn chunk_values(&self) -> usize {
-        usize::try_from(self.meta.num_values()).unwrap_or(0)
-    }
-
-    fn source_len(&self) -> u64 {
-        super::source_len(self.source)
-    }
-
-    fn chunk_range(&self) -> Result<(u64, u64)> {
-        super::chunk_range(self.meta, self.source)
-    }
-
-    /// With an OffsetIndex: fetches the dictionary and only the pages holding a selected row.
-    fn read_indexed(
-        &self,
-        oi: &OffsetIndexMetaData,
-        selection: &Bitmap,
-        metrics: &MetricsCollector,
-        out: &mut Assembly,
-    ) -> Result<()> {
-        let locs = oi.page_locations();
-        let layout: Vec<(usize, usize)> = locs
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let start = l.first_row_index as usize;
-                let end = locs
-                    .get(i + 1)
-                    .map_or(self.rg_rows, |n| n.first_row_index as usize);
-                (start, end.saturating_sub(start))
-            })
-            .collect();
-        let wanted: Vec<usize> = (0..layout.len())
-            .filter(|&i| selection.any_in(layout[i].0, layout[i].0 + layout[i].1))
-            .collect();
-        add(&metrics.pages_total, layout.len() as u64);
-        add(
-            &metrics.pages_skipped_payload,
-            (layout.len() - wanted.len()) as u64,
-        );
-        let Some(&last) = wanted.last() else {
-            return Ok(());
+        let mut source = ChunkPages::new(self.meta, self.reader, self.offset_index, self.rg_rows);
+        let layout = source.indexed_layout();
+        let mut pages = ListPages {
+            plan: &self.plan,
+            chunk_values: usize::try_from(self.meta.num_values()).unwrap_or(0),
+            rg_rows: self.rg_rows,
+            selection,
+            metrics,
+            out: Assembly::default(),
+            dictionary: None,
+            indexed: layout.as_deref(),
+            row: 0,
+            previous_decoded: false,
+            header_rows: None,
         };
-        let (chunk_start, chunk_end) = self.chunk_range()?;
-        // The dictionary page (if any) sits between the chunk start and the first data page.
-        let first_page = locs[0].offset as u64;
-        let mut ranges = Vec::with_capacity(wanted.len() + 1);
-        if first_page > chunk_start {
-            if first_page > chunk_end {
-                return Err(Error::corrupt(
-                    "offset index points outside the column chunk",
-                ));
+        match &layout {
+            // With an OffsetIndex: only the pages holding a selected row, and the dictionary.
+            Some(layout) => {
+                let wanted: Vec<usize> = (0..layout.len())
+                    .filter(|&i| selection.any_in(layout[i].0, layout[i].0 + layout[i].1))
+                    .collect();
+                add(&metrics.pages_total, layout.len() as u64);
+                add(
+                    &metrics.pages_skipped_payload,
+                    (layout.len() - wanted.len()) as u64,
+                );
+                source.fetch_indexed(&wanted, true, &mut pages, metrics)?;
             }
-            ranges.push(chunk_start..first_page);
-        }
-        for &i in &wanted {
-            let l = &locs[i];
-            let start = l.offset as u64;
-            match start.checked_add(l.compressed_page_size.max(0) as u64) {
-                Some(end) if start >= chunk_start && end <= chunk_end => ranges.push(start..end),
-                _ => {
+            // Without: the chunk once, pages in order, counting records. A v2 page without a
+            // selected row is skipped by its header's row count (v2 pages start on a record
+            // boundary); a v1 page is decompressed to count its records.
+            None => {
+                source.walk(&mut pages, metrics)?;
+                if pages.row != self.rg_rows {
                     return Err(Error::corrupt(format!(
-                        "page {i} lies outside its column chunk"
-                    )))
+                        "pages hold {} rows but the row group has {}",
+                        pages.row, self.rg_rows
+                    )));
                 }
             }
         }
-        let fetched = self.source.read_ranges(&ranges, crate::io::COALESCE_GAP)?;
-        let reader = Arc::new(FetchedRanges::from_pieces(
-            fetched.into_pieces(),
-            self.source_len(),
-        ));
-        let mut pages =
-            SerializedPageReader::new(reader, self.meta, self.rg_rows, Some(locs.clone()))?;
-        let mut dictionary = None;
-        if first_page > chunk_start {
-            dictionary = Some(self.decode_dictionary(pages.get_next_page()?)?);
+        self.plan.build(pages.out, selection.count_ones())
+    }
+}
+
+/// Selects the lists of a chunk's pages as the fetcher yields them.
+struct ListPages<'v, 'a> {
+    plan: &'v ListPlan<'a>,
+    chunk_values: usize,
+    rg_rows: usize,
+    selection: &'v Bitmap,
+    metrics: &'v MetricsCollector,
+    out: Assembly,
+    dictionary: Option<Values>,
+    /// With an offset index: each page's (first row, rows).
+    indexed: Option<&'v [(usize, usize)]>,
+    /// Sequential walks: the next page's first record, and whether the page before was
+    /// decoded (so a record it left open can continue).
+    row: usize,
+    previous_decoded: bool,
+    /// The row count of the page header last seen (v2 pages have one).
+    header_rows: Option<usize>,
+}
+
+impl ListPages<'_, '_> {
+    fn too_many_rows(&self) -> Error {
+        Error::corrupt(format!(
+            "pages hold more rows than the row group ({})",
+            self.rg_rows
+        ))
+    }
+}
+
+impl PageVisitor for ListPages<'_, '_> {
+    fn dictionary(&mut self, page: Page) -> Result<()> {
+        if self.dictionary.is_none() {
+            self.dictionary = Some(super::decode_dictionary(self.plan.leaf, page)?);
         }
-        let mut want = wanted.iter().peekable();
-        for (i, &(first_row, rows)) in layout.iter().enumerate().take(last + 1) {
-            if want.peek() != Some(&&i) {
-                pages.skip_next_page()?;
-                continue;
+        Ok(())
+    }
+
+    fn want(&mut self, _i: usize, meta: &PageMetadata) -> Result<bool> {
+        add(&self.metrics.pages_total, 1);
+        self.header_rows = meta.num_rows;
+        if let Some(rows) = meta.num_rows {
+            if self.row.checked_add(rows).is_none_or(|e| e > self.rg_rows) {
+                return Err(self.too_many_rows());
             }
-            want.next();
-            let page = pages.get_next_page()?.ok_or_else(|| {
-                Error::corrupt(format!("page {i} announced by the offset index is missing"))
-            })?;
-            add(&metrics.pages_read, 1);
-            let result = self
-                .plan
-                .page_levels(page, self.chunk_values())
-                .and_then(|p| {
-                    if p.num_levels > 0 && !p.record_starts.get(0) {
-                        return Err(Error::corrupt(
+            return Ok(self.selection.any_in(self.row, self.row + rows));
+        }
+        Ok(true)
+    }
+
+    fn skipped(&mut self, _i: usize, meta: &PageMetadata) -> Result<()> {
+        add(&self.metrics.pages_skipped_payload, 1);
+        self.row += meta.num_rows.unwrap_or(0);
+        self.previous_decoded = false;
+        Ok(())
+    }
+
+    fn page(&mut self, i: usize, page: Page) -> Result<()> {
+        let p = self.plan.page_levels(page, self.chunk_values)?;
+        let records = p.record_starts.count_ones();
+        let continues = p.num_levels > 0 && !p.record_starts.get(0);
+        let first_row = match self.indexed {
+            Some(layout) => {
+                let (first_row, rows) = layout[i];
+                if continues {
+                    return Err(Error::corrupt(
                         "page starts inside a record, though the offset index gives its first row",
                     ));
-                    }
-                    let records = p.record_starts.count_ones();
-                    if records != rows {
-                        return Err(Error::corrupt(format!(
-                            "page holds {records} records, the offset index says {rows}"
-                        )));
-                    }
-                    self.plan.select_page(
-                        &p,
-                        first_row,
-                        selection,
-                        dictionary.as_ref(),
-                        metrics,
-                        out,
-                    )
-                });
-            result.map_err(|e| e.in_page(i))?;
-        }
-        Ok(())
-    }
-
-    /// Without an OffsetIndex: reads the chunk once and walks its pages in order, counting
-    /// records. A v2 page without a selected row is skipped by its header's row count (v2 pages
-    /// start on a record boundary); a v1 page is decompressed to count its records.
-    fn read_sequential(
-        &self,
-        selection: &Bitmap,
-        metrics: &MetricsCollector,
-        out: &mut Assembly,
-    ) -> Result<()> {
-        let (start, end) = self.chunk_range()?;
-        let bytes = self.source.read_range(start..end)?;
-        let reader = Arc::new(FetchedRanges::from_pieces(
-            vec![(start, bytes)],
-            self.source_len(),
-        ));
-        let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
-        let mut dictionary: Option<Values> = None;
-        let mut row = 0usize;
-        let mut page_no = 0usize;
-        // Whether the page before was decoded, so a record it left open can continue.
-        let mut previous_decoded = false;
-        while let Some(meta) = pages.peek_next_page()? {
-            if meta.is_dict {
-                let page = pages.get_next_page()?;
-                if dictionary.is_none() {
-                    dictionary = Some(self.decode_dictionary(page)?);
                 }
-                continue;
-            }
-            let i = page_no;
-            page_no += 1;
-            add(&metrics.pages_total, 1);
-            if let Some(rows) = meta.num_rows {
-                if row.checked_add(rows).is_none_or(|e| e > self.rg_rows) {
+                if records != rows {
                     return Err(Error::corrupt(format!(
-                        "pages hold more rows than the row group ({})",
-                        self.rg_rows
-                    ))
-                    .in_page(i));
+                        "page holds {records} records, the offset index says {rows}"
+                    )));
                 }
-                if !selection.any_in(row, row + rows) {
-                    pages.skip_next_page()?;
-                    add(&metrics.pages_skipped_payload, 1);
-                    row += rows;
-                    previous_decoded = false;
-                    continue;
+                first_row
+            }
+            None => {
+                if continues && !self.previous_decoded {
+                    return Err(Error::corrupt(if self.row == 0 {
+                        "the first page starts inside a record"
+                    } else {
+                        "a data page v2 starts inside a record"
+                    }));
                 }
+                if let Some(rows) = self.header_rows.filter(|&r| r != records) {
+                    return Err(Error::corrupt(format!(
+                        "page holds {records} records, its header says {rows}"
+                    )));
+                }
+                if self
+                    .row
+                    .checked_add(records)
+                    .is_none_or(|e| e > self.rg_rows)
+                {
+                    return Err(self.too_many_rows());
+                }
+                self.row
             }
-            let page = pages
-                .get_next_page()?
-                .ok_or_else(|| Error::corrupt("page vanished"))?;
-            add(&metrics.pages_read, 1);
-            let p = self
-                .plan
-                .page_levels(page, self.chunk_values())
-                .map_err(|e| e.in_page(i))?;
-            let continues = p.num_levels > 0 && !p.record_starts.get(0);
-            if continues && !previous_decoded {
-                return Err(Error::corrupt(if row == 0 {
-                    "the first page starts inside a record"
-                } else {
-                    "a data page v2 starts inside a record"
-                })
-                .in_page(i));
-            }
-            let records = p.record_starts.count_ones();
-            if let Some(rows) = meta.num_rows.filter(|&r| r != records) {
-                return Err(Error::corrupt(format!(
-                    "page holds {records} records, its header says {rows}"
-                ))
-                .in_page(i));
-            }
-            if row.checked_add(records).is_none_or(|e| e > self.rg_rows) {
-                return Err(Error::corrupt(format!(
-                    "pages hold more rows than the row group ({})",
-                    self.rg_rows
-                ))
-                .in_page(i));
-            }
-            self.plan
-                .select_page(&p, row, selection, dictionary.as_ref(), metrics, out)
-                .map_err(|e| e.in_page(i))?;
-            row += records;
-            previous_decoded = true;
-        }
-        if row != self.rg_rows {
-            return Err(Error::corrupt(format!(
-                "pages hold {row} rows but the row group has {}",
-                self.rg_rows
-            )));
+        };
+        self.plan.select_page(
+            &p,
+            first_row,
+            self.selection,
+            self.dictionary.as_ref(),
+            self.metrics,
+            &mut self.out,
+        )?;
+        if self.indexed.is_none() {
+            self.row += records;
+            self.previous_decoded = true;
         }
         Ok(())
-    }
-
-    fn decode_dictionary(&self, page: Option<Page>) -> Result<Values> {
-        match page {
-            Some(Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                ..
-            }) => {
-                let enc = match encoding {
-                    Encoding::PLAIN_DICTIONARY | Encoding::PLAIN => Encoding::PLAIN,
-                    other => other,
-                };
-                let leaf = self.plan.leaf;
-                encoding::decode_values(
-                    enc,
-                    leaf.physical,
-                    leaf.type_length,
-                    &buf,
-                    num_values as usize,
-                )
-            }
-            _ => Err(Error::corrupt(
-                "expected a dictionary page at the start of the column chunk",
-            )),
-        }
     }
 }
 

@@ -7,6 +7,7 @@ use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection
 use parquet::arrow::ProjectionMask;
 
 use crate::error::{Error, Result};
+use crate::io::Reader;
 use crate::selection::Bitmap;
 
 use super::file::OpenedFile;
@@ -14,6 +15,7 @@ use super::file::OpenedFile;
 /// The selected rows of top-level field `root` in row group `rg`.
 pub fn read_root(
     file: &OpenedFile,
+    reader: &Reader,
     rg: usize,
     root: usize,
     selection: &Bitmap,
@@ -22,11 +24,21 @@ pub fn read_root(
     let mask = ProjectionMask::roots(schema, [root]);
     let rows = selection.len();
     let ranges = selection.ranges();
-    let builder =
-        ParquetRecordBatchReaderBuilder::new_with_metadata(file.source.clone(), file.arrow.clone())
-            .with_row_groups(vec![rg])
-            .with_projection(mask)
-            .with_batch_size(rows.clamp(1, 1 << 20));
+    // The root's column chunks in one read; the crate's reader then works from memory.
+    let rg_meta = file.metadata.row_group(rg);
+    let mut chunk_ranges = Vec::new();
+    for leaf in file.leaves.iter().filter(|l| l.root == root) {
+        let (start, len) = rg_meta.column(leaf.index).byte_range();
+        let end = start
+            .checked_add(len)
+            .ok_or_else(|| Error::corrupt("column chunk byte range overflows"))?;
+        chunk_ranges.push(start..end);
+    }
+    let fetched = reader.read_ranges(&chunk_ranges)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(fetched, file.arrow.clone())
+        .with_row_groups(vec![rg])
+        .with_projection(mask)
+        .with_batch_size(rows.clamp(1, 1 << 20));
     // A full selection is left implicit: the reader then needs no row-count bookkeeping.
     let builder = if ranges.len() == 1 && ranges[0] == (0..rows) {
         builder

@@ -1,43 +1,101 @@
-//! An opened Parquet file: its byte source, metadata (with page index when present), leaf
-//! columns and the Arrow schema the `parquet` crate's reader would produce.
+//! An opened Parquet file: its byte source, footer metadata, leaf columns and Arrow schema, and
+//! its page indexes, loaded lazily per row group and column.
+//!
+//! Opening is one read of the file's end (the footer, and usually the page index, which writers
+//! put just before it); a second only when the footer is larger. Page indexes are decoded only
+//! for the chunks a query still needs after statistics pruning, from that tail when it holds
+//! them, else in one coalesced read per row group together with the Bloom filters and
+//! dictionaries the row group's pruning needs.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
+use parquet::file::page_index::index_reader::{decode_column_index, decode_offset_index};
+use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use crate::error::{Error, Result};
-use crate::io::FileSource;
+use crate::io::location::FileRef;
+use crate::io::{ByteSource, FetchedRanges, Reader};
 use crate::schema::{leaf_columns, LeafColumn};
 
 /// Largest row group tamis scans: selections are bitmaps over a row group's rows (256 MiB at
 /// this size), and page value counts are checked against it before buffers are sized.
 pub const MAX_ROW_GROUP_ROWS: i64 = 1 << 31;
 
+/// The page index of one column chunk (either part may be absent).
+#[derive(Debug, Default)]
+pub struct ChunkIndex {
+    pub column: Option<ColumnIndexMetaData>,
+    pub offset: Option<OffsetIndexMetaData>,
+}
+
 pub struct OpenedFile {
-    pub path: PathBuf,
-    pub source: FileSource,
+    pub location: String,
+    pub source: Arc<dyn ByteSource>,
+    /// The footer (without page index: see [`OpenedFile::chunk_index`]).
     pub metadata: Arc<ParquetMetaData>,
     pub arrow: ArrowReaderMetadata,
     pub leaves: Vec<LeafColumn>,
-    /// Bytes read and time spent opening (footer, page index).
+    /// The end of the file as read when opening; later reads inside it cost nothing.
+    tail: FetchedRanges,
+    /// Page indexes by `row group × leaves + column`, decoded on first use.
+    indexes: Vec<OnceLock<ChunkIndex>>,
+    /// Bytes and requests spent opening (footer reads) and time taken.
     pub open_bytes: u64,
+    pub open_requests: u64,
     pub open_ns: u64,
+    /// Bytes of metadata held (footer tail and decoded index bytes), for cache budgets.
+    held_bytes: AtomicU64,
+}
+
+impl std::fmt::Debug for OpenedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedFile")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenedFile {
-    pub fn open(path: &Path) -> Result<Self> {
+    /// Opens a local path (for tools and tests).
+    pub fn open(path: &std::path::Path) -> Result<Self> {
+        Self::open_ref(&FileRef::Local(path.to_path_buf()))
+    }
+
+    pub fn open_ref(file: &FileRef) -> Result<Self> {
         let start = Instant::now();
-        let ctx = |e: Error| e.in_file(path.display());
-        let source = FileSource::open(path).map_err(ctx)?;
-        let metadata = ParquetMetaDataReader::new()
-            .with_page_index_policy(PageIndexPolicy::Optional)
-            .parse_and_finish(&source)
-            .map_err(|e| ctx(Error::from(e)))?;
-        let metadata = Arc::new(metadata);
+        let location = file.location();
+        let ctx = |e: Error| e.in_file(&location);
+        let (source, tail_bytes) = file.open().map_err(ctx)?;
+        let len = source.identity().len;
+        let mut open_bytes = tail_bytes.len() as u64;
+        let mut open_requests = 1;
+        let mut tail_bytes = tail_bytes;
+        let mut reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
+        // The first read was a guess; a larger footer needs exactly one more.
+        if let Err(ParquetError::NeedMoreData(needed)) = reader.try_parse_sized(&tail_bytes, len) {
+            let needed = (needed as u64).min(len);
+            let never = std::sync::atomic::AtomicBool::new(false);
+            tail_bytes = source
+                .read_ranges(std::slice::from_ref(&(len - needed..len)), &never)
+                .map_err(ctx)?
+                .pop()
+                .unwrap_or_default();
+            open_bytes += needed;
+            open_requests += 1;
+            reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
+            reader
+                .try_parse_sized(&tail_bytes, len)
+                .map_err(|e| ctx(Error::from(e)))?;
+        }
+        let metadata = Arc::new(reader.finish().map_err(|e| ctx(Error::from(e)))?);
         let arrow = ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())
             .map_err(|e| ctx(Error::from(e)))?;
         let leaves = leaf_columns(metadata.file_metadata().schema_descr());
@@ -61,14 +119,21 @@ impl OpenedFile {
                 ))));
             }
         }
+        let chunks = metadata.num_row_groups() * leaves.len();
+        let held = tail_bytes.len() as u64;
+        let tail_start = len - tail_bytes.len() as u64;
         Ok(OpenedFile {
-            path: path.to_path_buf(),
-            open_bytes: source.bytes_read(),
+            location,
             source,
             metadata,
             arrow,
             leaves,
+            tail: FetchedRanges::from_pieces(vec![(tail_start, tail_bytes)], len),
+            indexes: (0..chunks).map(|_| OnceLock::new()).collect(),
+            open_bytes,
+            open_requests,
             open_ns: start.elapsed().as_nanos() as u64,
+            held_bytes: AtomicU64::new(held),
         })
     }
 
@@ -77,57 +142,119 @@ impl OpenedFile {
     }
 
     pub fn name(&self) -> String {
-        self.path.display().to_string()
+        self.location.clone()
     }
-}
 
-/// Expands a path into Parquet files: a file, a directory (every `*.parquet` below it, sorted) or
-/// a glob pattern.
-pub fn resolve_paths(path: &str) -> Result<Vec<PathBuf>> {
-    let p = Path::new(path);
-    if p.is_file() {
-        return Ok(vec![p.to_path_buf()]);
+    pub fn len(&self) -> u64 {
+        self.source.identity().len
     }
-    if p.is_dir() {
-        let mut out = Vec::new();
-        collect_dir(p, &mut out)?;
-        out.sort();
-        if out.is_empty() {
-            return Err(Error::invalid(format!(
-                "no *.parquet files below directory {path}"
-            )));
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A reader of this file with its own counters, never cancelled (for tools and tests).
+    pub fn reader(&self) -> Reader {
+        Reader::new(self.source.clone(), Default::default(), Default::default())
+    }
+
+    /// Bytes of metadata this file holds in memory.
+    pub fn held_bytes(&self) -> u64 {
+        self.held_bytes.load(Relaxed)
+    }
+
+    /// The page index of a chunk, if loaded (see [`OpenedFile::prefetch`]).
+    pub fn chunk_index(&self, rg: usize, column: usize) -> Option<&ChunkIndex> {
+        self.indexes
+            .get(rg * self.leaves.len() + column)
+            .and_then(|c| c.get())
+    }
+
+    /// Loads, with at most one coalesced read, the page indexes of `index_columns` and the
+    /// `extra` ranges (Bloom filters, dictionary pages) of row group `rg`; returns the extra
+    /// bytes. Ranges inside the tail read at open cost nothing.
+    pub fn prefetch(
+        &self,
+        rg: usize,
+        index_columns: &[usize],
+        extra: &[Range<u64>],
+        reader: &Reader,
+    ) -> Result<FetchedRanges> {
+        let rg_meta = self.metadata.row_group(rg);
+        // (column, column index range, offset index range)
+        type Wanted = (usize, Option<Range<u64>>, Option<Range<u64>>);
+        let mut wanted: Vec<Wanted> = Vec::new();
+        for &c in index_columns {
+            let slot = rg * self.leaves.len() + c;
+            if c >= rg_meta.num_columns()
+                || self.indexes.get(slot).is_none_or(|s| s.get().is_some())
+            {
+                continue;
+            }
+            let cc = rg_meta.column(c);
+            let valid =
+                |r: Option<Range<u64>>| r.filter(|r| r.start < r.end && r.end <= self.len());
+            wanted.push((
+                c,
+                valid(cc.column_index_range()),
+                valid(cc.offset_index_range()),
+            ));
         }
-        return Ok(out);
-    }
-    if path.contains(['*', '?', '[']) {
-        let paths =
-            glob::glob(path).map_err(|e| Error::invalid(format!("bad glob {path}: {e}")))?;
-        let mut out: Vec<PathBuf> = paths
-            .filter_map(|r| r.ok())
-            .filter(|p| p.is_file())
+        let mut ranges: Vec<Range<u64>> = extra
+            .iter()
+            .filter(|r| self.tail.slice((*r).clone()).is_none())
+            .cloned()
             .collect();
-        out.sort();
-        if out.is_empty() {
-            return Err(Error::invalid(format!("no files match {path}")));
+        for (_, ci, oi) in &wanted {
+            for r in [ci, oi].into_iter().flatten() {
+                if self.tail.slice(r.clone()).is_none() {
+                    ranges.push(r.clone());
+                }
+            }
         }
-        return Ok(out);
+        let mut fetched = if ranges.is_empty() {
+            FetchedRanges::default()
+        } else {
+            reader.read_ranges(&ranges)?
+        };
+        let get = |r: &Range<u64>| {
+            self.tail
+                .slice(r.clone())
+                .or_else(|| fetched.slice(r.clone()))
+        };
+        for (c, ci, oi) in wanted {
+            let leaf = &self.leaves[c];
+            let mut index = ChunkIndex::default();
+            if let Some(bytes) = ci.as_ref().and_then(get) {
+                index.column =
+                    Some(decode_column_index(&bytes, leaf.physical).map_err(|e| {
+                        Error::from(e).with_context_column(&leaf.path, "column index")
+                    })?);
+            }
+            if let Some(bytes) = oi.as_ref().and_then(get) {
+                index.offset =
+                    Some(decode_offset_index(&bytes).map_err(|e| {
+                        Error::from(e).with_context_column(&leaf.path, "offset index")
+                    })?);
+            }
+            let held = ci.map_or(0, |r| r.end - r.start) + oi.map_or(0, |r| r.end - r.start);
+            if self.indexes[rg * self.leaves.len() + c].set(index).is_ok() {
+                self.held_bytes.fetch_add(held, Relaxed);
+            }
+        }
+        // Extra ranges inside the tail are served from it (a later piece never starts inside it).
+        fetched.extend(self.tail.clone().into_pieces());
+        Ok(fetched)
     }
-    let mut err = Error::new(crate::ErrorKind::Io, "no such file or directory");
-    err.io_kind = Some(std::io::ErrorKind::NotFound);
-    Err(err.in_file(path))
 }
 
-fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).in_file(dir.display()))?;
-    for entry in entries {
-        let path = entry
-            .map_err(|e| Error::from(e).in_file(dir.display()))?
-            .path();
-        if path.is_dir() {
-            collect_dir(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "parquet") {
-            out.push(path);
-        }
+trait ColumnContext {
+    fn with_context_column(self, column: &str, what: &str) -> Self;
+}
+
+impl ColumnContext for Error {
+    fn with_context_column(mut self, column: &str, what: &str) -> Self {
+        self.message = format!("reading the {what}: {}", self.message);
+        self.in_column(column)
     }
-    Ok(())
 }

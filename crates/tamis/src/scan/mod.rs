@@ -21,6 +21,8 @@ use arrow::datatypes::{Schema, SchemaRef};
 use crate::column::adapt::Evaluation;
 use crate::error::{Error, Result};
 use crate::expr::{sql, Predicate};
+use crate::io::location::list;
+use crate::io::{IoStats, Reader, StorageOptions};
 use crate::metrics::{add, MetricsCollector, ScanMetrics};
 
 use file::OpenedFile;
@@ -54,6 +56,7 @@ pub struct Scan {
     evaluation: Evaluation,
     pruning: Pruning,
     metrics: Arc<MetricsCollector>,
+    io: Arc<IoStats>,
 }
 
 /// Which file structures a scan may prune with (all by default). Turning one off makes the scan
@@ -81,20 +84,25 @@ impl Default for Pruning {
 }
 
 impl Scan {
-    /// Opens a file, every `*.parquet` below a directory, or the files matching a glob. With
-    /// several files their schemas must agree.
+    /// Opens a file, every `*.parquet` below a directory, or the files matching a glob —
+    /// local paths or object-store URLs (`s3://`, `gs://`, `az://`, `http(s)://`) with
+    /// credentials from the environment. With several files their schemas must agree.
     pub fn open(path: impl AsRef<str>) -> Result<Scan> {
-        let paths = file::resolve_paths(path.as_ref())?;
+        Self::open_with(path, &StorageOptions::default())
+    }
+
+    /// [`Scan::open`] with explicit object-store options (endpoint, region, credentials…).
+    pub fn open_with(path: impl AsRef<str>, options: &StorageOptions) -> Result<Scan> {
+        let listing = list(path.as_ref(), options)?;
         let metrics = Arc::new(MetricsCollector::default());
-        let mut files: Vec<Arc<OpenedFile>> = Vec::with_capacity(paths.len());
-        for p in &paths {
-            let f = OpenedFile::open(p)?;
+        let io = Arc::new(IoStats::default());
+        let mut files: Vec<Arc<OpenedFile>> = Vec::with_capacity(listing.files.len());
+        for f in &listing.files {
+            let f = OpenedFile::open_ref(f)?;
             add(&metrics.files, 1);
-            add(
-                &metrics.bytes_file,
-                parquet::file::reader::Length::len(&f.source),
-            );
-            add(&metrics.bytes_read, f.open_bytes);
+            add(&metrics.bytes_file, f.len());
+            add(&io.bytes, f.open_bytes);
+            add(&io.requests, f.open_requests);
             add(&metrics.time_metadata_ns, f.open_ns);
             if let Some(first) = files.first() {
                 check_same_schema(first, &f)?;
@@ -114,6 +122,7 @@ impl Scan {
             evaluation: Evaluation::Auto,
             pruning: Pruning::default(),
             metrics,
+            io,
         })
     }
 
@@ -206,8 +215,9 @@ impl Scan {
         )
     }
 
-    pub fn files(&self) -> Vec<std::path::PathBuf> {
-        self.files.iter().map(|f| f.path.clone()).collect()
+    /// The files' paths or URLs.
+    pub fn files(&self) -> Vec<String> {
+        self.files.iter().map(|f| f.location.clone()).collect()
     }
 
     /// The bound predicate, rendered (for explain output).
@@ -232,9 +242,24 @@ impl Scan {
             .flat_map(|(fi, f)| (0..f.metadata.num_row_groups()).map(move |rg| (fi, rg)))
             .collect();
         let total = tasks.len();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let readers = self
+            .files
+            .iter()
+            .map(|f| Reader::new(f.source.clone(), self.io.clone(), cancelled.clone()))
+            .collect();
+        let needed_leaves = self.files[0]
+            .leaves
+            .iter()
+            .filter(|l| self.projection.contains(&l.root))
+            .map(|l| l.index)
+            .collect();
         Ok(ScanStream {
             shared: Arc::new(Shared {
                 files: self.files,
+                readers,
+                needed_leaves,
+                io: self.io,
                 predicate: self.predicate,
                 projection: self.projection,
                 schema: schema.clone(),
@@ -242,7 +267,7 @@ impl Scan {
                 planner: Planner::new(self.filter_order).with_evaluation(self.evaluation),
                 pruning: self.pruning,
                 done: AtomicUsize::new(0),
-                cancelled: AtomicBool::new(false),
+                cancelled,
             }),
             pool,
             pending: tasks,
@@ -293,6 +318,10 @@ fn check_same_schema(first: &OpenedFile, other: &OpenedFile) -> Result<()> {
 
 struct Shared {
     files: Vec<Arc<OpenedFile>>,
+    /// One reader per file, all counting into `io` and stopped by `cancelled`.
+    readers: Vec<Reader>,
+    needed_leaves: Vec<usize>,
+    io: Arc<IoStats>,
     predicate: Option<Predicate>,
     projection: Vec<usize>,
     schema: SchemaRef,
@@ -300,7 +329,7 @@ struct Shared {
     planner: Planner,
     pruning: Pruning,
     done: AtomicUsize,
-    cancelled: AtomicBool,
+    cancelled: Arc<AtomicBool>,
 }
 
 /// Record batches of a running scan, in file order. Metrics are complete once it is exhausted.
@@ -340,12 +369,8 @@ impl ScanStream {
     /// A snapshot of the metrics; complete after the last batch.
     pub fn metrics(&self) -> ScanMetrics {
         let mut s = self.shared.metrics.snapshot();
-        s.bytes_read = self
-            .shared
-            .files
-            .iter()
-            .map(|f| f.source.bytes_read())
-            .sum();
+        s.bytes_read = self.shared.io.bytes.load(Relaxed);
+        s.requests = self.shared.io.requests.load(Relaxed);
         s.filter_order = self.shared.planner.report();
         s
     }
@@ -366,6 +391,8 @@ impl ScanStream {
                 let file = &shared.files[fi];
                 let job = RowGroupJob {
                     file,
+                    reader: &shared.readers[fi],
+                    needed_leaves: &shared.needed_leaves,
                     rg,
                     predicate: shared.predicate.as_ref(),
                     projection: &shared.projection,

@@ -930,9 +930,12 @@ mod tests {
         let predicate = sql::parse_predicate("a < 10 AND b = 7", &file.leaves).unwrap();
         let schema = Arc::new(file.schema().project(&[0]).unwrap());
         let metrics = MetricsCollector::default();
+        let reader = file.reader();
         let run = |planner: &Planner, rg: usize| {
             let job = RowGroupJob {
                 file: &file,
+                reader: &reader,
+                needed_leaves: &[0],
                 rg,
                 predicate: Some(&predicate),
                 projection: &[0],

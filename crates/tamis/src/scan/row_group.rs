@@ -23,6 +23,8 @@ use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Predicate;
+use crate::expr::{CmpOp, LeafOp};
+use crate::io::Reader;
 use crate::metrics::{add, add_elapsed, MetricsCollector};
 use crate::prune;
 use crate::selection::{Bitmap, Selection};
@@ -36,6 +38,8 @@ use super::Pruning;
 /// What a row group task needs besides its file.
 pub struct RowGroupJob<'a> {
     pub file: &'a OpenedFile,
+    /// The scan's reader of this file (counts bytes and requests, honours cancellation).
+    pub reader: &'a Reader,
     pub rg: usize,
     pub predicate: Option<&'a Predicate>,
     /// Top-level fields to output, in output order.
@@ -48,6 +52,8 @@ pub struct RowGroupJob<'a> {
     pub ordinal: usize,
     /// Which pruning structures may be used.
     pub pruning: Pruning,
+    /// Leaf columns the projection reads (their offset indexes skip payload pages).
+    pub needed_leaves: &'a [usize],
 }
 
 /// Runs the row group; returns the selected rows of the projected columns.
@@ -63,18 +69,16 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     add(&m.row_groups_total, 1);
     add(&m.rows_total, rows as u64);
     let leaves = &file.leaves;
-    let page_index = file
-        .metadata
-        .page_index()
-        .filter(|_| job.pruning.page_index);
-    let offset_index = |c: usize| page_index.and_then(|p| p.offset_index(job.rg, c));
-    let column_index = |c: usize| page_index.and_then(|p| p.column_index(job.rg, c));
+    let use_index = job.pruning.page_index;
+    let chunk_index = |c: usize| file.chunk_index(job.rg, c).filter(|_| use_index);
+    let offset_index = |c: usize| chunk_index(c).and_then(|i| i.offset.as_ref());
+    let column_index = |c: usize| chunk_index(c).and_then(|i| i.column.as_ref());
     let mut chunks: HashMap<usize, ColumnChunk<'_>> = HashMap::new();
     let chunk = |c: usize| {
         ColumnChunk::new(
             &leaves[c],
             rg_meta.column(c),
-            &file.source,
+            job.reader,
             offset_index(c),
             rows,
         )
@@ -102,8 +106,51 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 add_elapsed(&m.time_prune_ns, t);
                 return Ok(None);
             }
+            // One read for what this row group's pruning and pages need from the file's
+            // metadata regions: page indexes of the needed columns, Bloom filters of the
+            // columns probed by = / IN, dictionary pages of all-dictionary filter columns.
+            let probed = if job.pruning.bloom_filters {
+                probed_columns(&p)
+            } else {
+                Vec::new()
+            };
+            let dict_columns: Vec<usize> = p
+                .columns()
+                .into_iter()
+                .filter(|&c| prune::dictionary::chunk_is_all_dictionary(rg_meta.column(c)))
+                .collect();
+            for &c in &dict_columns {
+                chunks.entry(c).or_insert_with(|| chunk(c));
+            }
+            let mut extra: Vec<std::ops::Range<u64>> = probed
+                .iter()
+                .filter_map(|&c| bloom_range(rg_meta.column(c)))
+                .collect();
+            extra.extend(
+                dict_columns
+                    .iter()
+                    .filter_map(|c| chunks.get(c).and_then(|ch| ch.dictionary_range())),
+            );
+            let mut index_columns = p.columns();
+            index_columns.extend(job.needed_leaves.iter().copied());
+            let fetched = file.prefetch(
+                job.rg,
+                if use_index { &index_columns } else { &[] },
+                &extra,
+                job.reader,
+            )?;
+            // Chunks created before the page index was loaded are rebuilt with it.
+            for &c in &dict_columns {
+                let mut ch = chunk(c);
+                ch.offer(&fetched)?;
+                chunks.insert(c, ch);
+            }
             let p = if job.pruning.bloom_filters {
-                prune::bloom::bloom_verdict(&p, leaves, rg_meta, &file.source)?
+                let blooms = PrefetchedOr {
+                    fetched: &fetched,
+                    reader: job.reader,
+                };
+                prune::bloom::bloom_verdict(&p, leaves, rg_meta, &blooms)?
             } else {
                 p
             };
@@ -112,10 +159,13 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 add_elapsed(&m.time_prune_ns, t);
                 return Ok(None);
             }
-            for c in p.columns() {
-                if prune::dictionary::chunk_is_all_dictionary(rg_meta.column(c)) {
-                    let ch = chunks.entry(c).or_insert_with(|| chunk(c));
-                    if let Some(d) = ch.load_dictionary()? {
+            for &c in &dict_columns {
+                if p.columns().contains(&c) {
+                    if let Some(d) = chunks
+                        .get_mut(&c)
+                        .expect("created above")
+                        .load_dictionary()?
+                    {
                         dicts.insert(c, d);
                     }
                 }
@@ -236,19 +286,19 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                         let list = ListChunk {
                             plan,
                             meta: rg_meta.column(c),
-                            source: &file.source,
+                            reader: job.reader,
                             offset_index: offset_index(c),
                             rg_rows: rows,
                         };
                         match list.project(&selection, m) {
                             Err(e) if e.kind == ErrorKind::Unsupported => {
-                                fallback::read_root(file, job.rg, root, &selection)
+                                fallback::read_root(file, job.reader, job.rg, root, &selection)
                                     .map_err(|e| e.in_column(field.name()))?
                             }
                             other => other?,
                         }
                     }
-                    None => fallback::read_root(file, job.rg, root, &selection)
+                    None => fallback::read_root(file, job.reader, job.rg, root, &selection)
                         .map_err(|e| e.in_column(field.name()))?,
                 }
             }
@@ -372,4 +422,56 @@ fn complement(within: &Bitmap, rows: &Bitmap) -> Bitmap {
     let mut out = within.clone();
     out.and_not_inplace(rows);
     out
+}
+
+/// Columns an `=` or `IN` leaf could prune with a Bloom filter.
+fn probed_columns(p: &Predicate) -> Vec<usize> {
+    let mut out = Vec::new();
+    p.visit_leaves(&mut |leaf| {
+        let probes = matches!(
+            leaf.op,
+            LeafOp::Cmp(CmpOp::Eq, _) | LeafOp::In { negated: false, .. }
+        );
+        if probes && !out.contains(&leaf.column) {
+            out.push(leaf.column);
+        }
+    });
+    out
+}
+
+/// A chunk's Bloom filter bytes, when the footer says where and how long.
+fn bloom_range(cc: &parquet::file::metadata::ColumnChunkMetaData) -> Option<std::ops::Range<u64>> {
+    let start = u64::try_from(cc.bloom_filter_offset()?).ok()?;
+    let len = u64::try_from(cc.bloom_filter_length()?).ok()?;
+    Some(start..start.checked_add(len)?)
+}
+
+/// Serves reads from a row group's prefetched bytes, else from the file.
+struct PrefetchedOr<'a> {
+    fetched: &'a crate::io::FetchedRanges,
+    reader: &'a Reader,
+}
+
+impl parquet::file::reader::Length for PrefetchedOr<'_> {
+    fn len(&self) -> u64 {
+        self.reader.len()
+    }
+}
+
+impl parquet::file::reader::ChunkReader for PrefetchedOr<'_> {
+    type T = bytes::buf::Reader<bytes::Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.reader.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        match self
+            .fetched
+            .slice(start..start.saturating_add(length as u64))
+        {
+            Some(b) => Ok(b),
+            None => self.reader.get_bytes(start, length),
+        }
+    }
 }

@@ -1,0 +1,326 @@
+//! One page plan and one fetch path for every column chunk, flat or list.
+//!
+//! ```text
+//! OffsetIndex + wanted pages ──► byte ranges (dictionary + pages) ──► Reader (coalesced, counted)
+//!                            ──► SerializedPageReader (headers, decompression) ──► visitor
+//! no OffsetIndex             ──► the chunk once ──► headers walked in order; the visitor says
+//!                                which pages to decompress, the others are skipped unread
+//! ```
+//!
+//! The caller (a flat [`super::ColumnChunk`] or a [`super::repeated::ListChunk`]) decides which
+//! pages it wants and what a page means; this module owns where the bytes are, fetching them
+//! once, and counting the pages decompressed.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parquet::column::page::{Page, PageMetadata, PageReader};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::page_index::offset_index::OffsetIndexMetaData;
+use parquet::file::serialized_reader::SerializedPageReader;
+
+use crate::error::{Error, Result};
+use crate::io::{FetchedRanges, Reader};
+use crate::metrics::{add, MetricsCollector};
+
+/// What a chunk reader does with the pages the fetcher yields.
+pub trait PageVisitor {
+    /// The chunk's dictionary page.
+    fn dictionary(&mut self, page: Page) -> Result<()>;
+    /// Sequential walks only: whether data page `i` (header `meta`) is to be decompressed.
+    fn want(&mut self, i: usize, meta: &PageMetadata) -> Result<bool>;
+    /// Data page `i`, decompressed.
+    fn page(&mut self, i: usize, page: Page) -> Result<()>;
+    /// Sequential walks only: data page `i` was skipped by its header.
+    fn skipped(&mut self, _i: usize, _meta: &PageMetadata) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The offset index if it describes the chunk sensibly — pages start at increasing rows inside
+/// the row group, the first at row 0 — else `None` (fail open: read the chunk in order).
+pub fn usable_offset_index(
+    offset_index: Option<&OffsetIndexMetaData>,
+    rg_rows: usize,
+) -> Option<&OffsetIndexMetaData> {
+    offset_index.filter(|oi| {
+        let locs = oi.page_locations();
+        !locs.is_empty()
+            && locs[0].first_row_index == 0
+            && locs
+                .windows(2)
+                .all(|w| w[0].first_row_index < w[1].first_row_index)
+            && locs
+                .last()
+                .is_some_and(|l| (l.first_row_index as usize) < rg_rows.max(1))
+    })
+}
+
+/// Where one column chunk's pages are, and the bytes fetched so far.
+pub struct ChunkPages<'a> {
+    meta: &'a ColumnChunkMetaData,
+    reader: &'a Reader,
+    offset_index: Option<&'a OffsetIndexMetaData>,
+    rg_rows: usize,
+    /// Bytes fetched so far (dictionary page, pages, or the whole chunk).
+    fetched: FetchedRanges,
+    dictionary_fetched: bool,
+    whole_chunk: bool,
+}
+
+impl<'a> ChunkPages<'a> {
+    pub fn new(
+        meta: &'a ColumnChunkMetaData,
+        reader: &'a Reader,
+        offset_index: Option<&'a OffsetIndexMetaData>,
+        rg_rows: usize,
+    ) -> Self {
+        ChunkPages {
+            meta,
+            reader,
+            offset_index: usable_offset_index(offset_index, rg_rows),
+            rg_rows,
+            fetched: FetchedRanges::from_pieces(Vec::new(), reader.len()),
+            dictionary_fetched: false,
+            whole_chunk: false,
+        }
+    }
+
+    pub fn offset_index(&self) -> Option<&'a OffsetIndexMetaData> {
+        self.offset_index
+    }
+
+    /// Row ranges `(first_row, rows)` of the pages, from the offset index.
+    pub fn indexed_layout(&self) -> Option<Vec<(usize, usize)>> {
+        let locs = self.offset_index?.page_locations();
+        Some(
+            locs.iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let start = l.first_row_index as usize;
+                    let end = locs
+                        .get(i + 1)
+                        .map_or(self.rg_rows, |n| n.first_row_index as usize);
+                    (start, end.saturating_sub(start))
+                })
+                .collect(),
+        )
+    }
+
+    /// The chunk's byte range, checked against the file length.
+    pub fn chunk_range(&self) -> Result<Range<u64>> {
+        let (start, len) = self.meta.byte_range();
+        match start.checked_add(len).filter(|&e| e <= self.reader.len()) {
+            Some(end) => Ok(start..end),
+            None => Err(Error::corrupt(format!(
+                "column chunk byte range {start}+{len} lies beyond the end of the file"
+            ))),
+        }
+    }
+
+    /// Where the dictionary page is, if the chunk has one: before the first data page (the
+    /// offset index's, else the footer's `data_page_offset`).
+    pub fn dictionary_range(&self) -> Result<Option<Range<u64>>> {
+        let chunk = self.chunk_range()?;
+        let first_data = match self.offset_index {
+            Some(oi) => oi.page_locations()[0].offset as u64,
+            None => {
+                if self.meta.dictionary_page_offset().is_none() {
+                    return Ok(None);
+                }
+                self.meta.data_page_offset() as u64
+            }
+        };
+        if first_data <= chunk.start {
+            return Ok(None);
+        }
+        if first_data > chunk.end {
+            return Err(Error::corrupt(
+                "the first data page lies outside the column chunk",
+            ));
+        }
+        Ok(Some(chunk.start..first_data))
+    }
+
+    /// Bytes fetched elsewhere (a row group's prefetch of dictionary pages).
+    pub fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
+        if let Some(r) = self.dictionary_range()? {
+            if let Some(bytes) = fetched.slice(r.clone()) {
+                self.fetched.extend([(r.start, bytes)]);
+                self.dictionary_fetched = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn page_reader(&self) -> Result<SerializedPageReader<FetchedRanges>> {
+        let locations = self.offset_index.map(|oi| oi.page_locations().clone());
+        Ok(SerializedPageReader::new(
+            Arc::new(self.fetched.clone()),
+            self.meta,
+            self.rg_rows,
+            locations,
+        )?)
+    }
+
+    /// Reads only the dictionary page; `false` if the chunk has none where expected.
+    pub fn fetch_dictionary(&mut self, visitor: &mut impl PageVisitor) -> Result<bool> {
+        let Some(range) = self.dictionary_range()? else {
+            return Ok(false);
+        };
+        if !self.dictionary_fetched {
+            let bytes = self.reader.read_range(range.clone())?;
+            self.fetched.extend([(range.start, bytes)]);
+            self.dictionary_fetched = true;
+        }
+        // Read it without the offset index: the page reader then starts at the chunk start.
+        let reader = Arc::new(self.fetched.clone());
+        let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
+        match pages.peek_next_page() {
+            Ok(Some(m)) if m.is_dict => {}
+            _ => return Ok(false),
+        }
+        match pages.get_next_page()? {
+            Some(page) => visitor.dictionary(page)?,
+            None => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// With an offset index: fetches the `wanted` pages (ascending), and the dictionary page
+    /// when `dictionary` asks for it and it was not fetched yet, in one coalesced read; hands
+    /// them to the visitor in order.
+    pub fn fetch_indexed(
+        &mut self,
+        wanted: &[usize],
+        dictionary: bool,
+        visitor: &mut impl PageVisitor,
+        metrics: &MetricsCollector,
+    ) -> Result<()> {
+        let oi = self
+            .offset_index
+            .ok_or_else(|| Error::internal("indexed fetch without an offset index"))?;
+        let Some(&last) = wanted.last() else {
+            return Ok(());
+        };
+        let locs = oi.page_locations();
+        let chunk = self.chunk_range()?;
+        let dict_range = if dictionary {
+            self.dictionary_range()?
+        } else {
+            None
+        };
+        let mut ranges = Vec::with_capacity(wanted.len() + 1);
+        if let Some(r) = dict_range.clone().filter(|_| !self.dictionary_fetched) {
+            ranges.push(r);
+        }
+        for &i in wanted {
+            let l = locs
+                .get(i)
+                .ok_or_else(|| Error::internal(format!("page {i} is not in the offset index")))?;
+            let start = l.offset as u64;
+            match start.checked_add(l.compressed_page_size.max(0) as u64) {
+                Some(end) if start >= chunk.start && end <= chunk.end => {
+                    if self.fetched.slice(start..end).is_none() {
+                        ranges.push(start..end)
+                    }
+                }
+                _ => {
+                    return Err(Error::corrupt(format!(
+                        "page {i} lies outside its column chunk"
+                    )))
+                }
+            }
+        }
+        if !ranges.is_empty() {
+            let fetched = self.reader.read_ranges(&ranges)?;
+            self.fetched.extend(fetched.into_pieces());
+        }
+        if dict_range.is_some() {
+            self.dictionary_fetched = true;
+        }
+        let mut pages = self.page_reader()?;
+        if self.dictionary_range()?.is_some() {
+            // The page reader starts at the chunk start, with the dictionary page; skipping it
+            // reads nothing.
+            match dict_range {
+                Some(_) => {
+                    if let Some(page) = pages.get_next_page()? {
+                        visitor.dictionary(page)?;
+                    }
+                }
+                None => pages.skip_next_page()?,
+            }
+        }
+        let mut want = wanted.iter().peekable();
+        for i in 0..=last {
+            if want.peek() == Some(&&i) {
+                want.next();
+                let page = pages.get_next_page()?.ok_or_else(|| {
+                    Error::corrupt(format!("page {i} announced by the offset index is missing"))
+                })?;
+                add(&metrics.pages_read, 1);
+                visitor.page(i, page).map_err(|e| e.in_page(i))?;
+            } else {
+                pages.skip_next_page()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Without an offset index: reads the whole chunk once and walks its pages in order; the
+    /// visitor decides per header which to decompress.
+    pub fn walk(
+        &mut self,
+        visitor: &mut impl PageVisitor,
+        metrics: &MetricsCollector,
+    ) -> Result<()> {
+        if !self.whole_chunk {
+            let range = self.chunk_range()?;
+            let bytes = self.reader.read_range(range.clone())?;
+            self.fetched =
+                FetchedRanges::from_pieces(vec![(range.start, bytes)], self.reader.len());
+            self.whole_chunk = true;
+            self.dictionary_fetched = true;
+        }
+        let reader = Arc::new(self.fetched.clone());
+        let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
+        let mut i = 0usize;
+        while let Some(meta) = pages.peek_next_page()? {
+            if meta.is_dict {
+                if let Some(page) = pages.get_next_page()? {
+                    visitor.dictionary(page)?;
+                }
+                continue;
+            }
+            if visitor.want(i, &meta).map_err(|e| e.in_page(i))? {
+                let page = pages
+                    .get_next_page()?
+                    .ok_or_else(|| Error::corrupt("page vanished"))?;
+                add(&metrics.pages_read, 1);
+                visitor.page(i, page).map_err(|e| e.in_page(i))?;
+            } else {
+                pages.skip_next_page()?;
+                visitor.skipped(i, &meta).map_err(|e| e.in_page(i))?;
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A decoded dictionary page's bytes and value count, for the caller to decode.
+pub fn dictionary_parts(page: Page) -> Result<(Bytes, usize, parquet::basic::Encoding)> {
+    match page {
+        Page::DictionaryPage {
+            buf,
+            num_values,
+            encoding,
+            ..
+        } => Ok((buf, num_values as usize, encoding)),
+        _ => Err(Error::corrupt(
+            "expected a dictionary page at the start of the column chunk",
+        )),
+    }
+}

@@ -1,0 +1,501 @@
+//! Where files live: local paths, or URLs of object stores (`s3://`, `gs://`, `az://`,
+//! `abfs(s)://`, `http(s)://`), and how a dataset's files are found (a file, a directory or
+//! prefix, a glob).
+//!
+//! Credentials, endpoint and region come from the standard environment variables
+//! (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT_URL`, `GOOGLE_SERVICE_ACCOUNT`, `AZURE_STORAGE_…`) and
+//! from explicit [`StorageOptions`], which win. Option keys are the `object_store` crate's
+//! (`endpoint`, `region`, `access_key_id`, `secret_access_key`, `allow_http`, `timeout`, …)
+//! plus tamis's own: `latency_ms` and `bandwidth_mb_per_s` (fix the source's cost model instead
+//! of measuring it) and `max_requests` (requests in flight per store).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreScheme, RetryConfig};
+use url::Url;
+
+use super::local::LocalFile;
+use super::object::{runtime, store_cache, store_error, ObjectSource, Store};
+use super::{ByteSource, IoProfile};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Options for object stores (see the module docs for the keys).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct StorageOptions(pub BTreeMap<String, String>);
+
+impl StorageOptions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.0.insert(key.into(), value.into());
+        self
+    }
+
+    fn tamis_number(&self, key: &str) -> Result<Option<f64>> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(Some)
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "storage option {key}: expected a non-negative number, got '{v}'"
+                    ))
+                }),
+        }
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for StorageOptions {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        StorageOptions(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
+/// tamis's own keys, never passed to the store builders.
+const TAMIS_KEYS: [&str; 3] = ["latency_ms", "bandwidth_mb_per_s", "max_requests"];
+
+/// One file of a dataset, before it is opened.
+#[derive(Debug, Clone)]
+pub enum FileRef {
+    Local(PathBuf),
+    Object { store: Arc<Store>, path: ObjectPath },
+}
+
+impl FileRef {
+    /// The path or URL.
+    pub fn location(&self) -> String {
+        match self {
+            FileRef::Local(p) => p.display().to_string(),
+            FileRef::Object { store, path } => store.url(path),
+        }
+    }
+
+    /// Opens the file with one read of its last bytes (the footer and, usually, the page
+    /// index): returns the source and that tail, at the end of the file.
+    pub fn open(&self) -> Result<(Arc<dyn ByteSource>, Bytes)> {
+        match self {
+            FileRef::Local(p) => {
+                let f = LocalFile::open(p)?;
+                let len = f.identity().len;
+                let tail = f.profile().tail_read().min(len);
+                let source: Arc<dyn ByteSource> = Arc::new(f);
+                let never = std::sync::atomic::AtomicBool::new(false);
+                let bytes = if tail == 0 {
+                    Bytes::new()
+                } else {
+                    source
+                        .read_ranges(std::slice::from_ref(&(len - tail..len)), &never)?
+                        .pop()
+                        .unwrap_or_default()
+                };
+                Ok((source, bytes))
+            }
+            FileRef::Object { store, path } => {
+                let tail = store.profile().tail_read();
+                let (source, bytes) = ObjectSource::open(store.clone(), path.clone(), tail)?;
+                Ok((Arc::new(source), bytes))
+            }
+        }
+    }
+}
+
+/// What a path names.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// The files, sorted by location.
+    pub files: Vec<FileRef>,
+    /// For a directory, prefix or glob: the root that partition paths are relative to.
+    pub root: Option<String>,
+}
+
+impl Listing {
+    /// A file's path below the root (for hive partitions), if the listing has a root.
+    pub fn relative(&self, file: &FileRef) -> Option<String> {
+        let root = self.root.as_ref()?;
+        let loc = file.location();
+        loc.strip_prefix(root.as_str())
+            .map(|r| r.trim_start_matches('/').to_string())
+    }
+}
+
+fn is_url(location: &str) -> bool {
+    location.contains("://")
+}
+
+/// Whether a file name is data: `*.parquet`, not hidden (`.x`) or a marker (`_SUCCESS`,
+/// `_metadata`), as Spark and pyarrow lay datasets out.
+fn is_data_file(name: &str) -> bool {
+    name.ends_with(".parquet") && !name.starts_with('.') && !name.starts_with('_')
+}
+
+/// Expands a location into files: a file, a directory or prefix (every `*.parquet` below it),
+/// or a glob.
+pub fn list(location: &str, options: &StorageOptions) -> Result<Listing> {
+    if location.starts_with("file://") {
+        let url =
+            Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
+        let path = url
+            .to_file_path()
+            .map_err(|_| Error::invalid(format!("bad file URL {location}")))?;
+        return list_local(&path.display().to_string());
+    }
+    if is_url(location) {
+        list_object(location, options)
+    } else {
+        list_local(location)
+    }
+}
+
+fn list_local(path: &str) -> Result<Listing> {
+    let p = Path::new(path);
+    if p.is_file() {
+        return Ok(Listing {
+            files: vec![FileRef::Local(p.to_path_buf())],
+            root: None,
+        });
+    }
+    if p.is_dir() {
+        let mut out = Vec::new();
+        collect_dir(p, &mut out, 0)?;
+        out.sort();
+        if out.is_empty() {
+            return Err(Error::invalid(format!(
+                "no *.parquet files below directory {path}"
+            )));
+        }
+        return Ok(Listing {
+            files: out.into_iter().map(FileRef::Local).collect(),
+            root: Some(path.trim_end_matches('/').to_string()),
+        });
+    }
+    if path.contains(['*', '?', '[']) {
+        let paths =
+            glob::glob(path).map_err(|e| Error::invalid(format!("bad glob {path}: {e}")))?;
+        let mut out: Vec<PathBuf> = paths
+            .filter_map(|r| r.ok())
+            .filter(|p| p.is_file())
+            .collect();
+        out.sort();
+        if out.is_empty() {
+            return Err(Error::invalid(format!("no files match {path}")));
+        }
+        return Ok(Listing {
+            files: out.into_iter().map(FileRef::Local).collect(),
+            root: Some(glob_root(path)),
+        });
+    }
+    let mut err = Error::new(ErrorKind::Io, "no such file or directory");
+    err.io_kind = Some(std::io::ErrorKind::NotFound);
+    Err(err.in_file(path))
+}
+
+/// Directories nested deeper than this are refused (a symlink loop, not a dataset).
+const MAX_DEPTH: usize = 64;
+
+fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(Error::invalid(format!(
+            "directories nested more than {MAX_DEPTH} deep (a symbolic link loop?)"
+        ))
+        .in_file(dir.display()));
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).in_file(dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| Error::from(e).in_file(dir.display()))?
+            .path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            if !name.starts_with('.') && !name.starts_with('_') {
+                collect_dir(&path, out, depth + 1)?;
+            }
+        } else if is_data_file(name) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The directory part of a glob before its first wildcard.
+fn glob_root(pattern: &str) -> String {
+    let first = pattern.find(['*', '?', '[']).unwrap_or(pattern.len());
+    let dir_end = pattern[..first].rfind('/').unwrap_or(0);
+    pattern[..dir_end].to_string()
+}
+
+/// The store for a URL (built once per bucket and options) and the object path it names.
+pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>, ObjectPath)> {
+    let url =
+        Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
+    let (scheme, path) = ObjectStoreScheme::parse(&url)
+        .map_err(|_| Error::invalid(format!("unsupported URL scheme in {location}")))?;
+    let base = match url.port() {
+        Some(p) => format!("{}://{}:{p}", url.scheme(), url.host_str().unwrap_or("")),
+        None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or("")),
+    };
+    let key = format!("{base}|{:?}", options.0);
+    if let Some(s) = store_cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+    {
+        return Ok((s.clone(), path));
+    }
+    let store = build_store(&scheme, &url, &base, options)?;
+    let latency = options.tamis_number("latency_ms")?;
+    let bandwidth = options.tamis_number("bandwidth_mb_per_s")?;
+    let configured = (latency.is_some() || bandwidth.is_some()).then(|| IoProfile {
+        first_byte_ns: latency.map_or(20_000_000, |ms| (ms * 1e6) as u64),
+        bytes_per_sec: bandwidth.map_or(100_000_000, |mb| (mb * 1e6) as u64),
+    });
+    let max_requests = options
+        .tamis_number("max_requests")?
+        .map(|n| (n as usize).max(1));
+    let store = Arc::new(Store::new(store, base, max_requests, configured));
+    store_cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, store.clone());
+    Ok((store, path))
+}
+
+fn build_store(
+    scheme: &ObjectStoreScheme,
+    url: &Url,
+    base: &str,
+    options: &StorageOptions,
+) -> Result<Arc<dyn ObjectStore>> {
+    // Bounded: a dead endpoint fails in seconds, throttling and 5xx are retried a few times.
+    let client = ClientOptions::new()
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_timeout(Duration::from_secs(30));
+    let retry = RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: 3,
+        retry_timeout: Duration::from_secs(20),
+    };
+    let mut opts: Vec<(String, String)> = options
+        .0
+        .iter()
+        .filter(|(k, _)| !TAMIS_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
+        .collect();
+    // A plain-HTTP endpoint (a local MinIO, a test server) is what the user asked for.
+    let endpoint_is_http = opts.iter().any(|(k, v)| {
+        k.contains("endpoint") && v.trim_start().to_ascii_lowercase().starts_with("http://")
+    });
+    if (endpoint_is_http || url.scheme() == "http")
+        && !opts.iter().any(|(k, _)| k.contains("allow_http"))
+    {
+        opts.push(("allow_http".into(), "true".into()));
+    }
+    let bad_key =
+        |k: &str| Error::invalid(format!("unknown storage option '{k}' for {}", url.scheme()));
+    let store: Arc<dyn ObjectStore> = match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            let mut b = object_store::aws::AmazonS3Builder::from_env()
+                .with_url(url.as_str())
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in opts {
+                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
+            }
+            Arc::new(b.build().map_err(|e| store_error(e, base))?)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_url(url.as_str())
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in opts {
+                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
+            }
+            Arc::new(b.build().map_err(|e| store_error(e, base))?)
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
+                .with_url(url.as_str())
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in opts {
+                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
+            }
+            Arc::new(b.build().map_err(|e| store_error(e, base))?)
+        }
+        ObjectStoreScheme::Http => {
+            let mut b = object_store::http::HttpBuilder::new()
+                .with_url(base)
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in opts {
+                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
+            }
+            Arc::new(b.build().map_err(|e| store_error(e, base))?)
+        }
+        _ => {
+            return Err(Error::invalid(format!(
+                "unsupported URL scheme '{}' (expected s3, gs, az, abfs, http or https)",
+                url.scheme()
+            )))
+        }
+    };
+    Ok(store)
+}
+
+fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
+    let wildcard = location.find(['*', '?', '[']);
+    // The part of the URL that names a store and a literal prefix.
+    let literal = match wildcard {
+        Some(i) => &location[..location[..i].rfind('/').unwrap_or(i)],
+        None => location,
+    };
+    let (store, path) = store_for(literal, options)?;
+    let name = path.filename().unwrap_or("");
+    // One object named outright: no listing request.
+    if wildcard.is_none() && !location.ends_with('/') && name.ends_with(".parquet") {
+        return Ok(Listing {
+            files: vec![FileRef::Object { store, path }],
+            root: None,
+        });
+    }
+    let prefix = (!path.as_ref().is_empty()).then_some(&path);
+    let metas: Vec<object_store::ObjectMeta> = runtime()
+        .block_on(store.inner.list(prefix).try_collect())
+        .map_err(|e| store_error(e, location))?;
+    let pattern = match wildcard {
+        Some(_) => {
+            let pat = location
+                .strip_prefix(&format!("{}/", store.base))
+                .unwrap_or(location);
+            Some(
+                glob::Pattern::new(pat)
+                    .map_err(|e| Error::invalid(format!("bad glob {location}: {e}")))?,
+            )
+        }
+        None => None,
+    };
+    let mut files: Vec<ObjectPath> = metas
+        .into_iter()
+        .map(|m| m.location)
+        .filter(|p| {
+            let rel = p.as_ref().strip_prefix(path.as_ref()).unwrap_or(p.as_ref());
+            let hidden = rel
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .any(|s| s.starts_with('.') || s.starts_with('_'));
+            !hidden && p.filename().is_some_and(is_data_file)
+        })
+        .filter(|p| pattern.as_ref().is_none_or(|g| g.matches(p.as_ref())))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        let mut err = Error::new(
+            ErrorKind::Io,
+            if wildcard.is_some() {
+                "no objects match"
+            } else {
+                "no such object, and no *.parquet objects below this prefix"
+            },
+        );
+        err.io_kind = Some(std::io::ErrorKind::NotFound);
+        return Err(err.in_file(location));
+    }
+    Ok(Listing {
+        files: files
+            .into_iter()
+            .map(|path| FileRef::Object {
+                store: store.clone(),
+                path,
+            })
+            .collect(),
+        root: Some(store.url(&path).trim_end_matches('/').to_string()),
+    })
+}
+
+/// Opens one location as a byte source (for tools that take exactly one file).
+pub fn open_source(location: &str, options: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
+    let file = if is_url(location) && !location.starts_with("file://") {
+        let (store, path) = store_for(location, options)?;
+        FileRef::Object { store, path }
+    } else {
+        FileRef::Local(PathBuf::from(location.trim_start_matches("file://")))
+    };
+    Ok(file.open()?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_roots() {
+        assert_eq!(glob_root("data/*.parquet"), "data");
+        assert_eq!(glob_root("data/year=*/x.parquet"), "data");
+        assert_eq!(glob_root("*.parquet"), "");
+    }
+
+    #[test]
+    fn data_files() {
+        assert!(is_data_file("part-0.parquet"));
+        assert!(!is_data_file("_SUCCESS"));
+        assert!(!is_data_file("_metadata.parquet"));
+        assert!(!is_data_file(".part-0.parquet.crc"));
+        assert!(!is_data_file("notes.txt"));
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let bad = StorageOptions::new().with("no_such_option", "1");
+        let e = store_for("s3://bucket/x.parquet", &bad).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+        assert!(e.to_string().contains("no_such_option"), "{e}");
+        let bad = StorageOptions::new().with("latency_ms", "soon");
+        assert!(store_for("s3://bucket/x.parquet", &bad).is_err());
+        let e = list("ftp://host/x.parquet", &StorageOptions::new()).unwrap_err();
+        assert!(e.to_string().contains("ftp"), "{e}");
+    }
+
+    #[test]
+    fn local_directories_skip_hidden_and_marker_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("k=1")).unwrap();
+        std::fs::create_dir_all(root.join("_tmp")).unwrap();
+        for f in [
+            "k=1/a.parquet",
+            "b.parquet",
+            "_SUCCESS",
+            "_tmp/c.parquet",
+            ".d.parquet",
+        ] {
+            std::fs::write(root.join(f), b"x").unwrap();
+        }
+        let listing = list(root.to_str().unwrap(), &StorageOptions::new()).unwrap();
+        let rel: Vec<String> = listing
+            .files
+            .iter()
+            .map(|f| listing.relative(f).unwrap())
+            .collect();
+        assert_eq!(rel, ["b.parquet", "k=1/a.parquet"]);
+    }
+}

@@ -1,0 +1,412 @@
+//! The byte-source boundary: every byte tamis reads — footer, page index, Bloom filters,
+//! dictionary and data pages — goes through a [`ByteSource`] (a local file or an object in a
+//! store), and every read a scan makes goes through its [`Reader`], which counts bytes and
+//! requests, coalesces ranges by the source's own costs and stops issuing requests once the scan
+//! is cancelled.
+//!
+//! ```text
+//! wanted ranges ──► coalesce(gap = first-byte latency × bandwidth) ──► ByteSource::read_ranges
+//!               ──► FetchedRanges (serves the parquet crate's page reader from memory)
+//! ```
+
+pub mod local;
+pub mod location;
+pub mod object;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub use location::{open_source, StorageOptions};
+
+/// Wanted byte ranges of a local file closer than this are fetched with one read that includes
+/// the gap.
+///
+/// Measured by `bench/io_crossover.py` (64 KiB pages, local virtio disk, see BENCHMARKS.md "I/O
+/// policy"): one read over the gap wins up to a 16 KiB gap and loses from 32 KiB on, both warm
+/// (a system call ≈ copying 16–32 KiB) and cold.
+pub const LOCAL_COALESCE_GAP: u64 = 16 << 10;
+
+/// What a source's requests cost: the time to the first byte and the transfer rate. The gap
+/// worth reading through instead of issuing a second request is their product — the bytes
+/// that could have arrived while waiting for the next first byte.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IoProfile {
+    pub first_byte_ns: u64,
+    pub bytes_per_sec: u64,
+}
+
+impl IoProfile {
+    /// Bytes between two wanted ranges below which one request over both is cheaper.
+    pub fn coalesce_gap(&self) -> u64 {
+        let gap = (self.first_byte_ns as u128 * self.bytes_per_sec as u128 / 1_000_000_000) as u64;
+        gap.clamp(4 << 10, 16 << 20)
+    }
+
+    /// Bytes worth reading speculatively from the end of a file to catch the footer and
+    /// (usually) the page index in the same request: what one round trip would transfer, at
+    /// least 64 KiB, at most 4 MiB.
+    pub fn tail_read(&self) -> u64 {
+        self.coalesce_gap().clamp(64 << 10, 4 << 20)
+    }
+}
+
+/// What identifies one version of a file: a scan that sees another version mid-way fails.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Identity {
+    pub len: u64,
+    /// The object store's entity tag.
+    pub etag: Option<String>,
+    /// Last modification time, nanoseconds since the epoch (local files: mtime).
+    pub modified_ns: Option<i64>,
+}
+
+/// Positioned reads of byte ranges from one file or object.
+pub trait ByteSource: Send + Sync + fmt::Debug {
+    /// The path or URL, for errors and reports.
+    fn location(&self) -> &str;
+    fn identity(&self) -> &Identity;
+    /// Reads each range (in bounds, already coalesced) with one request; independent requests
+    /// may run concurrently. Checks `cancel` before issuing each request.
+    fn read_ranges(&self, ranges: &[Range<u64>], cancel: &AtomicBool) -> Result<Vec<Bytes>>;
+    /// The current cost estimate of this source's requests.
+    fn profile(&self) -> IoProfile;
+    /// Whether requests are expensive (remote): the planner trades bytes for round trips.
+    fn is_remote(&self) -> bool;
+}
+
+/// Bytes and requests of one scan (or one open), shared by its readers.
+#[derive(Debug, Default)]
+pub struct IoStats {
+    pub bytes: AtomicU64,
+    pub requests: AtomicU64,
+}
+
+/// A scan's view of a source: counts into the scan's [`IoStats`] and honours its cancellation.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    source: Arc<dyn ByteSource>,
+    stats: Arc<IoStats>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Reader {
+    pub fn new(source: Arc<dyn ByteSource>, stats: Arc<IoStats>, cancel: Arc<AtomicBool>) -> Self {
+        Reader {
+            source,
+            stats,
+            cancel,
+        }
+    }
+
+    /// A reader of a local file with its own counters (for tools and examples).
+    pub fn open_local(path: &std::path::Path) -> Result<Self> {
+        let source: Arc<dyn ByteSource> = Arc::new(local::LocalFile::open(path)?);
+        Ok(Reader::new(source, Default::default(), Default::default()))
+    }
+
+    /// The counters this reader adds to.
+    pub fn stats(&self) -> &Arc<IoStats> {
+        &self.stats
+    }
+
+    pub fn source(&self) -> &Arc<dyn ByteSource> {
+        &self.source
+    }
+
+    pub fn len(&self) -> u64 {
+        self.source.identity().len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn location(&self) -> &str {
+        self.source.location()
+    }
+
+    /// The gap below which neighbouring ranges are read as one.
+    pub fn coalesce_gap(&self) -> u64 {
+        if self.source.is_remote() {
+            self.source.profile().coalesce_gap()
+        } else {
+            LOCAL_COALESCE_GAP
+        }
+    }
+
+    fn check(&self, range: &Range<u64>) -> Result<()> {
+        if range.start > range.end || range.end > self.len() {
+            return Err(Error::corrupt(format!(
+                "byte range {}..{} lies beyond the end of the file ({} bytes)",
+                range.start,
+                range.end,
+                self.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads one range with one request.
+    pub fn read_range(&self, range: Range<u64>) -> Result<Bytes> {
+        self.check(&range)?;
+        if range.is_empty() {
+            return Ok(Bytes::new());
+        }
+        let mut out = self.read_exact(std::slice::from_ref(&range))?;
+        Ok(out.pop().unwrap_or_default())
+    }
+
+    /// Reads several ranges, merging those closer than the source's coalescing gap.
+    pub fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<FetchedRanges> {
+        for r in ranges {
+            self.check(r)?;
+        }
+        let merged = coalesce(ranges, self.coalesce_gap());
+        let pieces = self.read_exact(&merged)?;
+        Ok(FetchedRanges::from_pieces(
+            merged.iter().map(|r| r.start).zip(pieces).collect(),
+            self.len(),
+        ))
+    }
+
+    fn read_exact(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        if self.cancel.load(Relaxed) {
+            return Err(cancelled());
+        }
+        let pieces = self.source.read_ranges(ranges, &self.cancel)?;
+        for (r, p) in ranges.iter().zip(&pieces) {
+            if p.len() as u64 != r.end - r.start {
+                return Err(Error::corrupt(format!(
+                    "short read: asked for {} bytes at offset {}, got {} (the object is shorter \
+                     than it was)",
+                    r.end - r.start,
+                    r.start,
+                    p.len()
+                ))
+                .in_file(self.location()));
+            }
+        }
+        self.stats.requests.fetch_add(ranges.len() as u64, Relaxed);
+        self.stats
+            .bytes
+            .fetch_add(ranges.iter().map(|r| r.end - r.start).sum(), Relaxed);
+        Ok(pieces)
+    }
+}
+
+/// The error of a read attempted after its scan was cancelled.
+pub fn cancelled() -> Error {
+    Error::new(ErrorKind::Io, "the scan was cancelled")
+}
+
+/// Sorts ranges and merges those closer than `gap` (empty ranges are dropped).
+pub fn coalesce(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+    sorted.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
+impl Length for Reader {
+    fn len(&self) -> u64 {
+        Reader::len(self)
+    }
+}
+
+/// The parquet crate reads through this (metadata, Bloom filters, the fallback reader): each
+/// call is one counted request.
+impl ChunkReader for Reader {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        // A stream from `start`: one request up to a window the source finds cheap.
+        let end = start
+            .saturating_add(self.coalesce_gap().max(64 << 10))
+            .min(self.len());
+        Ok(self
+            .get_bytes(start, end.saturating_sub(start) as usize)?
+            .reader())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let end = start.checked_add(length as u64).ok_or_else(|| {
+            ParquetError::General(format!("byte range {start}+{length} overflows"))
+        })?;
+        self.read_range(start..end)
+            .map_err(|e| ParquetError::External(Box::new(e)))
+    }
+}
+
+/// Byte ranges of a file already fetched into memory; serves the page reader without I/O.
+/// Asking for bytes that were not fetched is an error (it would be a bug in the I/O plan).
+#[derive(Debug, Clone, Default)]
+pub struct FetchedRanges {
+    pieces: Vec<(u64, Bytes)>,
+    len: u64,
+}
+
+impl FetchedRanges {
+    pub fn from_pieces(mut pieces: Vec<(u64, Bytes)>, len: u64) -> Self {
+        pieces.sort_by_key(|(s, _)| *s);
+        FetchedRanges { pieces, len }
+    }
+
+    pub fn into_pieces(self) -> Vec<(u64, Bytes)> {
+        self.pieces
+    }
+
+    /// Adds pieces (e.g. a dictionary page fetched earlier).
+    pub fn extend(&mut self, pieces: impl IntoIterator<Item = (u64, Bytes)>) {
+        self.pieces.extend(pieces);
+        self.pieces.sort_by_key(|(s, _)| *s);
+    }
+
+    /// The bytes of `range` if one fetched piece holds all of them.
+    pub fn slice(&self, range: Range<u64>) -> Option<Bytes> {
+        let (s, data) = self.piece(range.start, range.end).ok()?;
+        Some(data.slice((range.start - s) as usize..(range.end - s) as usize))
+    }
+
+    /// A piece holding `start..end` (pieces may overlap: later fetches add to earlier ones).
+    fn piece(&self, start: u64, end: u64) -> parquet::errors::Result<(u64, &Bytes)> {
+        let i = self.pieces.partition_point(|(s, _)| *s <= start);
+        self.pieces[..i]
+            .iter()
+            .rev()
+            .find(|(s, data)| end <= s + data.len() as u64)
+            .map(|(s, data)| (*s, data))
+            .ok_or_else(|| {
+                ParquetError::General(format!(
+                    "bytes {start}..{end} lie outside the fetched ranges of the column chunk"
+                ))
+            })
+    }
+}
+
+impl Length for FetchedRanges {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for FetchedRanges {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        // The piece reaching furthest from `start` (a zero-length read may start at the very
+        // end of a piece: an empty page body).
+        let i = self.pieces.partition_point(|(s, _)| *s <= start);
+        let (s, data) = self.pieces[..i]
+            .iter()
+            .filter(|(s, data)| start <= s + data.len() as u64)
+            .max_by_key(|(s, data)| s + data.len() as u64)
+            .ok_or_else(|| {
+                ParquetError::General(format!("offset {start} lies outside the column chunk"))
+            })?;
+        Ok(data.slice((start - s) as usize..).reader())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let end = start.checked_add(length as u64).ok_or_else(|| {
+            ParquetError::General(format!(
+                "page at offset {start} of {length} bytes overflows"
+            ))
+        })?;
+        let (s, data) = self.piece(start, end).map_err(|_| {
+            ParquetError::General(format!(
+                "page at offset {start} of {length} bytes runs past the column chunk"
+            ))
+        })?;
+        Ok(data.slice((start - s) as usize..(end - s) as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn reader(path: &std::path::Path) -> (Reader, Arc<IoStats>) {
+        let source: Arc<dyn ByteSource> = Arc::new(local::LocalFile::open(path).unwrap());
+        let stats = Arc::new(IoStats::default());
+        (
+            Reader::new(source, stats.clone(), Arc::new(AtomicBool::new(false))),
+            stats,
+        )
+    }
+
+    #[test]
+    fn counts_and_checks_bounds() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&(0u8..100).collect::<Vec<_>>()).unwrap();
+        let (src, stats) = reader(f.path());
+        assert_eq!(
+            src.get_bytes(10, 5).unwrap().as_ref(),
+            &[10, 11, 12, 13, 14]
+        );
+        assert_eq!(stats.bytes.load(Relaxed), 5);
+        assert_eq!(stats.requests.load(Relaxed), 1);
+        assert!(src.get_bytes(98, 5).is_err());
+        assert!(src.get_bytes(u64::MAX - 1, 5).is_err());
+        // 20..30 and 32..40 merge (gap 2 < 16 KiB); 80..90 too (gap 40).
+        let fetched = src.read_ranges(&[20..30, 32..40, 80..90]).unwrap();
+        assert_eq!(stats.bytes.load(Relaxed), 5 + 70);
+        assert_eq!(stats.requests.load(Relaxed), 2);
+        assert_eq!(fetched.get_bytes(33, 2).unwrap().as_ref(), &[33, 34]);
+        assert_eq!(fetched.slice(85..88).unwrap().as_ref(), &[85, 86, 87]);
+        assert!(fetched.get_bytes(95, 1).is_err());
+        assert!(fetched.get_bytes(88, 5).is_err());
+    }
+
+    #[test]
+    fn coalescing_merges_only_close_ranges() {
+        assert_eq!(
+            coalesce(&[10..20, 0..5, 22..30, 100..110, 7..7], 2),
+            vec![0..5, 10..30, 100..110]
+        );
+        assert_eq!(coalesce(&[0..5, 5..6], 0), vec![0..6]);
+        assert!(coalesce(&[], 10).is_empty());
+    }
+
+    #[test]
+    fn cancelled_readers_issue_no_request() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&[1u8; 100]).unwrap();
+        let source: Arc<dyn ByteSource> = Arc::new(local::LocalFile::open(f.path()).unwrap());
+        let stats = Arc::new(IoStats::default());
+        let cancel = Arc::new(AtomicBool::new(true));
+        let r = Reader::new(source, stats.clone(), cancel);
+        assert!(r.read_range(0..10).is_err());
+        assert_eq!(stats.requests.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn profile_gap_is_latency_times_bandwidth() {
+        let p = IoProfile {
+            first_byte_ns: 10_000_000,
+            bytes_per_sec: 100_000_000,
+        };
+        assert_eq!(p.coalesce_gap(), 1_000_000);
+        assert_eq!(p.tail_read(), 1_000_000);
+        let fast = IoProfile {
+            first_byte_ns: 1_000,
+            bytes_per_sec: 1_000_000_000,
+        };
+        assert_eq!(fast.coalesce_gap(), 4 << 10);
+        assert_eq!(fast.tail_read(), 64 << 10);
+    }
+}
