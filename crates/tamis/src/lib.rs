@@ -3,6 +3,7 @@
 //! ```text
 //! expr/      SQL → bound predicate (negation normal form)
 //! prune/     row groups by statistics, Bloom filters, dictionaries; pages by the page index
+//! dataset/   multi-file datasets: hive partitions, schema unification across files
 //! column/    page fetching (only pages with live rows), levels, filter and projection per chunk
 //! encoding/  our decoders over decompressed page bytes, one module per Parquet encoding
 //! scan/      the sequencer: row groups in parallel, batches streamed in file order;
@@ -14,6 +15,7 @@
 //! Start with [`Scan`].
 pub mod arrow;
 pub mod column;
+pub mod dataset;
 pub mod encoding;
 pub mod error;
 pub mod expr;
