@@ -5,6 +5,7 @@
 //! released; the calling thread wakes every few milliseconds to check for Ctrl-C and cancels the
 //! scan when it sees one.
 
+use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use arrow::ffi_stream::FFI_ArrowArrayStream;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
+use tamis::io::StorageOptions;
 use tamis::{Error, ErrorKind, Evaluation, FilterOrder, Scan, ScanMetrics, ScanStream};
 
 /// Page buffers are large and short-lived: mimalloc reuses them where glibc malloc unmaps and
@@ -53,10 +55,11 @@ fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
     }
 }
 
-/// One scan request, as the Python functions receive it.
-#[derive(Clone)]
+/// The options of one scan, as `tamis.ScanOptions` hands them over (a dict with every key).
+#[derive(Clone, FromPyObject)]
+#[pyo3(from_item_all)]
 struct Request {
-    path: String,
+    #[pyo3(item("where"))]
     filter: Option<String>,
     columns: Option<Vec<String>>,
     threads: Option<usize>,
@@ -68,6 +71,8 @@ struct Request {
     disable_pruning: Option<Vec<String>>,
     /// `"auto"`, `"selected"` or `"whole"`.
     evaluation: Option<String>,
+    /// Object-store options (endpoint, region, credentials, …).
+    storage_options: Option<HashMap<String, String>>,
 }
 
 /// [`tamis::Pruning`] with the named structures switched off.
@@ -90,8 +95,14 @@ fn pruning(disabled: &[String]) -> tamis::Result<tamis::Pruning> {
 }
 
 impl Request {
-    fn open(&self) -> tamis::Result<ScanStream> {
-        let mut scan = Scan::open(&self.path)?;
+    fn open(&self, path: &str) -> tamis::Result<ScanStream> {
+        let storage: StorageOptions = self
+            .storage_options
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut scan = Scan::open_with(path, &storage)?;
         if let Some(sql) = &self.filter {
             scan = scan.filter(sql)?;
         }
@@ -229,59 +240,12 @@ impl ArrowStream {
     }
 }
 
-#[allow(clippy::too_many_arguments)] // one per field of the request
-fn request(
-    path: String,
-    filter: Option<String>,
-    columns: Option<Vec<String>>,
-    threads: Option<usize>,
-    limit: Option<usize>,
-    batch_size: Option<usize>,
-    filter_order: Option<String>,
-    disable_pruning: Option<Vec<String>>,
-    evaluation: Option<String>,
-) -> Request {
-    Request {
-        path,
-        filter,
-        columns,
-        threads,
-        limit,
-        batch_size,
-        filter_order,
-        disable_pruning,
-        evaluation,
-    }
-}
-
 /// Scans to the end and returns the batches as one stream (the Python side makes a Table).
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None, disable_pruning=None, evaluation=None))]
-#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
-fn scan_all(
-    py: Python<'_>,
-    path: String,
-    filter: Option<String>,
-    columns: Option<Vec<String>>,
-    threads: Option<usize>,
-    limit: Option<usize>,
-    batch_size: Option<usize>,
-    filter_order: Option<String>,
-    disable_pruning: Option<Vec<String>>,
-    evaluation: Option<String>,
-) -> PyResult<ArrowStream> {
-    let req = request(
-        path,
-        filter,
-        columns,
-        threads,
-        limit,
-        batch_size,
-        filter_order,
-        disable_pruning,
-        evaluation,
-    );
-    let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
+fn scan_all(py: Python<'_>, path: String, options: Request) -> PyResult<ArrowStream> {
+    let stream = py
+        .detach(|| options.open(&path))
+        .map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
     let mut batches = Vec::new();
     drive(py, stream, |b| batches.push(b))?;
@@ -291,32 +255,10 @@ fn scan_all(
 
 /// Starts a scan and returns it as a lazy stream; batches are produced as the consumer pulls.
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, batch_size=None, filter_order=None, disable_pruning=None, evaluation=None))]
-#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
-fn scan_stream(
-    py: Python<'_>,
-    path: String,
-    filter: Option<String>,
-    columns: Option<Vec<String>>,
-    threads: Option<usize>,
-    limit: Option<usize>,
-    batch_size: Option<usize>,
-    filter_order: Option<String>,
-    disable_pruning: Option<Vec<String>>,
-    evaluation: Option<String>,
-) -> PyResult<ArrowStream> {
-    let req = request(
-        path,
-        filter,
-        columns,
-        threads,
-        limit,
-        batch_size,
-        filter_order,
-        disable_pruning,
-        evaluation,
-    );
-    let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
+fn scan_stream(py: Python<'_>, path: String, options: Request) -> PyResult<ArrowStream> {
+    let stream = py
+        .detach(|| options.open(&path))
+        .map_err(|e| to_py_err(py, e))?;
     let schema = stream.schema();
     Ok(ArrowStream::new(Box::new(ScanReader { stream, schema })))
 }
@@ -324,31 +266,10 @@ fn scan_stream(
 /// Runs the scan, discards the rows and returns the metrics as JSON: the same object as
 /// `tamis explain --json`.
 #[pyfunction]
-#[pyo3(signature = (path, filter=None, columns=None, threads=None, limit=None, filter_order=None, disable_pruning=None, evaluation=None))]
-#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
-fn explain_json(
-    py: Python<'_>,
-    path: String,
-    filter: Option<String>,
-    columns: Option<Vec<String>>,
-    threads: Option<usize>,
-    limit: Option<usize>,
-    filter_order: Option<String>,
-    disable_pruning: Option<Vec<String>>,
-    evaluation: Option<String>,
-) -> PyResult<String> {
-    let req = request(
-        path,
-        filter,
-        columns,
-        threads,
-        limit,
-        None,
-        filter_order,
-        disable_pruning,
-        evaluation,
-    );
-    let stream = py.detach(|| req.open()).map_err(|e| to_py_err(py, e))?;
+fn explain_json(py: Python<'_>, path: String, options: Request) -> PyResult<String> {
+    let stream = py
+        .detach(|| options.open(&path))
+        .map_err(|e| to_py_err(py, e))?;
     let metrics = drive(py, stream, drop)?;
     let mut value = serde_json::to_value(&metrics).map_err(|e| {
         to_py_err(
@@ -357,7 +278,7 @@ fn explain_json(
         )
     })?;
     if let Some(object) = value.as_object_mut() {
-        object.insert("predicate".to_string(), req.filter.into());
+        object.insert("predicate".to_string(), options.filter.into());
     }
     Ok(value.to_string())
 }

@@ -147,7 +147,7 @@ def test_scan_batches_is_a_streaming_reader(data):
 
 def test_pycapsule_stream_is_exported_once(data):
     path, _ = data
-    stream = tamis._tamis.scan_stream(path, "id < 5")
+    stream = tamis._tamis.scan_stream(path, tamis.ScanOptions(where="id < 5")._native())
     capsule = stream.__arrow_c_stream__()
     assert type(capsule).__name__ == "PyCapsule"
     assert pa.RecordBatchReader._import_from_c_capsule(capsule).read_all().num_rows == 5
@@ -207,6 +207,8 @@ def test_errors_keep_their_category_and_message(data, tmp_path):
         tamis.scan(path, columns=["x"])
     with pytest.raises(TypeError):
         tamis.scan(path, columns="id")
+    with pytest.raises(TypeError, match="no_such_option"):
+        tamis.scan(path, no_such_option=1)
     with pytest.raises(FileNotFoundError, match="no such file"):
         tamis.scan(tmp_path / "missing.parquet")
     corrupt = tmp_path / "corrupt.parquet"
@@ -326,3 +328,16 @@ def test_evaluation_changes_nothing_but_the_work(data):
     assert selected["pages_evaluated_whole"] == 0
     with pytest.raises(ValueError, match="auto, selected or whole"):
         tamis.scan(path, where=where, evaluation="fastest")
+
+
+def test_options_object_and_keywords_agree(data):
+    path, _ = data
+    opts = tamis.ScanOptions(where="id < 50", columns=["id"], threads=1)
+    by_object = tamis.scan(path, options=opts)
+    by_keywords = tamis.scan(path, where="id < 50", columns=["id"], threads=1)
+    assert by_object.equals(by_keywords)
+    # Keywords override the object's fields.
+    narrower = tamis.scan(path, where="id < 10", options=opts)
+    assert narrower.column("id").to_pylist() == list(range(10))
+    assert tamis.explain(path, options=opts)["rows_selected"] == 50
+    assert tamis.scan_batches(path, options=opts).read_all().equals(by_object)

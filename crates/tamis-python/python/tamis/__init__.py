@@ -14,9 +14,11 @@ boolean expression over the file's columns. Scans release the GIL and stop on Ct
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from typing import Any, Dict, Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -35,40 +37,25 @@ __version__: str = _tamis.__version__
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _columns(columns: Optional[Sequence[str]]) -> Optional[list]:
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        raise TypeError("columns must be a sequence of column names, not a string")
-    return list(columns)
-
-
-def _names(names: Optional[Sequence[str]]) -> Optional[list]:
+def _names(names: Optional[Sequence[str]], what: str = "names") -> Optional[list]:
     if names is None:
         return None
     if isinstance(names, str):
-        raise TypeError("expected a sequence of names, not a string")
+        raise TypeError(f"{what} must be a sequence of names, not a string")
     return list(names)
 
 
-def scan(
-    path: PathLike,
-    where: Optional[str] = None,
-    columns: Optional[Sequence[str]] = None,
-    threads: Optional[int] = None,
-    limit: Optional[int] = None,
-    filter_order: str = "auto",
-    disable_pruning: Optional[Sequence[str]] = None,
-    evaluation: str = "auto",
-) -> pa.Table:
-    """Scan Parquet data and return the matching rows as a :class:`pyarrow.Table`.
+@dataclass(frozen=True)
+class ScanOptions:
+    """How to scan: shared by :func:`scan`, :func:`scan_batches`, :func:`explain` and
+    :meth:`Dataset.scan`, which also take these fields as keyword arguments.
 
-    Args:
-        path: a file, a directory of ``*.parquet`` files, or a glob.
+    Attributes:
         where: SQL predicate, e.g. ``"l_shipdate >= DATE '1994-01-01' AND l_quantity < 24"``.
         columns: columns to return, in this order (default: all).
         threads: worker threads (default: all cores).
         limit: stop after this many rows (the first rows in file order).
+        batch_size: rows per batch at most (default 8192).
         filter_order: ``"auto"`` (the cost model's order, from estimated and measured
             selectivities) or ``"written"`` (the order of ``where``). The rows are the same.
         disable_pruning: structures not to prune with, as if the files lacked them: any of
@@ -77,6 +64,62 @@ def scan(
         evaluation: how filters evaluate pages whose rows are partly alive: ``"auto"`` (the
             cheaper by measured cost), ``"selected"`` (always selection pushdown) or
             ``"whole"`` (always the whole page, in place or decode-then-filter). Same rows.
+        storage_options: object-store options for ``s3://``, ``gs://``, ``az://`` and
+            ``http(s)://`` paths: ``endpoint``, ``region``, ``access_key_id``,
+            ``secret_access_key``, ``allow_http``, … (the ``object_store`` crate's keys), and
+            tamis's ``latency_ms``, ``bandwidth_mb_per_s``, ``max_requests``. The standard
+            environment variables (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) apply too.
+    """
+
+    where: Optional[str] = None
+    columns: Optional[Sequence[str]] = None
+    threads: Optional[int] = None
+    limit: Optional[int] = None
+    batch_size: Optional[int] = None
+    filter_order: str = "auto"
+    disable_pruning: Optional[Sequence[str]] = None
+    evaluation: str = "auto"
+    storage_options: Optional[Mapping[str, Any]] = None
+
+    def replace(self, **changes: Any) -> "ScanOptions":
+        """A copy with some fields changed (unknown names raise ``TypeError``)."""
+        return dataclasses.replace(self, **changes)
+
+    def _native(self) -> Dict[str, Any]:
+        storage = self.storage_options
+        return {
+            "where": self.where,
+            "columns": _names(self.columns, "columns"),
+            "threads": self.threads,
+            "limit": self.limit,
+            "batch_size": self.batch_size,
+            "filter_order": self.filter_order,
+            "disable_pruning": _names(self.disable_pruning, "disable_pruning"),
+            "evaluation": self.evaluation,
+            "storage_options": None if storage is None else {
+                str(k): (str(v).lower() if isinstance(v, bool) else str(v))
+                for k, v in storage.items()
+            },
+        }
+
+
+def _options(options: Optional[ScanOptions], where: Optional[str],
+             columns: Optional[Sequence[str]], fields: Dict[str, Any]) -> ScanOptions:
+    base = options if options is not None else ScanOptions()
+    if where is not None:
+        fields["where"] = where
+    if columns is not None:
+        fields["columns"] = columns
+    return base.replace(**fields) if fields else base
+
+
+def scan(path: PathLike, where: Optional[str] = None, columns: Optional[Sequence[str]] = None,
+         *, options: Optional[ScanOptions] = None, **fields: Any) -> pa.Table:
+    """Scan Parquet data and return the matching rows as a :class:`pyarrow.Table`.
+
+    ``path`` is a file, a directory of ``*.parquet`` files or a glob, local or in an object
+    store (``s3://bucket/prefix/``). The other keywords are the fields of :class:`ScanOptions`
+    (or pass ``options=``; keywords override it).
 
     Raises:
         InvalidArgumentError: unknown column or bad predicate (a ``ValueError``).
@@ -85,64 +128,42 @@ def scan(
         OSError: the file cannot be read (``FileNotFoundError``, ``PermissionError``...).
         KeyboardInterrupt: Ctrl-C while scanning; the scan is cancelled.
     """
-    stream = _tamis.scan_all(
-        os.fspath(path), where, _columns(columns), threads, limit, None, filter_order,
-        _names(disable_pruning), evaluation,
-    )
+    opts = _options(options, where, columns, fields)
+    stream = _tamis.scan_all(os.fspath(path), opts._native())
     return pa.RecordBatchReader.from_stream(stream).read_all()
 
 
-def scan_batches(
-    path: PathLike,
-    where: Optional[str] = None,
-    columns: Optional[Sequence[str]] = None,
-    threads: Optional[int] = None,
-    limit: Optional[int] = None,
-    batch_size: Optional[int] = None,
-    filter_order: str = "auto",
-    disable_pruning: Optional[Sequence[str]] = None,
-    evaluation: str = "auto",
-) -> pa.RecordBatchReader:
+def scan_batches(path: PathLike, where: Optional[str] = None,
+                 columns: Optional[Sequence[str]] = None, *,
+                 options: Optional[ScanOptions] = None, **fields: Any) -> pa.RecordBatchReader:
     """Start a scan and return its batches as a :class:`pyarrow.RecordBatchReader`.
 
-    Batches are produced as the reader is consumed, in file order, at most ``batch_size`` rows
-    each (default 8192). The reader implements the Arrow PyCapsule stream interface, so
-    ``polars.from_arrow(reader)``, ``duckdb.sql("select ... from reader")`` and
-    ``reader.read_pandas()`` take the data without copies.
+    Takes the arguments of :func:`scan`. Batches are produced as the reader is consumed, in
+    file order, at most ``batch_size`` rows each (default 8192). The reader implements the Arrow
+    PyCapsule stream interface, so ``polars.from_arrow(reader)``, ``duckdb.sql("select ... from
+    reader")`` and ``reader.read_pandas()`` take the data without copies.
 
     Errors in the request (path, predicate, columns) raise at once, as in :func:`scan`; errors
     found while reading raise from the reader (as ``pyarrow`` exceptions carrying tamis's message).
     """
-    stream = _tamis.scan_stream(
-        os.fspath(path), where, _columns(columns), threads, limit, batch_size, filter_order,
-        _names(disable_pruning), evaluation,
-    )
+    opts = _options(options, where, columns, fields)
+    stream = _tamis.scan_stream(os.fspath(path), opts._native())
     return pa.RecordBatchReader.from_stream(stream)
 
 
-def explain(
-    path: PathLike,
-    where: Optional[str] = None,
-    columns: Optional[Sequence[str]] = None,
-    threads: Optional[int] = None,
-    limit: Optional[int] = None,
-    filter_order: str = "auto",
-    disable_pruning: Optional[Sequence[str]] = None,
-    evaluation: str = "auto",
-) -> Dict[str, Any]:
+def explain(path: PathLike, where: Optional[str] = None,
+            columns: Optional[Sequence[str]] = None, *,
+            options: Optional[ScanOptions] = None, **fields: Any) -> Dict[str, Any]:
     """Run the scan, discard the rows, and return the pruning funnel and costs.
 
-    The dict is the object ``tamis explain --json`` prints: row groups pruned by statistics,
-    Bloom filters and dictionaries, pages pruned by the page index and skipped as payload, rows
-    and values decoded, bytes read, time per phase, ``filter_order`` (the order chosen for the
-    first row group: each filter's SQL, bit width, estimated and measured selectivity) and
-    ``predicate`` (the ``where`` text).
+    Takes the arguments of :func:`scan`. The dict is the object ``tamis explain --json``
+    prints: row groups pruned by statistics, Bloom filters and dictionaries, pages pruned by the
+    page index and skipped as payload, rows and values decoded, bytes read and read requests,
+    time per phase, ``filter_order`` (the order chosen for the first row group: each filter's
+    SQL, bit width, estimated and measured selectivity) and ``predicate`` (the ``where`` text).
     """
-    text = _tamis.explain_json(
-        os.fspath(path), where, _columns(columns), threads, limit, filter_order,
-        _names(disable_pruning), evaluation,
-    )
-    return json.loads(text)
+    opts = _options(options, where, columns, fields)
+    return json.loads(_tamis.explain_json(os.fspath(path), opts._native()))
 
 
 def optimize(
@@ -179,6 +200,7 @@ def optimize(
 
 
 __all__ = [
+    "ScanOptions",
     "scan",
     "scan_batches",
     "explain",

@@ -1,6 +1,6 @@
 """Type stubs of the native module; the documented API is in ``tamis/__init__.py``."""
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 __version__: str
 
@@ -9,38 +9,9 @@ class ArrowStream:
 
     def __arrow_c_stream__(self, requested_schema: Optional[Any] = None) -> Any: ...
 
-def scan_all(
-    path: str,
-    filter: Optional[str] = None,
-    columns: Optional[List[str]] = None,
-    threads: Optional[int] = None,
-    limit: Optional[int] = None,
-    batch_size: Optional[int] = None,
-    filter_order: Optional[str] = None,
-    disable_pruning: Optional[List[str]] = None,
-    evaluation: Optional[str] = None,
-) -> ArrowStream: ...
-def scan_stream(
-    path: str,
-    filter: Optional[str] = None,
-    columns: Optional[List[str]] = None,
-    threads: Optional[int] = None,
-    limit: Optional[int] = None,
-    batch_size: Optional[int] = None,
-    filter_order: Optional[str] = None,
-    disable_pruning: Optional[List[str]] = None,
-    evaluation: Optional[str] = None,
-) -> ArrowStream: ...
-def explain_json(
-    path: str,
-    filter: Optional[str] = None,
-    columns: Optional[List[str]] = None,
-    threads: Optional[int] = None,
-    limit: Optional[int] = None,
-    filter_order: Optional[str] = None,
-    disable_pruning: Optional[List[str]] = None,
-    evaluation: Optional[str] = None,
-) -> str: ...
+def scan_all(path: str, options: Dict[str, Any]) -> ArrowStream: ...
+def scan_stream(path: str, options: Dict[str, Any]) -> ArrowStream: ...
+def explain_json(path: str, options: Dict[str, Any]) -> str: ...
 def optimize_json(
     inputs: List[str],
     output: str,
