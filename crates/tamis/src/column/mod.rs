@@ -109,7 +109,7 @@ impl<'a> ColumnChunk<'a> {
         }
     }
 
-    /// Bytes of this chunk fetched by a row group's prefetch (its dictionary page).
+    /// Bytes of this chunk fetched by a row group's batched reads.
     pub fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
         self.source.offer(fetched).map_err(|e| self.context(e))
     }
@@ -126,6 +126,23 @@ impl<'a> ColumnChunk<'a> {
 
     fn context(&self, e: impl Into<Error>) -> Error {
         e.into().in_column(&self.leaf.path)
+    }
+
+    /// The byte ranges [`ColumnChunk::ensure`] would read for `needed` (so a caller can batch
+    /// several chunks' reads into one round trip, then [`ColumnChunk::offer`] the bytes).
+    pub fn missing_ranges(&self, needed: &impl RowSet) -> Result<Vec<std::ops::Range<u64>>> {
+        let wanted: Vec<usize> = match self.source.indexed_layout() {
+            Some(layout) => layout
+                .iter()
+                .enumerate()
+                .filter(|(i, (s, n))| !self.pages.contains_key(i) && needed.any_in(*s, s + n))
+                .map(|(i, _)| i)
+                .collect(),
+            None => Vec::new(),
+        };
+        self.source
+            .missing_ranges(&wanted, self.dictionary.is_none())
+            .map_err(|e| self.context(e))
     }
 
     /// Makes sure every page holding a row set in `needed` is loaded.

@@ -143,15 +143,56 @@ impl<'a> ChunkPages<'a> {
         Ok(Some(chunk.start..first_data))
     }
 
-    /// Bytes fetched elsewhere (a row group's prefetch of dictionary pages).
+    /// Bytes fetched elsewhere — a row group's batched reads of several chunks' dictionary and
+    /// data pages: the parts inside this chunk are kept.
     pub fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
+        let chunk = self.chunk_range()?;
+        let mine: Vec<(u64, Bytes)> = fetched
+            .clone()
+            .into_pieces()
+            .into_iter()
+            .filter(|(s, b)| *s < chunk.end && s + b.len() as u64 > chunk.start)
+            .collect();
+        if mine.is_empty() {
+            return Ok(());
+        }
+        self.fetched.extend(mine);
         if let Some(r) = self.dictionary_range()? {
-            if let Some(bytes) = fetched.slice(r.clone()) {
-                self.fetched.extend([(r.start, bytes)]);
-                self.dictionary_fetched = true;
+            self.dictionary_fetched |= self.fetched.slice(r).is_some();
+        }
+        self.whole_chunk |= self.fetched.slice(chunk).is_some();
+        Ok(())
+    }
+
+    /// The byte ranges a fetch of the `wanted` pages (and the dictionary page, when
+    /// `dictionary`) would still read; without an offset index, the whole chunk.
+    pub fn missing_ranges(&self, wanted: &[usize], dictionary: bool) -> Result<Vec<Range<u64>>> {
+        let chunk = self.chunk_range()?;
+        let Some(oi) = self.offset_index else {
+            return Ok(if self.whole_chunk {
+                Vec::new()
+            } else {
+                vec![chunk]
+            });
+        };
+        let mut out = Vec::new();
+        if dictionary && !self.dictionary_fetched {
+            out.extend(self.dictionary_range()?);
+        }
+        for &i in wanted {
+            if let Some(l) = oi.page_locations().get(i) {
+                let start = l.offset as u64;
+                if let Some(end) = start.checked_add(l.compressed_page_size.max(0) as u64) {
+                    if start >= chunk.start
+                        && end <= chunk.end
+                        && self.fetched.slice(start..end).is_none()
+                    {
+                        out.push(start..end);
+                    }
+                }
             }
         }
-        Ok(())
+        Ok(out)
     }
 
     fn page_reader(&self) -> Result<SerializedPageReader<FetchedRanges>> {

@@ -95,6 +95,9 @@ pub struct Reader {
     source: Arc<dyn ByteSource>,
     stats: Arc<IoStats>,
     cancel: Arc<AtomicBool>,
+    /// Bytes already in memory (the tail read when the file was opened): ranges inside them
+    /// cost no request.
+    cached: Option<Arc<FetchedRanges>>,
 }
 
 impl Reader {
@@ -103,7 +106,18 @@ impl Reader {
             source,
             stats,
             cancel,
+            cached: None,
         }
+    }
+
+    /// Serves ranges inside `cached` from memory.
+    pub fn with_cached(mut self, cached: Arc<FetchedRanges>) -> Self {
+        self.cached = Some(cached);
+        self
+    }
+
+    fn cached_slice(&self, range: &Range<u64>) -> Option<Bytes> {
+        self.cached.as_ref()?.slice(range.clone())
     }
 
     /// A reader of a local file with its own counters (for tools and examples).
@@ -160,21 +174,28 @@ impl Reader {
         if range.is_empty() {
             return Ok(Bytes::new());
         }
+        if let Some(b) = self.cached_slice(&range) {
+            return Ok(b);
+        }
         let mut out = self.read_exact(std::slice::from_ref(&range))?;
         Ok(out.pop().unwrap_or_default())
     }
 
     /// Reads several ranges, merging those closer than the source's coalescing gap.
     pub fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<FetchedRanges> {
+        let mut cached = Vec::new();
+        let mut missing = Vec::with_capacity(ranges.len());
         for r in ranges {
             self.check(r)?;
+            match self.cached_slice(r) {
+                Some(b) => cached.push((r.start, b)),
+                None => missing.push(r.clone()),
+            }
         }
-        let merged = coalesce(ranges, self.coalesce_gap());
+        let merged = coalesce(&missing, self.coalesce_gap());
         let pieces = self.read_exact(&merged)?;
-        Ok(FetchedRanges::from_pieces(
-            merged.iter().map(|r| r.start).zip(pieces).collect(),
-            self.len(),
-        ))
+        cached.extend(merged.iter().map(|r| r.start).zip(pieces));
+        Ok(FetchedRanges::from_pieces(cached, self.len()))
     }
 
     fn read_exact(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {

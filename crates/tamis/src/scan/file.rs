@@ -44,7 +44,7 @@ pub struct OpenedFile {
     pub arrow: ArrowReaderMetadata,
     pub leaves: Vec<LeafColumn>,
     /// The end of the file as read when opening; later reads inside it cost nothing.
-    tail: FetchedRanges,
+    tail: Arc<FetchedRanges>,
     /// Page indexes by `row group × leaves + column`, decoded on first use.
     indexes: Vec<OnceLock<ChunkIndex>>,
     /// Bytes and requests spent opening (footer reads) and time taken.
@@ -128,7 +128,10 @@ impl OpenedFile {
             metadata,
             arrow,
             leaves,
-            tail: FetchedRanges::from_pieces(vec![(tail_start, tail_bytes)], len),
+            tail: Arc::new(FetchedRanges::from_pieces(
+                vec![(tail_start, tail_bytes)],
+                len,
+            )),
             indexes: (0..chunks).map(|_| OnceLock::new()).collect(),
             open_bytes,
             open_requests,
@@ -155,7 +158,17 @@ impl OpenedFile {
 
     /// A reader of this file with its own counters, never cancelled (for tools and tests).
     pub fn reader(&self) -> Reader {
-        Reader::new(self.source.clone(), Default::default(), Default::default())
+        self.scan_reader(Default::default(), Default::default())
+    }
+
+    /// A reader for one scan: counts into `stats`, stops when `cancel` is set, and serves what
+    /// the open already read from memory.
+    pub fn scan_reader(
+        &self,
+        stats: Arc<crate::io::IoStats>,
+        cancel: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Reader {
+        Reader::new(self.source.clone(), stats, cancel).with_cached(self.tail.clone())
     }
 
     /// Bytes of metadata this file holds in memory.
@@ -243,7 +256,7 @@ impl OpenedFile {
             }
         }
         // Extra ranges inside the tail are served from it (a later piece never starts inside it).
-        fetched.extend(self.tail.clone().into_pieces());
+        fetched.extend(self.tail.as_ref().clone().into_pieces());
         Ok(fetched)
     }
 }

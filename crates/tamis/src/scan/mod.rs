@@ -246,7 +246,7 @@ impl Scan {
         let readers = self
             .files
             .iter()
-            .map(|f| Reader::new(f.source.clone(), self.io.clone(), cancelled.clone()))
+            .map(|f| f.scan_reader(self.io.clone(), cancelled.clone()))
             .collect();
         let needed_leaves = self.files[0]
             .leaves

@@ -219,6 +219,19 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
         for &c in &filter_columns {
             chunks.entry(c).or_insert_with(|| chunk(c));
         }
+        // On a remote source, one round trip for every filter column's candidate pages (phase
+        // one; the payload's pages are phase two): later filters need a subset of them, and a
+        // request costs more than the bytes they might have saved.
+        if job.reader.source().is_remote() {
+            let mut ranges = Vec::new();
+            for c in &filter_columns {
+                ranges.extend(chunks[c].missing_ranges(&candidates)?);
+            }
+            let fetched = job.reader.read_ranges(&ranges)?;
+            for c in &filter_columns {
+                chunks.get_mut(c).expect("created above").offer(&fetched)?;
+            }
+        }
         let mut cx = Filtering {
             chunks: &mut chunks,
             metrics: m,
@@ -250,6 +263,25 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     // Page planning and page windows read the survivors as ranges when they are sparse.
     let survivors = Selection::from_bitmap(selection.clone());
     let fields = file.schema().fields();
+    // On a remote source, one round trip for every payload column's pages holding a survivor.
+    if job.reader.source().is_remote() {
+        let payload: Vec<usize> = job
+            .projection
+            .iter()
+            .filter_map(|&root| leaves.iter().find(|l| l.root == root && !l.nested))
+            .filter(|l| is_native(l, fields[l.root].data_type()))
+            .map(|l| l.index)
+            .collect();
+        let mut ranges = Vec::new();
+        for &c in &payload {
+            let ch = chunks.entry(c).or_insert_with(|| chunk(c));
+            ranges.extend(ch.missing_ranges(&survivors)?);
+        }
+        let fetched = job.reader.read_ranges(&ranges)?;
+        for c in &payload {
+            chunks.get_mut(c).expect("created above").offer(&fetched)?;
+        }
+    }
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(job.projection.len());
     for &root in job.projection {
         let field = &fields[root];
