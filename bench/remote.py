@@ -315,8 +315,7 @@ def _tamis_call(fn: Callable, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except (TypeError, ValueError, NotImplementedError) as err:
-        first = str(err).splitlines()[0] if str(err) else ""
-        raise EngineSkip(f"{type(err).__name__}: {first}") from None
+        raise EngineSkip(first_line(err)) from None
 
 
 class TamisS3:
@@ -358,7 +357,11 @@ class TamisDatasetS3:
         if dataset is None:
             dataset = _tamis_call(self.tamis.Dataset, url(q), storage_options=self.options)
             self.datasets[url(q)] = dataset
-        extra = {"threads": self.threads} if "threads" in inspect.signature(dataset.scan).parameters else {}
+        try:  # the announced API is scan(where=, columns=); pass the thread count if it takes one
+            takes_threads = "threads" in inspect.signature(dataset.scan).parameters
+        except (TypeError, ValueError):
+            takes_threads = False
+        extra = {"threads": self.threads} if takes_threads else {}
         t = _tamis_call(dataset.scan, where=q.where.sql(), columns=q.columns, **extra)
         return Outcome(t, t.num_rows)
 
@@ -454,6 +457,7 @@ def _query(args, threads, server, q, engines, broken, check) -> List[dict]:
                 s["bytes"].append(stats["body_bytes"])
                 s["rt"].append(stats["round_trips"])
         common = {"suite": "remote", "query": q.name, "threads": threads, "latency_ms": latency, "rows": rows}
+        first = len(out)
         for n in list(here) + [n for n in broken if n not in here]:
             if n in skipped:
                 out.append(dict(common, engine=n, times_ms=[], median_ms=None, skipped=skipped[n]))
@@ -466,7 +470,7 @@ def _query(args, threads, server, q, engines, broken, check) -> List[dict]:
         print(f"  [{threads}t {latency:g} ms] remote: {q.name}: " + ", ".join(
             f"{r['engine']} " + ("skipped" if r["median_ms"] is None else
                                  f"{r['median_ms']:.1f} ms {r['requests']} req {r['bytes'] / 2**20:.2f} MiB")
-            for r in out[-len(here):]), flush=True)
+            for r in out[first:]), flush=True)
     return out
 
 
