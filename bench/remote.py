@@ -456,7 +456,8 @@ def _query(args, threads, server, q, engines, broken, check) -> List[dict]:
                 s["requests"].append(stats["requests"])
                 s["bytes"].append(stats["body_bytes"])
                 s["rt"].append(stats["round_trips"])
-        common = {"suite": "remote", "query": q.name, "threads": threads, "latency_ms": latency, "rows": rows}
+        common = {"suite": "remote", "query": q.name, "threads": threads, "latency_ms": latency, "rows": rows,
+                  "load": os.getloadavg()[0]}  # the machine may be shared: say how busy it was
         first = len(out)
         for n in list(here) + [n for n in broken if n not in here]:
             if n in skipped:
@@ -497,7 +498,7 @@ def _versus(by: Dict[str, dict], key: str, best_of: Callable) -> str:
 def table_md(results: List[dict], threads: int, latency: float, engines: List[str]) -> str:
     rows = [r for r in results if r["suite"] == "remote" and r["threads"] == threads
             and r["latency_ms"] == latency]
-    head = ["query", "rows"] + engines + ["tamis / best peer: ms, requests, bytes"]
+    head = ["query", "rows"] + engines + ["fewest requests, MiB (peer)", "tamis / best peer: ms, requests, bytes"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for q in dict.fromkeys(r["query"] for r in rows):
         everyone = {r["engine"]: r for r in rows if r["query"] == q}
@@ -505,6 +506,11 @@ def table_md(results: List[dict], threads: int, latency: float, engines: List[st
         fastest = min((e for e in by if not e.startswith("tamis")), key=lambda e: by[e]["median_ms"], default=None)
         cells = [q, str(next(iter(everyone.values()))["rows"])]
         cells += [f"**{_cell(everyone.get(e))}**" if e == fastest else _cell(everyone.get(e)) for e in engines]
+        peers = [e for e in by if not e.startswith("tamis")]
+        fewest_requests = min(peers, key=lambda e: by[e]["requests"], default=None)
+        fewest_bytes = min(peers, key=lambda e: by[e]["bytes"], default=None)
+        cells.append(f"{by[fewest_requests]['requests']} ({fewest_requests}), "
+                     f"{by[fewest_bytes]['bytes'] / 2**20:.2f} ({fewest_bytes})" if peers else "–")
         cells.append(", ".join(_versus(by, k, min) for k in ("median_ms", "requests", "bytes")))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -513,6 +519,7 @@ def table_md(results: List[dict], threads: int, latency: float, engines: List[st
 def report(results: List[dict], args, desc: str, selected: List[str]) -> str:
     engines = engine_names(selected)
     mine = [r for r in results if r["suite"] == "remote"]
+    loads = [r["load"] for r in mine] or [float("nan")]
     parts = [f"Command: `python bench/run.py --suite remote --sf {args.sf:g}"
              + (f" --threads {args.threads}" if args.threads else "")
              + (f" --latencies {args.latencies}" if args.latencies else "")
@@ -522,7 +529,8 @@ def report(results: List[dict], args, desc: str, selected: List[str]) -> str:
              f"Each cell: median ms of {args.runs} runs after one warm-up (engines interleaved, every "
              "run cold except tamis-dataset) / requests (sequential round trips) / MiB of response "
              "bodies as the server counted them, each the median over the runs. Bold = "
-             f"fastest peer; ratios < 1 mean tamis is better. Run on {time.strftime('%Y-%m-%d')}.", ""]
+             f"fastest peer; ratios < 1 mean tamis is better. Run on {time.strftime('%Y-%m-%d')}; 1-minute "
+             f"load average during the run {min(loads):.1f}–{max(loads):.1f} on {os.cpu_count()} cores.", ""]
     for threads in sorted({r["threads"] for r in mine}):
         for latency in sorted({r["latency_ms"] for r in mine}):
             parts += [f"**{threads} thread(s), {latency:g} ms first-byte latency**", "",

@@ -97,10 +97,11 @@ def test_engines_agree_through_the_server(lineitem):
 
 def test_report_renders(lineitem):
     rows = [dict(suite="remote", query="q", threads=1, latency_ms=10.0, rows=3, engine="pyarrow",
-                 times_ms=[5.0], median_ms=5.0, requests=4, bytes=2**20, round_trips=3),
+                 times_ms=[5.0], median_ms=5.0, requests=4, bytes=2**20, round_trips=3, load=0.5),
             dict(suite="remote", query="q", threads=1, latency_ms=10.0, rows=3, engine="tamis",
-                 times_ms=[], median_ms=None, skipped="no object store")]
+                 times_ms=[], median_ms=None, skipped="no object store", load=1.5)]
     args = SimpleNamespace(sf=0.01, threads=None, latencies=None, runs=1)
     text = remote.report(rows, args, "test machine", ["tamis", "pyarrow"])
     assert "**5.00 / 4 (3) / 1.00**" in text
     assert "- tamis skipped on every query: no object store" in text
+    assert "4 (pyarrow), 1.00 (pyarrow)" in text and "0.5–1.5" in text
