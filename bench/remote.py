@@ -88,8 +88,8 @@ def partitioned(lineitem: str) -> str:
 
 
 def allocate(counts: Dict[int, int], files: int) -> Dict[int, int]:
-    """Files per key in proportion to its count, at least one each, `files` in all (largest
-    remainder)."""
+    """Files per key in proportion to its count (largest remainder), at least one each: `files`
+    in all unless there are more keys than that."""
     total = sum(counts.values())
     share = {k: max(1, files * c // total) for k, c in counts.items()}
     by_remainder = sorted(counts, key=lambda k: (files * counts[k] % total) / total, reverse=True)
