@@ -9,7 +9,7 @@ reads only the requested bytes, so a request costs what it reads, plus a fixed f
 latency (``--latency-ms``, changeable at run time) that stands in for a real object store.
 
 Bucket ``b`` is the directory ``ROOT/b`` unless ``--bucket b=DIR`` maps it elsewhere. Supported:
-GetObject (with ``Range: bytes=a-b``, ``bytes=a-``, ``bytes=-n``), HeadObject, ListObjectsV2
+GetObject (with ``Range: bytes=a-b``, ``bytes=a-``, ``bytes=-n``, and ``If-Match``), HeadObject, ListObjectsV2
 and V1, HeadBucket and GetBucketLocation, enough for pyarrow, Polars, DataFusion (object_store)
 and boto3. Signatures are not checked. The server binds 127.0.0.1 only.
 
@@ -252,6 +252,13 @@ class Handler(BaseHTTPRequestHandler):
             "Content-Type": "application/octet-stream",
         }
         size = st.st_size
+        wanted_etag = self.headers.get("If-Match")
+        if wanted_etag is not None and wanted_etag.strip() not in ("*", headers["ETag"]):
+            # Readers pin the version they saw first; a replaced object must fail their request.
+            self._operation += "PreconditionFailed"
+            self._error(412, "PreconditionFailed", "At least one of the preconditions you specified did not hold.",
+                        key)
+            return
         if self.command == "HEAD":
             self._send(200, dict(headers, **{"Content-Length": str(size)}))
             return

@@ -90,8 +90,11 @@ def test_head_and_missing(server, root):
     assert headers["Content-Length"] == str(len(DATA))
     assert headers["ETag"].startswith('"') and "GMT" in headers["Last-Modified"]
     assert request(server, "HEAD", "/bk/a.bin")[1]["ETag"] == headers["ETag"]  # stable
-    os.utime(root / "bk" / "a.bin", ns=(1, 1))
+    pinned = {"If-Match": headers["ETag"], "Range": "bytes=0-1"}
+    assert request(server, "GET", "/bk/a.bin", pinned)[0] == 206
+    os.utime(root / "bk" / "a.bin", ns=(1, 1))  # "replaced": a new version
     assert request(server, "HEAD", "/bk/a.bin")[1]["ETag"] != headers["ETag"]
+    assert request(server, "GET", "/bk/a.bin", pinned)[0] == 412
     assert request(server, "GET", "/bk/nope")[0] == 404
     assert request(server, "GET", "/bk/d")[0] == 404  # a directory is not an object
     (root / "secret").write_bytes(b"outside the bucket")
