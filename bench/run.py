@@ -6,6 +6,7 @@ parquet crate's RowFilter reader, on the same files, with the same thread counts
     python bench/run.py --suite all --update-benchmarks
     python bench/run.py --suite selectivity --rows 20000000 --runs 9
     python bench/run.py --suite m2,q6,order,rle      # the paper's experiments (issue 4), 1 thread, warm
+    python bench/run.py --suite remote               # over S3 on loopback (bench/s3serve.py), 0/10/50 ms
 
 Each thread count runs in its own worker process (Polars fixes its pool size at import). Inside
 a worker, every repetition runs each engine once, in turn (interleaved), the first repetition
@@ -43,14 +44,17 @@ MARK = "<!-- bench:{suite}:{edge} -->"
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", default="tpch",
-                   help="comma-separated: tpch, selectivity, strings, dictsize, payload, m2, q6, order, rle, lookup; or all")
-    p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (tpch, q6, order suites)")
+                   help="comma-separated: tpch, selectivity, strings, dictsize, payload, m2, q6, order, rle, lookup, "
+                        "remote; or all")
+    p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (tpch, q6, order, lookup, remote suites)")
     p.add_argument("--rows", type=int, default=None, help="rows per generated file (other suites)")
     p.add_argument("--threads", default=None,
                    help="comma-separated thread counts (default per suite: 1,all cores; paper suites 1)")
     p.add_argument("--cache", default=None,
                    help="warm, cold or warm,cold (default per suite: warm,cold; paper suites warm)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per engine (after one warm-up)")
+    p.add_argument("--latencies", default=None,
+                   help="remote suite: comma-separated first-byte latencies in ms (default 0,10,50; smoke 0,10)")
     p.add_argument("--engines", default="tamis,duckdb,polars,pyarrow,datafusion,datafusion-pushdown,parquet-rowfilter")
     p.add_argument("--data-dir", default=os.path.join(ROOT, "data", "bench"))
     p.add_argument("--results-dir", default=os.path.join(HERE, "results"))
@@ -182,15 +186,21 @@ def worker(args) -> None:
 
     threads = args.worker_threads
     names = args.engines.split(",")
+    suites = args.suite.split(",")
     engines = {}
-    for n in names:
+    for n in names if any(s != "remote" for s in suites) else []:
         if n == "parquet-rowfilter":
             engines[n] = RowFilter(threads, args.rowfilter)
         else:
             engines[n] = ENGINES[n](threads)
 
     results = []
-    for suite in args.suite.split(","):
+    for suite in suites:
+        if suite == "remote":  # its own engines (S3 clients), server and measures
+            import remote
+
+            results += remote.worker(args, threads, check_agreement)
+            continue
         queries = SUITES[suite](args.data_dir, args)
         caches = (args.cache or suite_default(suite, "cache")).split(",")
         for q in queries:
@@ -275,7 +285,7 @@ def explain_params(tamis) -> set:
 # Suites reproducing the paper (issue 4): single thread and warm cache unless asked otherwise, as
 # in the paper (single thread, data preloaded); their tables also give tamis / DuckDB.
 PAPER_SUITES = ("m2", "q6", "order", "rle")
-SF_SUITES = ("tpch", "q6", "order", "lookup")  # sized by --sf (TPC-H), the others by --rows
+SF_SUITES = ("tpch", "q6", "order", "lookup", "remote")  # sized by --sf (TPC-H), the others by --rows
 
 
 def suite_default(suite: str, what: str) -> str:
@@ -465,6 +475,11 @@ def plot_lines(rows: List[dict], suite: str, threads: int, cache: str, engines: 
 def report(results: List[dict], suites: List[str], engines: List[str], args, desc: str) -> Dict[str, str]:
     sections = {}
     for suite in suites:
+        if suite == "remote":
+            import remote
+
+            sections[suite] = remote.report(results, args, desc, engines)
+            continue
         parts = [f"Command: `python bench/run.py --suite {suite}"
                  + (f" --sf {args.sf:g}" if suite in SF_SUITES else "")
                  + (f" --rows {args.rows}" if args.rows and suite not in SF_SUITES else "")
@@ -513,9 +528,10 @@ def main() -> None:
     suites = list(SUITES_ORDER) if args.suite == "all" else args.suite.split(",")
     if args.smoke:
         args.sf, args.rows, args.runs = 0.01, args.rows or 20_000, 1
+        args.latencies = args.latencies or "0,10"
         args.data_dir = os.path.join(args.results_dir, "smoke-data")
     release = not args.smoke
-    if args.rowfilter is None and "parquet-rowfilter" in args.engines:
+    if args.rowfilter is None and "parquet-rowfilter" in args.engines and any(s != "remote" for s in suites):
         args.rowfilter = cargo_binary("tamis-bench", "rowfilter-scan", release)
     if args.tamis_cli is None and any(s in SF_SUITES for s in suites):
         args.tamis_cli = cargo_binary("tamis-cli", "tamis", release)
@@ -536,6 +552,8 @@ def main() -> None:
             cmd += ["--rows", str(args.rows)]
         if args.cache:
             cmd += ["--cache", args.cache]
+        if args.latencies:
+            cmd += ["--latencies", args.latencies]
         print(f"bench: {threads} thread(s): {', '.join(here)}", flush=True)
         subprocess.run(cmd, env=env, check=True)
         with open(out) as f:
@@ -555,13 +573,15 @@ def main() -> None:
         f.write("\n\n".join(f"## {s}\n\n{body}" for s, body in sections.items()) + "\n")
     if not args.smoke:
         for suite in suites:
-            plot(results, suite, engines, args.results_dir)
+            if suite != "remote":  # its numbers are tables of three measures
+                plot(results, suite, engines, args.results_dir)
     if args.update_benchmarks and not args.smoke:
         update_benchmarks(sections)
     print("\n\n".join(sections.values()))
 
 
-SUITES_ORDER = ("tpch", "selectivity", "strings", "dictsize", "payload", "m2", "q6", "order", "rle", "lookup")
+SUITES_ORDER = ("tpch", "selectivity", "strings", "dictsize", "payload", "m2", "q6", "order", "rle", "lookup",
+                "remote")
 
 if __name__ == "__main__":
     main()
