@@ -19,7 +19,6 @@ a build without object-store support is reported as skipped.
 from __future__ import annotations
 
 import http.client
-import inspect
 import json
 import os
 import statistics
@@ -323,7 +322,8 @@ class TamisS3:
 
     def __init__(self, threads: int, endpoint: str):
         self.tamis = _tamis()
-        if "storage_options" not in inspect.signature(self.tamis.scan).parameters:
+        options = getattr(self.tamis, "ScanOptions", None)
+        if options is None or "storage_options" not in getattr(options, "__dataclass_fields__", {}):
             raise EngineSkip("this tamis build has no tamis.scan(storage_options=…) (no object-store support)")
         self.threads = threads
         self.options = tamis_options(endpoint)
@@ -357,12 +357,8 @@ class TamisDatasetS3:
         if dataset is None:
             dataset = _tamis_call(self.tamis.Dataset, url(q), storage_options=self.options)
             self.datasets[url(q)] = dataset
-        try:  # the announced API is scan(where=, columns=); pass the thread count if it takes one
-            takes_threads = "threads" in inspect.signature(dataset.scan).parameters
-        except (TypeError, ValueError):
-            takes_threads = False
-        extra = {"threads": self.threads} if takes_threads else {}
-        t = _tamis_call(dataset.scan, where=q.where.sql(), columns=q.columns, **extra)
+        t = _tamis_call(dataset.scan, where=q.where.sql(), columns=q.columns,
+                        threads=self.threads)
         return Outcome(t, t.num_rows)
 
 
