@@ -104,6 +104,7 @@ impl ByteSource for LocalFile {
         IoProfile {
             first_byte_ns: 100_000,
             bytes_per_sec: 1_000_000_000,
+            concurrency: 1,
         }
     }
 

@@ -263,6 +263,7 @@ pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>
     let configured = (latency.is_some() || bandwidth.is_some()).then(|| IoProfile {
         first_byte_ns: latency.map_or(20_000_000, |ms| (ms * 1e6) as u64),
         bytes_per_sec: bandwidth.map_or(100_000_000, |mb| (mb * 1e6) as u64),
+        concurrency: 1, // set by the store from its request limit
     });
     let max_requests = options
         .tamis_number("max_requests")?

@@ -34,27 +34,38 @@ pub use location::{open_source, StorageOptions};
 /// (a system call ≈ copying 16–32 KiB) and cold.
 pub const LOCAL_COALESCE_GAP: u64 = 16 << 10;
 
-/// What a source's requests cost: the time to the first byte and the transfer rate. The gap
-/// worth reading through instead of issuing a second request is their product — the bytes
-/// that could have arrived while waiting for the next first byte.
+/// What a source's requests cost: the time to the first byte, the transfer rate, and how many
+/// requests of one batch run at once.
+///
+/// A dependent request (the next one needs this one's bytes) costs a whole first-byte wait: the
+/// bytes worth reading speculatively instead are their product, [`IoProfile::round_trip_bytes`].
+/// The ranges of one batch are fetched concurrently, so splitting a range in two costs only a
+/// share of a wait: the gap worth reading through is that product over the concurrency.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IoProfile {
     pub first_byte_ns: u64,
     pub bytes_per_sec: u64,
+    /// Requests in flight at once (1: sequential).
+    pub concurrency: u64,
 }
 
 impl IoProfile {
-    /// Bytes between two wanted ranges below which one request over both is cheaper.
+    /// Bytes that arrive while waiting for one first byte.
+    pub fn round_trip_bytes(&self) -> u64 {
+        (self.first_byte_ns as u128 * self.bytes_per_sec as u128 / 1_000_000_000) as u64
+    }
+
+    /// Bytes between two wanted ranges of one batch below which one request over both is
+    /// cheaper than two concurrent ones.
     pub fn coalesce_gap(&self) -> u64 {
-        let gap = (self.first_byte_ns as u128 * self.bytes_per_sec as u128 / 1_000_000_000) as u64;
-        gap.clamp(4 << 10, 16 << 20)
+        (self.round_trip_bytes() / self.concurrency.max(1)).clamp(4 << 10, 16 << 20)
     }
 
     /// Bytes worth reading speculatively from the end of a file to catch the footer and
     /// (usually) the page index in the same request: what one round trip would transfer, at
     /// least 64 KiB, at most 4 MiB.
     pub fn tail_read(&self) -> u64 {
-        self.coalesce_gap().clamp(64 << 10, 4 << 20)
+        self.round_trip_bytes().clamp(64 << 10, 4 << 20)
     }
 }
 
@@ -420,12 +431,20 @@ mod tests {
         let p = IoProfile {
             first_byte_ns: 10_000_000,
             bytes_per_sec: 100_000_000,
+            concurrency: 1,
         };
         assert_eq!(p.coalesce_gap(), 1_000_000);
         assert_eq!(p.tail_read(), 1_000_000);
+        let parallel = IoProfile {
+            concurrency: 16,
+            ..p
+        };
+        assert_eq!(parallel.coalesce_gap(), 62_500);
+        assert_eq!(parallel.tail_read(), 1_000_000);
         let fast = IoProfile {
             first_byte_ns: 1_000,
             bytes_per_sec: 1_000_000_000,
+            concurrency: 1,
         };
         assert_eq!(fast.coalesce_gap(), 4 << 10);
         assert_eq!(fast.tail_read(), 64 << 10);

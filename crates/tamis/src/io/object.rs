@@ -26,6 +26,7 @@ use crate::error::{Error, ErrorKind, Result};
 const DEFAULT_PROFILE: IoProfile = IoProfile {
     first_byte_ns: 20_000_000,
     bytes_per_sec: 100_000_000,
+    concurrency: DEFAULT_MAX_REQUESTS as u64,
 };
 
 /// Requests in flight per store unless `max_requests` says otherwise.
@@ -52,6 +53,7 @@ pub struct Store {
     /// `scheme://bucket`, to name objects in errors.
     pub(crate) base: String,
     limit: tokio::sync::Semaphore,
+    max_requests: usize,
     configured: Option<IoProfile>,
     measured: Mutex<Measured>,
 }
@@ -69,11 +71,16 @@ impl Store {
         max_requests: Option<usize>,
         configured: Option<IoProfile>,
     ) -> Self {
+        let max_requests = max_requests.unwrap_or(DEFAULT_MAX_REQUESTS).max(1);
         Store {
             inner,
             base,
-            limit: tokio::sync::Semaphore::new(max_requests.unwrap_or(DEFAULT_MAX_REQUESTS).max(1)),
-            configured,
+            limit: tokio::sync::Semaphore::new(max_requests),
+            max_requests,
+            configured: configured.map(|p| IoProfile {
+                concurrency: max_requests as u64,
+                ..p
+            }),
             measured: Mutex::new(Measured::default()),
         }
     }
@@ -95,6 +102,7 @@ impl Store {
             bytes_per_sec: m
                 .bytes_per_sec
                 .map_or(DEFAULT_PROFILE.bytes_per_sec, |v| v as u64),
+            concurrency: self.max_requests as u64,
         }
     }
 

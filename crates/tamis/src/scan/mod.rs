@@ -29,6 +29,9 @@ use file::OpenedFile;
 use order::{FilterOrder, Planner};
 use row_group::{scan_row_group, RowGroupJob};
 
+/// Row groups in flight per thread on remote sources (see `Scan::workers`).
+const REMOTE_OVERLAP: usize = 4;
+
 /// A scan over Parquet files, configured with a builder:
 ///
 /// ```no_run
@@ -205,6 +208,14 @@ impl Scan {
         self
     }
 
+    /// Row-group workers: the thread count, times [`REMOTE_OVERLAP`] when a file is remote —
+    /// there a row group mostly waits for its round trips, and overlapping several row groups'
+    /// waits is what hides the latency.
+    fn workers(&self) -> usize {
+        let remote = self.files.iter().any(|f| f.source.is_remote());
+        self.threads * if remote { REMOTE_OVERLAP } else { 1 }
+    }
+
     /// The schema of the output batches.
     pub fn schema(&self) -> SchemaRef {
         Arc::new(
@@ -230,8 +241,9 @@ impl Scan {
     /// Starts the scan.
     pub fn batches(self) -> Result<ScanStream> {
         let schema = self.schema();
+        let workers = self.workers();
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads)
+            .num_threads(workers)
             .thread_name(|i| format!("tamis-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("cannot start threads: {e}")))?;
@@ -272,7 +284,7 @@ impl Scan {
             pool,
             pending: tasks,
             in_flight: VecDeque::new(),
-            window: self.threads * 2,
+            window: workers * 2,
             ready: VecDeque::new(),
             remaining: self.limit,
             batch_size: self.batch_size,
