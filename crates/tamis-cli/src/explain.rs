@@ -66,7 +66,11 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
     let mut s = String::new();
     let rg = m.row_groups_total;
     let _ = writeln!(s, "predicate: {}", predicate.unwrap_or("(none)"));
-    let _ = writeln!(s, "files: {}", m.files);
+    let _ = writeln!(
+        s,
+        "files: {} scanned, {} pruned by partition values",
+        m.files, m.files_pruned_partition
+    );
     let _ = writeln!(s, "row groups: {rg} total");
     let _ = writeln!(
         s,

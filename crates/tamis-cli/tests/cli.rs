@@ -324,8 +324,14 @@ fn directory_and_glob_paths() {
     assert_eq!(csv_rows(&stdout(&csv)) as u64, 2 * one);
 }
 
+/// Files with different columns form one dataset (missing columns are NULL); a column whose type
+/// differs between files is a one-line error naming the column and both files.
 #[test]
-fn schema_mismatch_between_files_is_an_error() {
+fn schemas_are_unified_and_type_conflicts_are_errors() {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+
     let dir = tempfile::tempdir().expect("tempdir");
     ok(tamis(&[
         "gen",
@@ -337,9 +343,36 @@ fn schema_mismatch_between_files_is_an_error() {
         "--tables",
         "nation,region",
     ]));
-    let o = tamis(&["query", s(dir.path())]);
+    let o = ok(tamis(&[
+        "query",
+        s(dir.path()),
+        "--where",
+        "r_name IS NULL",
+        "--select",
+        "n_name,r_name",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(csv_rows(&stdout(&o)), 25, "the nation rows: {}", stdout(&o));
+
+    let conflict = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, column: ArrayRef| {
+        let batch = RecordBatch::try_from_iter([("c", column)]).expect("batch");
+        let file = File::create(conflict.path().join(name)).expect("create");
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("writer");
+        w.write(&batch).expect("write");
+        w.close().expect("close");
+    };
+    write("x.parquet", Arc::new(Int64Array::from(vec![1])));
+    write("y.parquet", Arc::new(StringArray::from(vec!["1"])));
+    let o = tamis(&["query", s(conflict.path())]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    for word in ["'c'", "Int64", "Utf8", "x.parquet", "y.parquet"] {
+        assert!(err.contains(word), "{err} lacks {word}");
+    }
 }
 
 #[test]

@@ -10,7 +10,11 @@ use serde::Serialize;
 /// What a scan skipped, read and produced. Every pruning level has its own counter.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ScanMetrics {
+    /// Files scanned (not pruned by partition values).
     pub files: u64,
+    /// Files skipped by their partition values (or by columns they lack, NULL throughout)
+    /// before any of their row groups was read.
+    pub files_pruned_partition: u64,
     pub row_groups_total: u64,
     pub row_groups_pruned_statistics: u64,
     pub row_groups_pruned_bloom: u64,
@@ -84,6 +88,7 @@ macro_rules! collector {
 
 collector!(
     files,
+    files_pruned_partition,
     row_groups_total,
     row_groups_pruned_statistics,
     row_groups_pruned_bloom,

@@ -1,18 +1,22 @@
-//! Multi-file datasets, the pure part: no I/O here, only what the paths and the files' schemas
-//! say.
+//! Multi-file datasets. `partition.rs` and `schema.rs` are pure (what the paths and the files'
+//! schemas say); `plan.rs` reads the footers and binds the scan to each file.
 //!
 //! ```text
 //! partition.rs  `key=value` directories → partition schema, typed values per file, constant
 //!               Arrow columns, and pruning of whole files by the predicate on those values
 //! schema.rs     the files' Arrow schemas → one dataset schema (missing columns read as NULL,
 //!               nullability and list item names may differ, real type conflicts are errors)
+//! plan.rs       listing → footers → dataset schema and leaves; per file: partition pruning, the
+//!               predicate bound to its own leaves, row groups left by statistics, batch assembly
 //! ```
 
 pub mod partition;
+pub mod plan;
 pub mod schema;
 
 pub use partition::{
     discover_partitions, parse_hive_path, partition_arrays, partition_leaves, partition_verdict,
     PartitionSchema, PartitionValue, Partitions,
 };
+pub use plan::{DatasetPlan, FileOutput, ScanFile};
 pub use schema::{unify, UnifiedSchema};

@@ -16,9 +16,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::{DataType, SchemaRef};
 
 use crate::column::adapt::Evaluation;
+use crate::dataset::{DatasetPlan, ScanFile};
 use crate::error::{Error, Result};
 use crate::expr::{sql, Predicate};
 use crate::io::location::list;
@@ -48,9 +49,11 @@ const REMOTE_OVERLAP: usize = 4;
 /// # Ok(()) }
 /// ```
 pub struct Scan {
-    files: Vec<Arc<OpenedFile>>,
+    dataset: DatasetPlan,
+    /// Bound to the dataset's leaves; each file binds the text again to its own.
     predicate: Option<Predicate>,
     predicate_text: Option<String>,
+    /// Columns of the dataset schema (file columns, then partition columns).
     projection: Vec<usize>,
     threads: usize,
     limit: Option<usize>,
@@ -89,7 +92,13 @@ impl Default for Pruning {
 impl Scan {
     /// Opens a file, every `*.parquet` below a directory, or the files matching a glob —
     /// local paths or object-store URLs (`s3://`, `gs://`, `az://`, `http(s)://`) with
-    /// credentials from the environment. With several files their schemas must agree.
+    /// credentials from the environment.
+    ///
+    /// Several files form a dataset: their schemas are unified (a column missing from a file is
+    /// NULL there; nullability may differ; a type conflict is an error naming both files), and
+    /// `key=value` directories below the root become typed partition columns (see
+    /// [`Scan::partition_types`]). Every footer is read here, for the schema; see
+    /// [`crate::dataset::plan`] for which files stay open.
     pub fn open(path: impl AsRef<str>) -> Result<Scan> {
         Self::open_with(path, &StorageOptions::default())
     }
@@ -99,22 +108,14 @@ impl Scan {
         let listing = list(path.as_ref(), options)?;
         let metrics = Arc::new(MetricsCollector::default());
         let io = Arc::new(IoStats::default());
-        let mut files: Vec<Arc<OpenedFile>> = Vec::with_capacity(listing.files.len());
-        for f in &listing.files {
-            let f = OpenedFile::open_ref(f)?;
-            add(&metrics.files, 1);
-            add(&metrics.bytes_file, f.len());
-            add(&io.bytes, f.open_bytes);
-            add(&io.requests, f.open_requests);
-            add(&metrics.time_metadata_ns, f.open_ns);
-            if let Some(first) = files.first() {
-                check_same_schema(first, &f)?;
-            }
-            files.push(Arc::new(f));
-        }
-        let projection = (0..files[0].schema().fields().len()).collect();
+        let dataset = DatasetPlan::open(&listing)?;
+        let (bytes, requests, ns) = dataset.open_cost;
+        add(&io.bytes, bytes);
+        add(&io.requests, requests);
+        add(&metrics.time_metadata_ns, ns);
+        let projection = (0..dataset.schema.fields().len()).collect();
         Ok(Scan {
-            files,
+            dataset,
             predicate: None,
             predicate_text: None,
             projection,
@@ -130,16 +131,31 @@ impl Scan {
     }
 
     /// Keeps only rows satisfying a SQL boolean expression (a WHERE clause without `WHERE`).
+    /// Partition columns may be used; a column some files lack is NULL in their rows.
     pub fn filter(mut self, sql_text: &str) -> Result<Scan> {
-        let p = sql::parse_predicate(sql_text, &self.files[0].leaves)?;
+        let p = sql::parse_predicate(sql_text, &self.dataset.leaves)?;
         self.predicate = Some(p);
         self.predicate_text = Some(sql_text.to_string());
         Ok(self)
     }
 
-    /// Projects top-level columns, in the given order.
+    /// Gives partition columns types instead of inferring them (integer types, Utf8, Date32,
+    /// Boolean); keys not named are still inferred.
+    pub fn partition_types(mut self, types: &[(&str, DataType)]) -> Result<Scan> {
+        let types: Vec<(String, DataType)> = types
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.clone()))
+            .collect();
+        self.dataset.partition_types(&types)?;
+        if let Some(text) = &self.predicate_text {
+            self.predicate = Some(sql::parse_predicate(text, &self.dataset.leaves)?);
+        }
+        Ok(self)
+    }
+
+    /// Projects top-level columns (file or partition columns), in the given order.
     pub fn select<S: AsRef<str>>(mut self, columns: &[S]) -> Result<Scan> {
-        let schema = self.files[0].schema().clone();
+        let schema = self.dataset.schema.clone();
         let mut projection = Vec::with_capacity(columns.len());
         for c in columns {
             let name = c.as_ref().trim();
@@ -212,30 +228,38 @@ impl Scan {
     /// there a row group mostly waits for its round trips, and overlapping several row groups'
     /// waits is what hides the latency.
     fn workers(&self) -> usize {
-        let remote = self.files.iter().any(|f| f.source.is_remote());
+        let remote = self
+            .dataset
+            .files
+            .iter()
+            .any(|f| matches!(f.file, crate::io::location::FileRef::Object { .. }));
         self.threads * if remote { REMOTE_OVERLAP } else { 1 }
     }
 
     /// The schema of the output batches.
     pub fn schema(&self) -> SchemaRef {
         Arc::new(
-            self.files[0]
-                .schema()
+            self.dataset
+                .schema
                 .project(&self.projection)
                 .expect("projection in range"),
         )
     }
 
-    /// The files' paths or URLs.
+    /// The files' paths or URLs (all listed, including those a predicate will prune).
     pub fn files(&self) -> Vec<String> {
-        self.files.iter().map(|f| f.location.clone()).collect()
+        self.dataset
+            .files
+            .iter()
+            .map(|f| f.location.clone())
+            .collect()
     }
 
     /// The bound predicate, rendered (for explain output).
     pub fn predicate_text(&self) -> Option<String> {
         self.predicate
             .as_ref()
-            .map(|p| sql::render(p, &self.files[0].leaves))
+            .map(|p| sql::render(p, &self.dataset.leaves))
     }
 
     /// Starts the scan.
@@ -247,33 +271,25 @@ impl Scan {
             .thread_name(|i| format!("tamis-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("cannot start threads: {e}")))?;
-        let tasks: VecDeque<(usize, usize)> = self
-            .files
+        let predicate = self.predicate.as_ref().zip(self.predicate_text.as_deref());
+        let mut files = self.dataset.bind(
+            predicate,
+            &self.projection,
+            self.pruning.statistics,
+            &self.metrics,
+        )?;
+        let kept = files.iter_mut().map(|f| f.opened.take()).collect();
+        let tasks: VecDeque<(usize, usize)> = files
             .iter()
             .enumerate()
-            .flat_map(|(fi, f)| (0..f.metadata.num_row_groups()).map(move |rg| (fi, rg)))
+            .flat_map(|(fi, f)| f.row_groups.iter().map(move |&rg| (fi, rg)))
             .collect();
         let total = tasks.len();
         let cancelled = Arc::new(AtomicBool::new(false));
-        let readers = self
-            .files
-            .iter()
-            .map(|f| f.scan_reader(self.io.clone(), cancelled.clone()))
-            .collect();
-        let needed_leaves = self.files[0]
-            .leaves
-            .iter()
-            .filter(|l| self.projection.contains(&l.root))
-            .map(|l| l.index)
-            .collect();
         Ok(ScanStream {
             shared: Arc::new(Shared {
-                files: self.files,
-                readers,
-                needed_leaves,
+                files,
                 io: self.io,
-                predicate: self.predicate,
-                projection: self.projection,
                 schema: schema.clone(),
                 metrics: self.metrics,
                 planner: Planner::new(self.filter_order).with_evaluation(self.evaluation),
@@ -283,6 +299,8 @@ impl Scan {
             }),
             pool,
             pending: tasks,
+            kept,
+            current: None,
             in_flight: VecDeque::new(),
             window: workers * 2,
             ready: VecDeque::new(),
@@ -296,46 +314,10 @@ impl Scan {
     }
 }
 
-fn check_same_schema(first: &OpenedFile, other: &OpenedFile) -> Result<()> {
-    let strip = |s: &Schema| Schema::new(s.fields().clone());
-    let (a, b) = (strip(first.schema()), strip(other.schema()));
-    if a != b {
-        let diff = a
-            .fields()
-            .iter()
-            .zip(b.fields().iter())
-            .find(|(x, y)| x != y)
-            .map(|(x, y)| {
-                format!(
-                    "column '{}' is {} there, {} here",
-                    x.name(),
-                    x.data_type(),
-                    y.data_type()
-                )
-            })
-            .unwrap_or_else(|| {
-                format!(
-                    "{} columns there, {} here",
-                    a.fields().len(),
-                    b.fields().len()
-                )
-            });
-        return Err(
-            Error::invalid(format!("schema differs from {}: {diff}", first.name()))
-                .in_file(other.name()),
-        );
-    }
-    Ok(())
-}
-
 struct Shared {
-    files: Vec<Arc<OpenedFile>>,
-    /// One reader per file, all counting into `io` and stopped by `cancelled`.
-    readers: Vec<Reader>,
-    needed_leaves: Vec<usize>,
+    /// The files left after partition pruning, each bound to its own columns.
+    files: Vec<ScanFile>,
     io: Arc<IoStats>,
-    predicate: Option<Predicate>,
-    projection: Vec<usize>,
     schema: SchemaRef,
     metrics: Arc<MetricsCollector>,
     planner: Planner,
@@ -348,7 +330,14 @@ struct Shared {
 pub struct ScanStream {
     shared: Arc<Shared>,
     pool: rayon::ThreadPool,
+    /// (file, row group) tasks not started yet, in file order.
     pending: VecDeque<(usize, usize)>,
+    /// The file whose row groups are being started, open, with a reader counting into the
+    /// scan's I/O stats. Earlier files are held only by their running tasks, so at most
+    /// `window + 1` files are open at once (besides those kept from the footer reads).
+    current: Option<(usize, Arc<OpenedFile>, Reader)>,
+    /// Files still open from the footer reads, by file; taken when the scan reaches them.
+    kept: Vec<Option<Arc<OpenedFile>>>,
     in_flight: VecDeque<Receiver<Result<Option<RecordBatch>>>>,
     window: usize,
     ready: VecDeque<RecordBatch>,
@@ -387,6 +376,29 @@ impl ScanStream {
         s
     }
 
+    /// File `fi`, open (opened when the scan reaches it, unless kept from the footer reads).
+    fn file(&mut self, fi: usize) -> Result<(Arc<OpenedFile>, Reader)> {
+        if let Some((i, f, r)) = &self.current {
+            if *i == fi {
+                return Ok((f.clone(), r.clone()));
+            }
+        }
+        self.current = None;
+        let f = match self.kept[fi].take() {
+            Some(f) => f,
+            None => {
+                let f = self.shared.files[fi].reopen()?;
+                add(&self.shared.io.bytes, f.open_bytes);
+                add(&self.shared.io.requests, f.open_requests);
+                add(&self.shared.metrics.time_metadata_ns, f.open_ns);
+                f
+            }
+        };
+        let reader = f.scan_reader(self.shared.io.clone(), self.shared.cancelled.clone());
+        self.current = Some((fi, f.clone(), reader.clone()));
+        Ok((f, reader))
+    }
+
     fn spawn_more(&mut self) {
         while self.in_flight.len() < self.window {
             let Some((fi, rg)) = self.pending.pop_front() else {
@@ -394,20 +406,29 @@ impl ScanStream {
             };
             let ordinal = self.total - self.pending.len() - 1;
             let (tx, rx) = sync_channel(1);
+            let (file, reader) = match self.file(fi) {
+                Ok(x) => x,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    self.in_flight.push_back(rx);
+                    break;
+                }
+            };
             let shared = self.shared.clone();
             self.pool.spawn(move || {
                 if shared.cancelled.load(Relaxed) {
                     let _ = tx.send(Ok(None));
                     return;
                 }
-                let file = &shared.files[fi];
+                let plan = &shared.files[fi];
+                let file = file.as_ref();
                 let job = RowGroupJob {
                     file,
-                    reader: &shared.readers[fi],
-                    needed_leaves: &shared.needed_leaves,
+                    reader: &reader,
+                    needed_leaves: &plan.needed_leaves,
                     rg,
-                    predicate: shared.predicate.as_ref(),
-                    projection: &shared.projection,
+                    predicate: plan.predicate.as_ref(),
+                    output: &plan.output,
                     schema: &shared.schema,
                     metrics: &shared.metrics,
                     planner: &shared.planner,
@@ -433,6 +454,8 @@ impl ScanStream {
             self.finished = true;
             self.shared.cancelled.store(true, Relaxed);
             self.pending.clear();
+            self.current = None;
+            self.kept.clear();
             add(
                 &self.shared.metrics.time_total_ns,
                 self.started.elapsed().as_nanos() as u64,

@@ -799,6 +799,7 @@ mod tests {
     use parquet::file::properties::{EnabledStatistics, WriterProperties};
     use parquet::schema::types::ColumnPath;
 
+    use crate::dataset::FileOutput;
     use crate::metrics::MetricsCollector;
     use crate::scan::file::OpenedFile;
     use crate::scan::row_group::{scan_row_group, RowGroupJob};
@@ -938,7 +939,7 @@ mod tests {
                 needed_leaves: &[0],
                 rg,
                 predicate: Some(&predicate),
-                projection: &[0],
+                output: &FileOutput::read(vec![0]),
                 schema: &schema,
                 metrics: &metrics,
                 planner,

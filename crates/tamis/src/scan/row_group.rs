@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
 
 use crate::arrow::{is_native, to_arrow};
@@ -21,6 +21,7 @@ use crate::column::filter::eval_conjunction;
 use crate::column::project::project;
 use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
+use crate::dataset::FileOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Predicate;
 use crate::expr::{CmpOp, LeafOp};
@@ -41,9 +42,10 @@ pub struct RowGroupJob<'a> {
     /// The scan's reader of this file (counts bytes and requests, honours cancellation).
     pub reader: &'a Reader,
     pub rg: usize,
+    /// Bound to this file's leaves.
     pub predicate: Option<&'a Predicate>,
-    /// Top-level fields to output, in output order.
-    pub projection: &'a [usize],
+    /// The file columns to read and how they become the output batch (`schema`).
+    pub output: &'a FileOutput,
     pub schema: &'a SchemaRef,
     pub metrics: &'a MetricsCollector,
     /// Filter ordering shared by the scan's row groups (measured selectivities, the report).
@@ -266,7 +268,8 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     // On a remote source, one round trip for every payload column's pages holding a survivor.
     if job.reader.source().is_remote() {
         let payload: Vec<usize> = job
-            .projection
+            .output
+            .read
             .iter()
             .filter_map(|&root| leaves.iter().find(|l| l.root == root && !l.nested))
             .filter(|l| is_native(l, fields[l.root].data_type()))
@@ -282,8 +285,8 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             chunks.get_mut(c).expect("created above").offer(&fetched)?;
         }
     }
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(job.projection.len());
-    for &root in job.projection {
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(job.output.read.len());
+    for &root in &job.output.read {
         let field = &fields[root];
         let leaf = leaves.iter().find(|l| l.root == root && !l.nested);
         let array = match leaf {
@@ -337,10 +340,8 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
         };
         columns.push(array);
     }
+    let batch = job.output.assemble(job.schema, columns, selected)?;
     add_elapsed(&m.time_payload_ns, t);
-    let options = RecordBatchOptions::new().with_row_count(Some(selected));
-    let batch = RecordBatch::try_new_with_options(job.schema.clone(), columns, &options)
-        .map_err(|e| Error::internal(format!("building the result batch: {e}")))?;
     Ok(Some(batch))
 }
 

@@ -1,0 +1,404 @@
+//! The files of a scan: listed, their footers read once for the dataset schema, then per file the
+//! predicate and the projection bound to that file's own columns.
+//!
+//! ```text
+//! DatasetPlan::open     listing → footers (at most KEEP_OPEN files kept open) → unified schema
+//!                       + hive partitions → dataset leaves (what `filter` and `select` see)
+//! DatasetPlan::bind     per file: partition values ⇒ skip; predicate bound to the file's leaves,
+//!                       its missing columns (NULL) and partition values folded away; row groups
+//!                       pruned by footer statistics; how its batches are assembled
+//! ```
+//!
+//! The dataset schema needs every footer, so `open` reads them all, one file after another, and
+//! keeps the decoded metadata but not the files: only the first [`KEEP_OPEN`] stay open (for
+//! their row groups); the others are opened again when the scan reaches them — one more tail
+//! read each — so a dataset of any size holds a bounded number of file handles and footer tails.
+//! Files pruned by partition values or statistics are never opened again.
+
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::datatypes::{DataType, SchemaRef};
+use parquet::file::metadata::ParquetMetaData;
+
+use super::partition::{
+    constant_array, discover_partitions, partition_leaves, partition_verdict, PartitionSchema,
+    PartitionValue,
+};
+use super::schema::{conform, unify, UnifiedSchema};
+use crate::error::{Error, Result};
+use crate::expr::{sql, Predicate};
+use crate::io::location::{FileRef, Listing};
+use crate::metrics::{add, MetricsCollector};
+use crate::prune::row_group::statistics_verdict_with_orders;
+use crate::scan::file::OpenedFile;
+use crate::schema::LeafColumn;
+
+/// Files kept open after reading their footers at [`DatasetPlan::open`] (the first ones, which
+/// the scan reaches first). The others are reopened when scanned.
+pub const KEEP_OPEN: usize = 64;
+
+/// One file, as its footer describes it.
+pub struct DatasetFile {
+    pub file: FileRef,
+    pub location: String,
+    pub len: u64,
+    pub metadata: Arc<ParquetMetaData>,
+    pub leaves: Vec<LeafColumn>,
+    pub schema: SchemaRef,
+    /// Path below the listing's root (empty for a single file), for hive partitions.
+    relative: String,
+    /// One value per partition column.
+    pub partition: Vec<PartitionValue>,
+    /// Still open from reading the footer (first [`KEEP_OPEN`] files only).
+    pub opened: Option<Arc<OpenedFile>>,
+}
+
+/// A dataset: its files, schema and the leaves predicates bind to.
+pub struct DatasetPlan {
+    pub files: Vec<DatasetFile>,
+    pub unified: UnifiedSchema,
+    pub partitions: PartitionSchema,
+    /// The unified file columns, then the partition columns.
+    pub schema: SchemaRef,
+    /// Leaves of the unified columns (from the first file having each, renumbered; `root` is
+    /// the dataset column), then one per partition column. `filter` binds to these.
+    pub leaves: Vec<LeafColumn>,
+    /// Index in `leaves` of the first partition leaf.
+    pub first_partition_leaf: usize,
+    /// Footer reads at open: bytes, requests, nanoseconds.
+    pub open_cost: (u64, u64, u64),
+}
+
+impl DatasetPlan {
+    /// Reads every footer of `listing` and unifies the schemas; hive partitions are discovered
+    /// (types inferred) when the listing has a root and the paths hold `key=value` directories.
+    pub fn open(listing: &Listing) -> Result<DatasetPlan> {
+        let mut files = Vec::with_capacity(listing.files.len());
+        let mut cost = (0, 0, 0);
+        for (i, f) in listing.files.iter().enumerate() {
+            let opened = OpenedFile::open_ref(f)?;
+            cost.0 += opened.open_bytes;
+            cost.1 += opened.open_requests;
+            cost.2 += opened.open_ns;
+            files.push(DatasetFile {
+                file: f.clone(),
+                location: opened.location.clone(),
+                len: opened.len(),
+                metadata: opened.metadata.clone(),
+                leaves: opened.leaves.clone(),
+                schema: opened.schema().clone(),
+                relative: listing.relative(f).unwrap_or_default(),
+                partition: Vec::new(),
+                opened: (i < KEEP_OPEN).then(|| Arc::new(opened)),
+            });
+        }
+        let schemas: Vec<(String, arrow::datatypes::Schema)> = files
+            .iter()
+            .map(|f| (f.location.clone(), f.schema.as_ref().clone()))
+            .collect();
+        let unified = unify(&schemas)?;
+        let mut plan = DatasetPlan {
+            files,
+            unified,
+            partitions: PartitionSchema::default(),
+            schema: Arc::new(arrow::datatypes::Schema::empty()),
+            leaves: Vec::new(),
+            first_partition_leaf: 0,
+            open_cost: cost,
+        };
+        plan.partition_types(&[])?;
+        Ok(plan)
+    }
+
+    /// (Re)discovers the partitions with the given types for some keys (the others inferred)
+    /// and rebuilds the dataset schema and leaves.
+    pub fn partition_types(&mut self, explicit: &[(String, DataType)]) -> Result<()> {
+        let relative: Vec<&str> = self.files.iter().map(|f| f.relative.as_str()).collect();
+        let partitions = discover_partitions(&relative, explicit)?;
+        let schema = self.unified.with_partitions(&partitions.schema)?;
+        let mut leaves = Vec::new();
+        for (o, _) in self.unified.schema.fields().iter().enumerate() {
+            let (f, i) = self
+                .unified
+                .columns
+                .iter()
+                .enumerate()
+                .find_map(|(f, cols)| cols[o].map(|i| (f, i)))
+                .ok_or_else(|| Error::internal("a unified column in no file"))?;
+            for l in self.files[f].leaves.iter().filter(|l| l.root == i) {
+                let mut l = l.clone();
+                l.index = leaves.len();
+                l.root = o;
+                leaves.push(l);
+            }
+        }
+        let first = leaves.len();
+        leaves.extend(partition_leaves(
+            &partitions.schema,
+            first,
+            self.unified.schema.fields().len(),
+        )?);
+        for (f, values) in self.files.iter_mut().zip(partitions.values) {
+            f.partition = values;
+        }
+        self.partitions = partitions.schema;
+        self.schema = schema;
+        self.leaves = leaves;
+        self.first_partition_leaf = first;
+        Ok(())
+    }
+
+    /// Plans the scan: which files and row groups to read and how. `predicate` is the dataset
+    /// predicate (bound to [`DatasetPlan::leaves`]) and its text; `projection` indexes
+    /// [`DatasetPlan::schema`]. Counts files, files pruned by partition and row groups pruned by
+    /// statistics here, before any file is reopened.
+    pub fn bind(
+        self,
+        predicate: Option<(&Predicate, &str)>,
+        projection: &[usize],
+        statistics: bool,
+        metrics: &MetricsCollector,
+    ) -> Result<Vec<ScanFile>> {
+        let start = std::time::Instant::now();
+        let mut out = Vec::new();
+        // Consecutive files usually share a schema: bind the SQL again only when it changes.
+        let mut last: Option<(usize, Predicate)> = None;
+        for fi in 0..self.files.len() {
+            let f = &self.files[fi];
+            let predicate = match predicate {
+                None => None,
+                Some((p, text)) => {
+                    let first = self.first_partition_leaf;
+                    let by_partition =
+                        partition_verdict(p, first, &self.leaves[first..], &f.partition)
+                            .map_err(|e| e.in_file(&f.location))?;
+                    let residual = if by_partition == Predicate::False {
+                        Predicate::False
+                    } else {
+                        let same = last.as_ref().is_some_and(|(l, _)| self.same_layout(*l, fi));
+                        if !same {
+                            let unfolded = self.bind_file_unfolded(fi, text)?;
+                            last = Some((fi, unfolded));
+                        }
+                        let (_, unfolded) = last.as_ref().expect("set above");
+                        self.fold(fi, unfolded)
+                            .map_err(|e| e.in_file(&f.location))?
+                    };
+                    if residual == Predicate::False {
+                        add(&metrics.files_pruned_partition, 1);
+                        continue;
+                    }
+                    Some(residual)
+                }
+            };
+            add(&metrics.files, 1);
+            add(&metrics.bytes_file, f.len);
+            let column_orders = f
+                .metadata
+                .file_metadata()
+                .column_orders()
+                .map(|o| o.as_slice());
+            let mut row_groups = Vec::new();
+            for (rg, meta) in f.metadata.row_groups().iter().enumerate() {
+                let pruned = statistics
+                    && predicate.as_ref().is_some_and(|p| {
+                        statistics_verdict_with_orders(p, &f.leaves, meta, column_orders)
+                            == Predicate::False
+                    });
+                if pruned {
+                    add(&metrics.row_groups_total, 1);
+                    add(&metrics.rows_total, meta.num_rows() as u64);
+                    add(&metrics.row_groups_pruned_statistics, 1);
+                } else {
+                    row_groups.push(rg);
+                }
+            }
+            let output = self.output(fi, projection);
+            let needed_leaves = f
+                .leaves
+                .iter()
+                .filter(|l| output.read.contains(&l.root))
+                .map(|l| l.index)
+                .collect();
+            out.push(ScanFile {
+                file: f.file.clone(),
+                location: f.location.clone(),
+                metadata: f.metadata.clone(),
+                len: f.len,
+                opened: f.opened.clone(),
+                predicate,
+                output,
+                needed_leaves,
+                row_groups,
+            });
+        }
+        add(&metrics.time_prune_ns, start.elapsed().as_nanos() as u64);
+        Ok(out)
+    }
+
+    /// `sql_text` bound to file `fi`'s leaves, then its missing columns' and partition leaves
+    /// (see [`DatasetPlan::file_leaves`]); depends only on the file's layout.
+    fn bind_file_unfolded(&self, fi: usize, sql_text: &str) -> Result<Predicate> {
+        let (leaves, _) = self.file_leaves(fi)?;
+        sql::parse_predicate(sql_text, &leaves).map_err(|e| e.in_file(&self.files[fi].location))
+    }
+
+    /// Folds file `fi`'s constants (missing columns are NULL, partition values) into `p`: the
+    /// result names the file's own leaves only (`False`: no row of the file can match).
+    fn fold(&self, fi: usize, p: &Predicate) -> Result<Predicate> {
+        let (leaves, mut values) = self.file_leaves(fi)?;
+        let own = self.files[fi].leaves.len();
+        values.extend(self.files[fi].partition.iter().cloned());
+        partition_verdict(p, own, &leaves[own..], &values)
+    }
+
+    /// Whether files `a` and `b` have the same Parquet schema and the same missing columns, so
+    /// a predicate bound to one is bound to the other.
+    fn same_layout(&self, a: usize, b: usize) -> bool {
+        let descr = |f: usize| {
+            self.files[f]
+                .metadata
+                .file_metadata()
+                .schema_descr()
+                .root_schema()
+        };
+        self.unified.columns[a] == self.unified.columns[b] && descr(a) == descr(b)
+    }
+
+    /// File `fi`'s leaves, then its missing columns' leaves, then the partition leaves; and
+    /// NULL for each missing-column leaf (the partition values are the file's).
+    fn file_leaves(&self, fi: usize) -> Result<(Vec<LeafColumn>, Vec<PartitionValue>)> {
+        let f = &self.files[fi];
+        let roots = f.schema.fields().len();
+        let mut leaves = f.leaves.clone();
+        let mut values = Vec::new();
+        for (o, index) in self.unified.columns[fi].iter().enumerate() {
+            if index.is_some() {
+                continue;
+            }
+            for l in self.leaves[..self.first_partition_leaf]
+                .iter()
+                .filter(|l| l.root == o)
+            {
+                let mut l = l.clone();
+                l.index = leaves.len();
+                l.root = roots + o;
+                leaves.push(l);
+                values.push(PartitionValue::Null);
+            }
+        }
+        leaves.extend(partition_leaves(
+            &self.partitions,
+            leaves.len(),
+            roots + self.unified.schema.fields().len(),
+        )?);
+        Ok((leaves, values))
+    }
+
+    /// How file `fi` produces the dataset columns `projection`.
+    fn output(&self, fi: usize, projection: &[usize]) -> FileOutput {
+        let file_columns = self.unified.schema.fields().len();
+        let mut read = Vec::new();
+        let columns = projection
+            .iter()
+            .map(|&o| {
+                if o >= file_columns {
+                    Output::Constant(self.files[fi].partition[o - file_columns].clone())
+                } else if let Some(i) = self.unified.columns[fi][o] {
+                    read.push(i);
+                    Output::Read(read.len() - 1)
+                } else {
+                    Output::Null
+                }
+            })
+            .collect();
+        FileOutput { read, columns }
+    }
+}
+
+/// One file the scan reads, bound to its own columns.
+pub struct ScanFile {
+    pub file: FileRef,
+    pub location: String,
+    /// The footer read at open (a reopened file must still match it).
+    pub metadata: Arc<ParquetMetaData>,
+    pub len: u64,
+    /// Still open from the footer reads (see [`KEEP_OPEN`]).
+    pub opened: Option<Arc<OpenedFile>>,
+    /// The residual predicate over this file's leaves (`None`: no filter).
+    pub predicate: Option<Predicate>,
+    pub output: FileOutput,
+    /// Leaves the projection reads (their offset indexes skip payload pages).
+    pub needed_leaves: Vec<usize>,
+    /// Row groups not pruned by footer statistics.
+    pub row_groups: Vec<usize>,
+}
+
+impl ScanFile {
+    /// Opens the file again, checked against the footer the plan was made from.
+    pub fn reopen(&self) -> Result<Arc<OpenedFile>> {
+        let f = OpenedFile::open_ref(&self.file)?;
+        let schema = |m: &ParquetMetaData| m.file_metadata().schema_descr().root_schema().clone();
+        if f.len() != self.len
+            || f.metadata.num_row_groups() != self.metadata.num_row_groups()
+            || schema(&f.metadata) != schema(&self.metadata)
+        {
+            return Err(
+                Error::invalid("the file changed while the scan was running")
+                    .in_file(&self.location),
+            );
+        }
+        Ok(Arc::new(f))
+    }
+}
+
+/// Where an output column of a file's batches comes from.
+#[derive(Debug, Clone)]
+enum Output {
+    /// The k-th array read from the file.
+    Read(usize),
+    /// A column the file lacks.
+    Null,
+    /// A partition column.
+    Constant(PartitionValue),
+}
+
+/// What a file's row groups read and how their batches are assembled in the dataset schema.
+#[derive(Debug, Clone)]
+pub struct FileOutput {
+    /// Top-level file columns to read, in order.
+    pub read: Vec<usize>,
+    columns: Vec<Output>,
+}
+
+impl FileOutput {
+    /// Reads these file columns and outputs them unchanged (a single file without a dataset).
+    pub fn read(read: Vec<usize>) -> FileOutput {
+        let columns = (0..read.len()).map(Output::Read).collect();
+        FileOutput { read, columns }
+    }
+
+    /// The output batch of `rows` rows from the arrays of `read`.
+    pub fn assemble(
+        &self,
+        schema: &SchemaRef,
+        arrays: Vec<ArrayRef>,
+        rows: usize,
+    ) -> Result<RecordBatch> {
+        let columns =
+            self.columns
+                .iter()
+                .zip(schema.fields())
+                .map(|(c, field)| match c {
+                    Output::Read(k) => conform(&arrays[*k], field.data_type())
+                        .map_err(|e| e.in_column(field.name())),
+                    Output::Null => Ok(new_null_array(field.data_type(), rows)),
+                    Output::Constant(v) => constant_array(v, field.data_type(), rows),
+                })
+                .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+            .map_err(|e| Error::internal(format!("building the result batch: {e}")))
+    }
+}
