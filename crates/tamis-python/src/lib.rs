@@ -94,15 +94,20 @@ fn pruning(disabled: &[String]) -> tamis::Result<tamis::Pruning> {
     Ok(p)
 }
 
+fn storage(options: &Option<HashMap<String, String>>) -> StorageOptions {
+    options
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 impl Request {
     fn open(&self, path: &str) -> tamis::Result<ScanStream> {
-        let storage: StorageOptions = self
-            .storage_options
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let mut scan = Scan::open_with(path, &storage)?;
+        self.configure(Scan::open_with(path, &storage(&self.storage_options))?)
+    }
+
+    fn configure(&self, mut scan: Scan) -> tamis::Result<ScanStream> {
         if let Some(sql) = &self.filter {
             scan = scan.filter(sql)?;
         }
@@ -246,6 +251,11 @@ fn scan_all(py: Python<'_>, path: String, options: Request) -> PyResult<ArrowStr
     let stream = py
         .detach(|| options.open(&path))
         .map_err(|e| to_py_err(py, e))?;
+    collect(py, stream)
+}
+
+/// Drives a scan to its end and returns its batches as one stream.
+fn collect(py: Python<'_>, stream: ScanStream) -> PyResult<ArrowStream> {
     let schema = stream.schema();
     let mut batches = Vec::new();
     drive(py, stream, |b| batches.push(b))?;
@@ -270,6 +280,11 @@ fn explain_json(py: Python<'_>, path: String, options: Request) -> PyResult<Stri
     let stream = py
         .detach(|| options.open(&path))
         .map_err(|e| to_py_err(py, e))?;
+    metrics_json(py, stream, &options)
+}
+
+/// Drives a scan to its end, discarding the rows; its metrics as `tamis explain --json` prints.
+fn metrics_json(py: Python<'_>, stream: ScanStream, options: &Request) -> PyResult<String> {
     let metrics = drive(py, stream, drop)?;
     let mut value = serde_json::to_value(&metrics).map_err(|e| {
         to_py_err(
@@ -278,9 +293,59 @@ fn explain_json(py: Python<'_>, path: String, options: Request) -> PyResult<Stri
         )
     })?;
     if let Some(object) = value.as_object_mut() {
-        object.insert("predicate".to_string(), options.filter.into());
+        object.insert("predicate".to_string(), options.filter.clone().into());
     }
     Ok(value.to_string())
+}
+
+/// `tamis.Dataset`: files opened once, their metadata cached across scans.
+#[pyclass(module = "tamis._tamis", name = "Dataset", frozen)]
+struct PyDataset {
+    inner: tamis::Dataset,
+}
+
+#[pymethods]
+impl PyDataset {
+    #[new]
+    #[pyo3(signature = (path, storage_options=None, metadata_budget=None))]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        storage_options: Option<HashMap<String, String>>,
+        metadata_budget: Option<u64>,
+    ) -> PyResult<Self> {
+        let options = storage(&storage_options);
+        let inner = py
+            .detach(|| tamis::Dataset::open_with(&path, &options, metadata_budget))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(PyDataset { inner })
+    }
+
+    fn files(&self) -> Vec<String> {
+        self.inner.files()
+    }
+
+    fn scan_all(&self, py: Python<'_>, options: Request) -> PyResult<ArrowStream> {
+        let stream = py
+            .detach(|| options.configure(self.inner.scan()))
+            .map_err(|e| to_py_err(py, e))?;
+        collect(py, stream)
+    }
+
+    fn scan_stream(&self, py: Python<'_>, options: Request) -> PyResult<ArrowStream> {
+        let stream = py
+            .detach(|| options.configure(self.inner.scan()))
+            .map_err(|e| to_py_err(py, e))?;
+        let schema = stream.schema();
+        Ok(ArrowStream::new(Box::new(ScanReader { stream, schema })))
+    }
+
+    fn explain_json(&self, py: Python<'_>, options: Request) -> PyResult<String> {
+        let stream = py
+            .detach(|| options.configure(self.inner.scan()))
+            .map_err(|e| to_py_err(py, e))?;
+        metrics_json(py, stream, &options)
+    }
 }
 
 /// Runs `tamis::optimize::optimize` without the GIL; returns the report as JSON.
@@ -339,6 +404,7 @@ fn optimize_json(
 fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<ArrowStream>()?;
+    m.add_class::<PyDataset>()?;
     m.add_function(wrap_pyfunction!(scan_all, m)?)?;
     m.add_function(wrap_pyfunction!(scan_stream, m)?)?;
     m.add_function(wrap_pyfunction!(explain_json, m)?)?;

@@ -135,9 +135,10 @@ def test_q6_requests_and_bytes(store, lineitem):
     needed, row_groups = _chunk_bytes(
         lineitem, {"l_shipdate", "l_discount", "l_quantity", "l_extendedprice"})
     size = os.path.getsize(lineitem)
-    # The tail read (footer); per row group the page indexes and dictionaries, the filter
-    # columns' pages (one round trip), the payload's pages (one more).
-    assert m["requests"] <= 1 + 4 * row_groups, m
+    # The tail read (footer); per row group one read of page indexes and dictionaries, then
+    # one round of concurrent requests for the filter columns' pages and one for the payload's:
+    # at most one request per page read besides those.
+    assert m["requests"] <= m["pages_read"] + 1 + 2 * row_groups, m
     # The four columns' chunks, the tail and page indexes, and the gaps under 100 KB that
     # coalescing reads through to save requests: never the whole file.
     assert m["bytes_read"] <= 1.5 * needed + (128 << 10), (m["bytes_read"], needed)
@@ -150,8 +151,9 @@ def test_point_lookup_requests_and_bytes(store, lineitem):
                       threads=1)
     assert m["rows_selected"] == 6
     # l_orderkey is sorted: statistics leave one row group, the page index one page per
-    # column. Tail read, then that row group's pages (filter, payload): few requests, few bytes.
-    assert m["requests"] <= 4, m
+    # column. Tail read, index read, then that row group's pages: at most a request per page.
+    assert m["pages_read"] <= 16
+    assert m["requests"] <= m["pages_read"] + 2, m
     # The payload pages of the one row group coalesce (gaps under 100 KB): about a quarter of
     # the file, plus the tail and the index reads.
     assert m["bytes_read"] <= os.path.getsize(lineitem) / 4 + 300_000, m
@@ -200,3 +202,20 @@ def test_object_replaced_during_a_scan_is_an_error(store, lineitem):
     s3.put_object(Bucket=BUCKET, Key=key, Body=data[:-8] + b"\x00\x00\x00\x00PAR1")
     with pytest.raises(Exception, match="changed during the scan"):
         reader.read_all()
+
+
+def test_dataset_keeps_metadata_across_scans(store, lineitem):
+    _, options, url = store
+    ds = tamis.Dataset(url, storage_options=dict(options, **FAST))
+    assert ds.files == [url]
+    cold = tamis.explain(url, where="l_orderkey = 3", storage_options=dict(options, **FAST),
+                         threads=1)
+    first = ds.explain(where="l_orderkey = 3", threads=1)
+    warm = ds.explain(where="l_orderkey = 3", threads=1)
+    assert warm["rows_selected"] == first["rows_selected"] == cold["rows_selected"] == 6
+    # No footer, no page index again: only data pages, in fewer requests than a cold scan.
+    assert warm["requests"] < cold["requests"], (warm, cold)
+    assert warm["time_metadata_ns"] == 0
+    rows = ds.scan(where="l_orderkey = 3", columns=["l_linenumber"])
+    local = tamis.scan(lineitem, where="l_orderkey = 3", columns=["l_linenumber"])
+    assert rows.equals(local)

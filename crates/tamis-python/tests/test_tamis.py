@@ -341,3 +341,17 @@ def test_options_object_and_keywords_agree(data):
     assert narrower.column("id").to_pylist() == list(range(10))
     assert tamis.explain(path, options=opts)["rows_selected"] == 50
     assert tamis.scan_batches(path, options=opts).read_all().equals(by_object)
+
+
+def test_dataset_scans_like_scan(data):
+    path, _ = data
+    ds = tamis.Dataset(path)
+    assert ds.files == [path]
+    assert ds.schema == tamis.scan(path, limit=0).schema
+    for where in ["id < 50", "id = 7", None]:
+        # pandas' equals takes NaN as equal to NaN (price holds NaNs); Table.equals does not.
+        assert ds.scan(where=where).to_pandas().equals(tamis.scan(path, where=where).to_pandas())
+    assert ds.scan_batches(where="id < 5").read_all().num_rows == 5
+    assert ds.explain(where="id < 5")["rows_selected"] == 5
+    with pytest.raises(FileNotFoundError):
+        tamis.Dataset(path + ".missing")

@@ -31,6 +31,7 @@ pub mod selection;
 pub mod values;
 
 pub use column::adapt::Evaluation;
+pub use dataset::Dataset;
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::{FilterStep, ScanMetrics};
 pub use scan::order::FilterOrder;

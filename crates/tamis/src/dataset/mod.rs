@@ -6,14 +6,17 @@
 //!               Arrow columns, and pruning of whole files by the predicate on those values
 //! schema.rs     the files' Arrow schemas → one dataset schema (missing columns read as NULL,
 //!               nullability and list item names may differ, real type conflicts are errors)
+//! cache.rs      `Dataset`: a plan opened once, its files' metadata kept across scans
 //! plan.rs       listing → footers → dataset schema and leaves; per file: partition pruning, the
 //!               predicate bound to its own leaves, row groups left by statistics, batch assembly
 //! ```
 
+mod cache;
 pub mod partition;
 pub mod plan;
 pub mod schema;
 
+pub use cache::Dataset;
 pub use partition::{
     discover_partitions, parse_hive_path, partition_arrays, partition_leaves, partition_verdict,
     PartitionSchema, PartitionValue, Partitions,

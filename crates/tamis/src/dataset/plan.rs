@@ -39,6 +39,7 @@ use crate::schema::LeafColumn;
 pub const KEEP_OPEN: usize = 64;
 
 /// One file, as its footer describes it.
+#[derive(Clone)]
 pub struct DatasetFile {
     pub file: FileRef,
     pub location: String,
@@ -55,6 +56,7 @@ pub struct DatasetFile {
 }
 
 /// A dataset: its files, schema and the leaves predicates bind to.
+#[derive(Clone)]
 pub struct DatasetPlan {
     pub files: Vec<DatasetFile>,
     pub unified: UnifiedSchema,
@@ -74,6 +76,11 @@ impl DatasetPlan {
     /// Reads every footer of `listing` and unifies the schemas; hive partitions are discovered
     /// (types inferred) when the listing has a root and the paths hold `key=value` directories.
     pub fn open(listing: &Listing) -> Result<DatasetPlan> {
+        Self::open_keeping(listing, KEEP_OPEN)
+    }
+
+    /// [`DatasetPlan::open`], keeping the first `keep_open` files open.
+    pub fn open_keeping(listing: &Listing, keep_open: usize) -> Result<DatasetPlan> {
         let mut files = Vec::with_capacity(listing.files.len());
         let mut cost = (0, 0, 0);
         for (i, f) in listing.files.iter().enumerate() {
@@ -90,7 +97,7 @@ impl DatasetPlan {
                 schema: opened.schema().clone(),
                 relative: listing.relative(f).unwrap_or_default(),
                 partition: Vec::new(),
-                opened: (i < KEEP_OPEN).then(|| Arc::new(opened)),
+                opened: (i < keep_open).then(|| Arc::new(opened)),
             });
         }
         let schemas: Vec<(String, arrow::datatypes::Schema)> = files

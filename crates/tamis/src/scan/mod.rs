@@ -106,15 +106,21 @@ impl Scan {
     /// [`Scan::open`] with explicit object-store options (endpoint, region, credentials…).
     pub fn open_with(path: impl AsRef<str>, options: &StorageOptions) -> Result<Scan> {
         let listing = list(path.as_ref(), options)?;
+        let dataset = DatasetPlan::open(&listing)?;
+        let scan = Self::over(dataset.clone());
+        let (bytes, requests, ns) = dataset.open_cost;
+        add(&scan.io.bytes, bytes);
+        add(&scan.io.requests, requests);
+        add(&scan.metrics.time_metadata_ns, ns);
+        Ok(scan)
+    }
+
+    /// A scan over files already opened (see [`crate::Dataset`]): no footer is read again.
+    pub fn over(dataset: DatasetPlan) -> Scan {
         let metrics = Arc::new(MetricsCollector::default());
         let io = Arc::new(IoStats::default());
-        let dataset = DatasetPlan::open(&listing)?;
-        let (bytes, requests, ns) = dataset.open_cost;
-        add(&io.bytes, bytes);
-        add(&io.requests, requests);
-        add(&metrics.time_metadata_ns, ns);
         let projection = (0..dataset.schema.fields().len()).collect();
-        Ok(Scan {
+        Scan {
             dataset,
             predicate: None,
             predicate_text: None,
@@ -127,7 +133,7 @@ impl Scan {
             pruning: Pruning::default(),
             metrics,
             io,
-        })
+        }
     }
 
     /// Keeps only rows satisfying a SQL boolean expression (a WHERE clause without `WHERE`).

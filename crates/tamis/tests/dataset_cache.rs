@@ -1,0 +1,107 @@
+//! `tamis::Dataset` keeps metadata across scans: repeated point lookups read no footer and no
+//! page index again, return the rows a fresh scan returns, and the budget closes files.
+
+use std::fs::File;
+use std::sync::Arc;
+
+use arrow::array::{AsArray, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+
+fn write_files(dir: &std::path::Path, files: usize, rows: i64) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, false),
+    ]));
+    let props = WriterProperties::builder()
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_data_page_row_count_limit(500)
+        .set_write_batch_size(500)
+        .build();
+    for f in 0..files {
+        let ids: Vec<i64> = (0..rows).map(|i| f as i64 * rows + i).collect();
+        let names: Vec<String> = ids.iter().map(|i| format!("name-{i}")).collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(ids)),
+                Arc::new(StringArray::from(names)),
+            ],
+        )
+        .unwrap();
+        let path = dir.join(format!("part-{f}.parquet"));
+        let mut w = ArrowWriter::try_new(
+            File::create(path).unwrap(),
+            schema.clone(),
+            Some(props.clone()),
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    }
+}
+
+fn lookup(scan: tamis::Scan, id: i64) -> (Vec<i64>, Vec<String>, tamis::ScanMetrics) {
+    let mut stream = scan
+        .filter(&format!("id = {id}"))
+        .unwrap()
+        .threads(1)
+        .batches()
+        .unwrap();
+    let (mut ids, mut names) = (Vec::new(), Vec::new());
+    for b in stream.by_ref() {
+        let b = b.unwrap();
+        ids.extend(
+            b.column(0)
+                .as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .copied(),
+        );
+        names.extend(
+            b.column(1)
+                .as_string::<i32>()
+                .iter()
+                .map(|s| s.unwrap().to_string()),
+        );
+    }
+    (ids, names, stream.metrics())
+}
+
+#[test]
+fn repeated_lookups_reuse_the_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), 3, 20_000);
+    let path = dir.path().to_str().unwrap();
+    let ds = tamis::Dataset::open(path).unwrap();
+    assert_eq!(ds.files().len(), 3);
+    for id in [5, 20_123, 59_999, 31_000, 5] {
+        let (fresh_ids, fresh_names, fresh) = lookup(tamis::Scan::open(path).unwrap(), id);
+        let (ids, names, warm) = lookup(ds.scan(), id);
+        assert_eq!(ids, vec![id]);
+        assert_eq!(names, vec![format!("name-{id}")]);
+        assert_eq!((&ids, &names), (&fresh_ids, &fresh_names));
+        // A fresh scan reads three footers; the dataset reads only data pages and, the first
+        // time a row group is reached, its page index.
+        assert!(warm.requests < fresh.requests, "{warm:?} vs {fresh:?}");
+        assert!(warm.bytes_read < fresh.bytes_read);
+    }
+    // Asked again, the page index is in memory: the lookup reads only the id page and the
+    // name page, each with its chunk's dictionary page (not cached), at most four requests.
+    let (_, _, again) = lookup(ds.scan(), 20_123);
+    assert!(again.requests <= 4, "{again:?}");
+    assert_eq!(again.time_metadata_ns, 0);
+    assert!(ds.metadata_bytes() > 0);
+}
+
+#[test]
+fn the_budget_closes_files_and_scans_still_work() {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), 3, 5_000);
+    let path = dir.path().to_str().unwrap();
+    let ds = tamis::Dataset::open_with(path, &Default::default(), Some(1)).unwrap();
+    assert_eq!(ds.metadata_bytes(), 0);
+    let (ids, _, _) = lookup(ds.scan(), 12_345);
+    assert_eq!(ids, vec![12_345]);
+}
