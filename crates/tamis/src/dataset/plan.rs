@@ -38,6 +38,9 @@ use crate::schema::LeafColumn;
 /// the scan reaches first). The others are reopened when scanned.
 pub const KEEP_OPEN: usize = 64;
 
+/// Files opened concurrently while reading footers.
+const OPEN_AT_ONCE: usize = 16;
+
 /// One file, as its footer describes it.
 #[derive(Clone)]
 pub struct DatasetFile {
@@ -83,8 +86,27 @@ impl DatasetPlan {
     pub fn open_keeping(listing: &Listing, keep_open: usize) -> Result<DatasetPlan> {
         let mut files = Vec::with_capacity(listing.files.len());
         let mut cost = (0, 0, 0);
+        // Footers are read in waves of concurrent opens: on an object store each is a round
+        // trip, and a dataset's are independent.
+        let mut waves = listing.files.chunks(OPEN_AT_ONCE).flat_map(|wave| {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = wave
+                    .iter()
+                    .map(|f| s.spawn(move || OpenedFile::open_ref(f)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(Error::internal("opening a file panicked")))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        });
         for (i, f) in listing.files.iter().enumerate() {
-            let opened = OpenedFile::open_ref(f)?;
+            let opened = waves
+                .next()
+                .ok_or_else(|| Error::internal("a file was not opened"))??;
             cost.0 += opened.open_bytes;
             cost.1 += opened.open_requests;
             cost.2 += opened.open_ns;

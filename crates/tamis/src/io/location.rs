@@ -74,7 +74,12 @@ const TAMIS_KEYS: [&str; 3] = ["latency_ms", "bandwidth_mb_per_s", "max_requests
 #[derive(Debug, Clone)]
 pub enum FileRef {
     Local(PathBuf),
-    Object { store: Arc<Store>, path: ObjectPath },
+    Object {
+        store: Arc<Store>,
+        path: ObjectPath,
+        /// From the listing, when there was one (sizes the speculative footer read).
+        size: Option<u64>,
+    },
 }
 
 impl FileRef {
@@ -82,7 +87,7 @@ impl FileRef {
     pub fn location(&self) -> String {
         match self {
             FileRef::Local(p) => p.display().to_string(),
-            FileRef::Object { store, path } => store.url(path),
+            FileRef::Object { store, path, .. } => store.url(path),
         }
     }
 
@@ -93,7 +98,7 @@ impl FileRef {
             FileRef::Local(p) => {
                 let f = LocalFile::open(p)?;
                 let len = f.identity().len;
-                let tail = f.profile().tail_read().min(len);
+                let tail = f.profile().tail_read(Some(len)).min(len);
                 let source: Arc<dyn ByteSource> = Arc::new(f);
                 let never = std::sync::atomic::AtomicBool::new(false);
                 let bytes = if tail == 0 {
@@ -106,8 +111,8 @@ impl FileRef {
                 };
                 Ok((source, bytes))
             }
-            FileRef::Object { store, path } => {
-                let tail = store.profile().tail_read();
+            FileRef::Object { store, path, size } => {
+                let tail = store.profile().tail_read(*size);
                 let (source, bytes) = ObjectSource::open(store.clone(), path.clone(), tail)?;
                 Ok((Arc::new(source), bytes))
             }
@@ -375,7 +380,11 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
     // One object named outright: no listing request.
     if wildcard.is_none() && !location.ends_with('/') && name.ends_with(".parquet") {
         return Ok(Listing {
-            files: vec![FileRef::Object { store, path }],
+            files: vec![FileRef::Object {
+                store,
+                path,
+                size: None,
+            }],
             root: None,
         });
     }
@@ -395,10 +404,10 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
         }
         None => None,
     };
-    let mut files: Vec<ObjectPath> = metas
+    let mut files: Vec<(ObjectPath, u64)> = metas
         .into_iter()
-        .map(|m| m.location)
-        .filter(|p| {
+        .map(|m| (m.location, m.size))
+        .filter(|(p, _)| {
             let rel = p.as_ref().strip_prefix(path.as_ref()).unwrap_or(p.as_ref());
             let hidden = rel
                 .split('/')
@@ -406,7 +415,7 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
                 .any(|s| s.starts_with('.') || s.starts_with('_'));
             !hidden && p.filename().is_some_and(is_data_file)
         })
-        .filter(|p| pattern.as_ref().is_none_or(|g| g.matches(p.as_ref())))
+        .filter(|(p, _)| pattern.as_ref().is_none_or(|g| g.matches(p.as_ref())))
         .collect();
     files.sort();
     if files.is_empty() {
@@ -424,9 +433,10 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
     Ok(Listing {
         files: files
             .into_iter()
-            .map(|path| FileRef::Object {
+            .map(|(path, size)| FileRef::Object {
                 store: store.clone(),
                 path,
+                size: Some(size),
             })
             .collect(),
         root: Some(store.url(&path).trim_end_matches('/').to_string()),
@@ -437,7 +447,11 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
 pub fn open_source(location: &str, options: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
     let file = if is_url(location) && !location.starts_with("file://") {
         let (store, path) = store_for(location, options)?;
-        FileRef::Object { store, path }
+        FileRef::Object {
+            store,
+            path,
+            size: None,
+        }
     } else {
         FileRef::Local(PathBuf::from(location.trim_start_matches("file://")))
     };
