@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 
 import pyarrow.parquet as pq
@@ -219,3 +220,39 @@ def test_dataset_keeps_metadata_across_scans(store, lineitem):
     rows = ds.scan(where="l_orderkey = 3", columns=["l_linenumber"])
     local = tamis.scan(lineitem, where="l_orderkey = 3", columns=["l_linenumber"])
     assert rows.equals(local)
+
+
+@pytest.fixture
+def auth_server(tmp_path):
+    """A second moto server that checks credentials (moto's INITIAL_NO_AUTH_ACTION_COUNT=0)."""
+    port = _free_port()
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("moto server did not start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_wrong_credentials_are_a_clear_error(auth_server):
+    options = dict(CREDENTIALS, endpoint=auth_server, access_key_id="wrong",
+                   secret_access_key="wrong")
+    start = time.monotonic()
+    with pytest.raises(PermissionError, match="s3://secured/x.parquet: access denied"):
+        tamis.scan("s3://secured/x.parquet", storage_options=options)
+    assert time.monotonic() - start < 30
