@@ -134,6 +134,17 @@ impl Reader {
         self.cached.as_ref()?.slice(range.clone())
     }
 
+    /// Where the cached part of a range starts, when its end (not its start) is in memory.
+    fn cached_suffix_start(&self, range: &Range<u64>) -> Option<u64> {
+        self.cached
+            .as_ref()?
+            .pieces
+            .iter()
+            .map(|(s, b)| (*s, s + b.len() as u64))
+            .find(|&(s, e)| s > range.start && s < range.end && e >= range.end)
+            .map(|(s, _)| s)
+    }
+
     /// A reader of a local file with its own counters (for tools and examples).
     pub fn open_local(path: &std::path::Path) -> Result<Self> {
         let source: Arc<dyn ByteSource> = Arc::new(local::LocalFile::open(path)?);
@@ -199,17 +210,42 @@ impl Reader {
     pub fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<FetchedRanges> {
         let mut cached = Vec::new();
         let mut missing = Vec::with_capacity(ranges.len());
+        // Ranges whose end lies in memory (they run into the tail): only the head is read, then
+        // joined to the cached rest.
+        let mut joins = Vec::new();
         for r in ranges {
             self.check(r)?;
-            match self.cached_slice(r) {
-                Some(b) => cached.push((r.start, b)),
-                None => missing.push(r.clone()),
+            if let Some(b) = self.cached_slice(r) {
+                cached.push((r.start, b));
+            } else if let Some(split) = self.cached_suffix_start(r) {
+                missing.push(r.start..split);
+                joins.push((r.clone(), split));
+            } else {
+                missing.push(r.clone());
             }
         }
         let merged = coalesce(&missing, self.coalesce_gap());
         let pieces = self.read_exact(&merged)?;
-        cached.extend(merged.iter().map(|r| r.start).zip(pieces));
-        Ok(FetchedRanges::from_pieces(cached, self.len()))
+        let mut fetched = FetchedRanges::from_pieces(
+            merged.iter().map(|r| r.start).zip(pieces).collect(),
+            self.len(),
+        );
+        for (r, split) in joins {
+            let (Some(head), Some(rest)) = (
+                fetched.slice(r.start..split),
+                self.cached_slice(&(split..r.end)),
+            ) else {
+                return Err(Error::internal(
+                    "a range joined to the cached tail went missing",
+                ));
+            };
+            let mut joined = Vec::with_capacity((r.end - r.start) as usize);
+            joined.extend_from_slice(&head);
+            joined.extend_from_slice(&rest);
+            cached.push((r.start, Bytes::from(joined)));
+        }
+        fetched.extend(cached);
+        Ok(fetched)
     }
 
     fn read_exact(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
@@ -405,6 +441,27 @@ mod tests {
         assert_eq!(fetched.slice(85..88).unwrap().as_ref(), &[85, 86, 87]);
         assert!(fetched.get_bytes(95, 1).is_err());
         assert!(fetched.get_bytes(88, 5).is_err());
+    }
+
+    #[test]
+    fn ranges_running_into_the_cached_tail_read_only_their_head() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let data: Vec<u8> = (0..200u8).collect();
+        f.write_all(&data).unwrap();
+        let (src, stats) = reader(f.path());
+        let tail = Arc::new(FetchedRanges::from_pieces(
+            vec![(150, Bytes::copy_from_slice(&data[150..]))],
+            200,
+        ));
+        let src = src.with_cached(tail);
+        let fetched = src.read_ranges(&[10..20, 140..170, 180..190]).unwrap();
+        // Only 10..20 and 140..150 are read, merged into one request (the gap is under
+        // 16 KiB); 150..170 and 180..190 come from the tail.
+        assert_eq!(stats.bytes.load(Relaxed), 140);
+        assert_eq!(stats.requests.load(Relaxed), 1);
+        assert_eq!(fetched.slice(140..170).unwrap().as_ref(), &data[140..170]);
+        assert_eq!(fetched.slice(180..190).unwrap().as_ref(), &data[180..190]);
+        assert_eq!(fetched.slice(10..20).unwrap().as_ref(), &data[10..20]);
     }
 
     #[test]

@@ -31,7 +31,7 @@ use order::{FilterOrder, Planner};
 use row_group::{scan_row_group, RowGroupJob};
 
 /// Row groups in flight per thread on remote sources (see `Scan::workers`).
-const REMOTE_OVERLAP: usize = 4;
+const REMOTE_OVERLAP: usize = 8;
 
 /// A scan over Parquet files, configured with a builder:
 ///

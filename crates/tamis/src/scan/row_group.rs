@@ -224,14 +224,28 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
         // On a remote source, one round trip for every filter column's candidate pages (phase
         // one; the payload's pages are phase two): later filters need a subset of them, and a
         // request costs more than the bytes they might have saved.
+        // When the payload pages of all candidate rows cost less than a round trip (a point
+        // lookup the page index narrowed), they come in the same round trip, speculatively.
         if job.reader.source().is_remote() {
             let mut ranges = Vec::new();
             for c in &filter_columns {
                 ranges.extend(chunks[c].missing_ranges(&candidates)?);
             }
+            let mut speculative = Vec::new();
+            let payload = payload_leaves(job);
+            for &c in payload.iter().filter(|c| !filter_columns.contains(c)) {
+                let ch = chunks.entry(c).or_insert_with(|| chunk(c));
+                speculative.extend(ch.missing_ranges(&candidates)?);
+            }
+            let bytes: u64 = speculative.iter().map(|r| r.end - r.start).sum();
+            if bytes <= job.reader.source().profile().round_trip_bytes() {
+                ranges.extend(speculative);
+            }
             let fetched = job.reader.read_ranges(&ranges)?;
-            for c in &filter_columns {
-                chunks.get_mut(c).expect("created above").offer(&fetched)?;
+            for c in filter_columns.iter().chain(&payload) {
+                if let Some(ch) = chunks.get_mut(c) {
+                    ch.offer(&fetched)?;
+                }
             }
         }
         let mut cx = Filtering {
@@ -267,14 +281,7 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     let fields = file.schema().fields();
     // On a remote source, one round trip for every payload column's pages holding a survivor.
     if job.reader.source().is_remote() {
-        let payload: Vec<usize> = job
-            .output
-            .read
-            .iter()
-            .filter_map(|&root| leaves.iter().find(|l| l.root == root && !l.nested))
-            .filter(|l| is_native(l, fields[l.root].data_type()))
-            .map(|l| l.index)
-            .collect();
+        let payload = payload_leaves(job);
         let mut ranges = Vec::new();
         for &c in &payload {
             let ch = chunks.entry(c).or_insert_with(|| chunk(c));
@@ -455,6 +462,19 @@ fn complement(within: &Bitmap, rows: &Bitmap) -> Bitmap {
     let mut out = within.clone();
     out.and_not_inplace(rows);
     out
+}
+
+/// Leaf columns the projection reads with tamis's own decoders (flat, native types).
+fn payload_leaves(job: &RowGroupJob<'_>) -> Vec<usize> {
+    let leaves = &job.file.leaves;
+    let fields = job.file.schema().fields();
+    job.output
+        .read
+        .iter()
+        .filter_map(|&root| leaves.iter().find(|l| l.root == root && !l.nested))
+        .filter(|l| is_native(l, fields[l.root].data_type()))
+        .map(|l| l.index)
+        .collect()
 }
 
 /// Columns an `=` or `IN` leaf could prune with a Bloom filter.
