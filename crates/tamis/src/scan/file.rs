@@ -183,6 +183,30 @@ impl OpenedFile {
             .and_then(|c| c.get())
     }
 
+    /// Whether every range lies inside the tail read at open.
+    pub fn all_in_tail(&self, ranges: &[Range<u64>]) -> bool {
+        ranges.iter().all(|r| self.tail.slice(r.clone()).is_some())
+    }
+
+    /// Whether the page indexes of these chunks are decoded or inside the tail read at open
+    /// (loading them costs no request).
+    pub fn indexes_in_memory(&self, rg: usize, columns: &[usize]) -> bool {
+        let rg_meta = self.metadata.row_group(rg);
+        columns.iter().all(|&c| {
+            if self.chunk_index(rg, c).is_some() {
+                return true;
+            }
+            if c >= rg_meta.num_columns() {
+                return false;
+            }
+            let cc = rg_meta.column(c);
+            [cc.column_index_range(), cc.offset_index_range()]
+                .into_iter()
+                .flatten()
+                .all(|r| self.tail.slice(r).is_some())
+        })
+    }
+
     /// Loads, with at most one coalesced read, the page indexes of `index_columns` and the
     /// `extra` ranges (Bloom filters, dictionary pages) of row group `rg`; returns the extra
     /// bytes. Ranges inside the tail read at open cost nothing.

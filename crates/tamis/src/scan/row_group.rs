@@ -135,14 +135,45 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             );
             let mut index_columns = p.columns();
             index_columns.extend(job.needed_leaves.iter().copied());
+            // Remote, with the page indexes already in memory (the footer read held them): the
+            // filter columns' pages the page index leaves come in this same read, saving the
+            // round trip of phase one; if Bloom filters or dictionaries then prune the row
+            // group, those bytes were spent for nothing — cheaper than a round trip each time.
+            // Only when this read happens anyway (Bloom filters or dictionaries outside the
+            // tail); otherwise phase one is the first round trip and fetches the same pages.
+            if job.reader.source().is_remote()
+                && use_index
+                && !file.all_in_tail(&extra)
+                && file.indexes_in_memory(job.rg, &index_columns)
+            {
+                file.prefetch(job.rg, &index_columns, &[], job.reader)?;
+                let rows_left =
+                    prune::page_index::page_ranges(&p, leaves, rows, &column_index, &offset_index)
+                        .map_or_else(|| Bitmap::new_set(rows), |r| Bitmap::from_ranges(rows, &r));
+                let filter_columns = p.columns();
+                for &c in &filter_columns {
+                    extra.extend(chunk(c).missing_ranges(&rows_left)?);
+                }
+                extra.extend(speculative_payload(
+                    job,
+                    &filter_columns,
+                    &rows_left,
+                    &chunk,
+                )?);
+            }
             let fetched = file.prefetch(
                 job.rg,
                 if use_index { &index_columns } else { &[] },
                 &extra,
                 job.reader,
             )?;
-            // Chunks created before the page index was loaded are rebuilt with it.
-            for &c in &dict_columns {
+            // Chunks created before the page index was loaded are rebuilt with it, and keep
+            // what this read brought.
+            let mut offered = p.columns();
+            if job.reader.source().is_remote() {
+                offered.extend(payload_leaves(job));
+            }
+            for c in offered {
                 let mut ch = chunk(c);
                 ch.offer(&fetched)?;
                 chunks.insert(c, ch);
@@ -231,15 +262,17 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             for c in &filter_columns {
                 ranges.extend(chunks[c].missing_ranges(&candidates)?);
             }
-            let mut speculative = Vec::new();
             let payload = payload_leaves(job);
             for &c in payload.iter().filter(|c| !filter_columns.contains(c)) {
-                let ch = chunks.entry(c).or_insert_with(|| chunk(c));
-                speculative.extend(ch.missing_ranges(&candidates)?);
+                chunks.entry(c).or_insert_with(|| chunk(c));
             }
-            let bytes: u64 = speculative.iter().map(|r| r.end - r.start).sum();
-            if bytes <= job.reader.source().profile().round_trip_bytes() {
-                ranges.extend(speculative);
+            if !ranges.is_empty() {
+                ranges.extend(speculative_payload(
+                    job,
+                    &filter_columns,
+                    &candidates,
+                    &chunk,
+                )?);
             }
             let fetched = job.reader.read_ranges(&ranges)?;
             for c in filter_columns.iter().chain(&payload) {
@@ -462,6 +495,25 @@ fn complement(within: &Bitmap, rows: &Bitmap) -> Bitmap {
     let mut out = within.clone();
     out.and_not_inplace(rows);
     out
+}
+
+/// The payload pages holding any of `rows`, when together they cost less than a round trip
+/// (else none: phase two fetches the survivors' pages).
+fn speculative_payload<'a>(
+    job: &RowGroupJob<'a>,
+    filter_columns: &[usize],
+    rows: &Bitmap,
+    chunk: &impl Fn(usize) -> ColumnChunk<'a>,
+) -> Result<Vec<std::ops::Range<u64>>> {
+    let mut ranges = Vec::new();
+    for c in payload_leaves(job) {
+        if !filter_columns.contains(&c) {
+            ranges.extend(chunk(c).missing_ranges(rows)?);
+        }
+    }
+    let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+    let affordable = bytes <= job.reader.source().profile().round_trip_bytes();
+    Ok(if affordable { ranges } else { Vec::new() })
 }
 
 /// Leaf columns the projection reads with tamis's own decoders (flat, native types).
