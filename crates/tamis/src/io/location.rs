@@ -317,47 +317,32 @@ fn build_store(
     }
     let bad_key =
         |k: &str| Error::invalid(format!("unknown storage option '{k}' for {}", url.scheme()));
+    // Every builder takes the same steps: our defaults, then the user's keys (which win).
+    macro_rules! build {
+        ($builder:expr, $url:expr) => {{
+            let mut b = $builder
+                .with_url($url)
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in opts {
+                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
+            }
+            Arc::new(b.build().map_err(|e| store_error(e, base))?)
+        }};
+    }
     let store: Arc<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::AmazonS3 => {
-            let mut b = object_store::aws::AmazonS3Builder::from_env()
-                .with_url(url.as_str())
-                .with_client_options(client)
-                .with_retry(retry);
-            for (k, v) in opts {
-                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
-            }
-            Arc::new(b.build().map_err(|e| store_error(e, base))?)
+            build!(object_store::aws::AmazonS3Builder::from_env(), url.as_str())
         }
-        ObjectStoreScheme::GoogleCloudStorage => {
-            let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                .with_url(url.as_str())
-                .with_client_options(client)
-                .with_retry(retry);
-            for (k, v) in opts {
-                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
-            }
-            Arc::new(b.build().map_err(|e| store_error(e, base))?)
-        }
-        ObjectStoreScheme::MicrosoftAzure => {
-            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
-                .with_url(url.as_str())
-                .with_client_options(client)
-                .with_retry(retry);
-            for (k, v) in opts {
-                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
-            }
-            Arc::new(b.build().map_err(|e| store_error(e, base))?)
-        }
-        ObjectStoreScheme::Http => {
-            let mut b = object_store::http::HttpBuilder::new()
-                .with_url(base)
-                .with_client_options(client)
-                .with_retry(retry);
-            for (k, v) in opts {
-                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
-            }
-            Arc::new(b.build().map_err(|e| store_error(e, base))?)
-        }
+        ObjectStoreScheme::GoogleCloudStorage => build!(
+            object_store::gcp::GoogleCloudStorageBuilder::from_env(),
+            url.as_str()
+        ),
+        ObjectStoreScheme::MicrosoftAzure => build!(
+            object_store::azure::MicrosoftAzureBuilder::from_env(),
+            url.as_str()
+        ),
+        ObjectStoreScheme::Http => build!(object_store::http::HttpBuilder::new(), base),
         _ => {
             return Err(Error::invalid(format!(
                 "unsupported URL scheme '{}' (expected s3, gs, az, abfs, http or https)",
