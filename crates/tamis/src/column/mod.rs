@@ -162,20 +162,9 @@ impl<'a> ColumnChunk<'a> {
             if wanted.is_empty() {
                 return Ok(());
             }
-            let mut visitor = FlatPages {
-                leaf: self.leaf,
-                rg_rows: self.rg_rows,
-                dictionary: &mut self.dictionary,
-                pages: &mut self.pages,
-                needed,
-                indexed: Some(&layout),
-                row: 0,
-                walked: Vec::new(),
-            };
+            let (source, mut visitor) = self.split(needed, Some(&layout));
             let dictionary = visitor.dictionary.is_none();
-            return self
-                .source
-                .fetch_indexed(&wanted, dictionary, &mut visitor, metrics);
+            return source.fetch_indexed(&wanted, dictionary, &mut visitor, metrics);
         }
         if let Some(layout) = &self.layout {
             let missing = layout
@@ -186,17 +175,8 @@ impl<'a> ColumnChunk<'a> {
                 return Ok(());
             }
         }
-        let mut visitor = FlatPages {
-            leaf: self.leaf,
-            rg_rows: self.rg_rows,
-            dictionary: &mut self.dictionary,
-            pages: &mut self.pages,
-            needed,
-            indexed: None,
-            row: 0,
-            walked: Vec::new(),
-        };
-        self.source.walk(&mut visitor, metrics)?;
+        let (source, mut visitor) = self.split(needed, None);
+        source.walk(&mut visitor, metrics)?;
         let (row, walked) = (visitor.row, visitor.walked);
         if row != self.rg_rows {
             return Err(Error::corrupt(format!(
@@ -208,23 +188,34 @@ impl<'a> ColumnChunk<'a> {
         Ok(())
     }
 
+    /// The page fetcher and a visitor filling this chunk's dictionary and pages (disjoint
+    /// borrows of the chunk).
+    fn split<'s, R: RowSet>(
+        &'s mut self,
+        needed: &'s R,
+        indexed: Option<&'s [(usize, usize)]>,
+    ) -> (&'s mut ChunkPages<'a>, FlatPages<'s, R>) {
+        let visitor = FlatPages {
+            leaf: self.leaf,
+            rg_rows: self.rg_rows,
+            dictionary: &mut self.dictionary,
+            pages: &mut self.pages,
+            needed,
+            indexed,
+            row: 0,
+            walked: Vec::new(),
+        };
+        (&mut self.source, visitor)
+    }
+
     /// Reads and decodes only the dictionary page (for dictionary pruning); `None` if the chunk
     /// has none.
     pub fn load_dictionary(&mut self) -> Result<Option<Arc<Values>>> {
         if self.dictionary.is_some() {
             return Ok(self.dictionary.clone());
         }
-        let mut visitor = FlatPages {
-            leaf: self.leaf,
-            rg_rows: self.rg_rows,
-            dictionary: &mut self.dictionary,
-            pages: &mut self.pages,
-            needed: &NoRows,
-            indexed: None,
-            row: 0,
-            walked: Vec::new(),
-        };
-        match self.source.fetch_dictionary(&mut visitor) {
+        let (source, mut visitor) = self.split(&NoRows, None);
+        match source.fetch_dictionary(&mut visitor) {
             Ok(_) => Ok(self.dictionary.clone()),
             Err(e) => Err(self.context(e)),
         }

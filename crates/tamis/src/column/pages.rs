@@ -148,10 +148,10 @@ impl<'a> ChunkPages<'a> {
     pub fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
         let chunk = self.chunk_range()?;
         let mine: Vec<(u64, Bytes)> = fetched
-            .clone()
-            .into_pieces()
-            .into_iter()
+            .pieces()
+            .iter()
             .filter(|(s, b)| *s < chunk.end && s + b.len() as u64 > chunk.start)
+            .cloned()
             .collect();
         if mine.is_empty() {
             return Ok(());

@@ -340,6 +340,11 @@ impl FetchedRanges {
         self.pieces
     }
 
+    /// The fetched pieces, by offset.
+    pub fn pieces(&self) -> &[(u64, Bytes)] {
+        &self.pieces
+    }
+
     /// Adds pieces (e.g. a dictionary page fetched earlier).
     pub fn extend(&mut self, pieces: impl IntoIterator<Item = (u64, Bytes)>) {
         self.pieces.extend(pieces);

@@ -280,7 +280,7 @@ impl OpenedFile {
             }
         }
         // Extra ranges inside the tail are served from it (a later piece never starts inside it).
-        fetched.extend(self.tail.as_ref().clone().into_pieces());
+        fetched.extend(self.tail.pieces().iter().cloned());
         Ok(fetched)
     }
 }

@@ -274,12 +274,12 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                     &chunk,
                 )?);
             }
-            let fetched = job.reader.read_ranges(&ranges)?;
-            for c in filter_columns.iter().chain(&payload) {
-                if let Some(ch) = chunks.get_mut(c) {
-                    ch.offer(&fetched)?;
-                }
-            }
+            fetch_into(
+                job.reader,
+                &mut chunks,
+                filter_columns.iter().chain(&payload),
+                &ranges,
+            )?;
         }
         let mut cx = Filtering {
             chunks: &mut chunks,
@@ -320,10 +320,7 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             let ch = chunks.entry(c).or_insert_with(|| chunk(c));
             ranges.extend(ch.missing_ranges(&survivors)?);
         }
-        let fetched = job.reader.read_ranges(&ranges)?;
-        for c in &payload {
-            chunks.get_mut(c).expect("created above").offer(&fetched)?;
-        }
+        fetch_into(job.reader, &mut chunks, &payload, &ranges)?;
     }
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(job.output.read.len());
     for &root in &job.output.read {
@@ -495,6 +492,26 @@ fn complement(within: &Bitmap, rows: &Bitmap) -> Bitmap {
     let mut out = within.clone();
     out.and_not_inplace(rows);
     out
+}
+
+/// Reads `ranges` in one batch (no request when empty) and hands the bytes to the chunks of
+/// `columns`.
+fn fetch_into<'c, 'a: 'c>(
+    reader: &Reader,
+    chunks: &mut HashMap<usize, ColumnChunk<'a>>,
+    columns: impl IntoIterator<Item = &'c usize>,
+    ranges: &[std::ops::Range<u64>],
+) -> Result<()> {
+    if ranges.is_empty() {
+        return Ok(());
+    }
+    let fetched = reader.read_ranges(ranges)?;
+    for c in columns {
+        if let Some(ch) = chunks.get_mut(c) {
+            ch.offer(&fetched)?;
+        }
+    }
+    Ok(())
 }
 
 /// The payload pages holding any of `rows`, when together they cost less than a round trip
