@@ -124,7 +124,8 @@ fn bad_data_is_an_error_not_a_panic() {
         let first = catch_unwind(AssertUnwindSafe(|| {
             tamis::Scan::open(&p)
                 .ok()
-                .map(|s| s.schema().field(0).name().clone())
+                .and_then(|mut s| s.schema().ok())
+                .map(|s| s.field(0).name().clone())
         }));
         match first {
             Err(panic) => {

@@ -442,9 +442,10 @@ fn check(h: &Hive, p: &P) -> tamis::ScanMetrics {
 #[test]
 fn hive_schema_and_full_scan() {
     let h = hive();
-    let scan = tamis::Scan::open(h.root.to_str().unwrap()).unwrap();
+    let mut scan = tamis::Scan::open(h.root.to_str().unwrap()).unwrap();
     let fields: Vec<(String, DataType)> = scan
         .schema()
+        .unwrap()
         .fields()
         .iter()
         .map(|f| (f.name().clone(), f.data_type().clone()))
@@ -552,13 +553,13 @@ fn projections_of_partition_columns() {
 #[test]
 fn explicit_partition_types() {
     let h = hive();
-    let scan = tamis::Scan::open(h.root.to_str().unwrap())
+    let mut scan = tamis::Scan::open(h.root.to_str().unwrap())
         .unwrap()
         .filter("year = 2023 AND region = 'eu'")
         .unwrap()
         .partition_types(&[("year", DataType::Int16), ("region", DataType::Utf8)])
         .unwrap();
-    let schema = scan.schema();
+    let schema = scan.schema().unwrap();
     assert_eq!(
         schema.field_with_name("year").unwrap().data_type(),
         &DataType::Int16
@@ -587,6 +588,86 @@ fn explicit_partition_types() {
         .err()
         .expect("an error");
     assert!(e.message.contains("region"), "{e}");
+}
+
+#[test]
+fn partition_filters_prune_files_before_their_footers_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    let ids = Int64Array::from((0..100).collect::<Vec<i64>>());
+    let x = Int32Array::from((0..100).map(|i| i % 7).collect::<Vec<i32>>());
+    write(
+        &root.join("k=1/a.parquet"),
+        &batch(vec![
+            ("id", Arc::new(ids), false),
+            ("x", Arc::new(x), false),
+        ]),
+        30,
+    );
+    // Not Parquet: any read of its footer fails, naming it.
+    let bad = root.join("k=2/b.parquet");
+    std::fs::create_dir_all(bad.parent().unwrap()).unwrap();
+    std::fs::write(&bad, b"not a parquet file at all").unwrap();
+    let path = root.to_str().unwrap();
+    let oracle = common::oracle_read(&root.join("k=1/a.parquet")).unwrap();
+    let want = |min_x: i32| -> Vec<i64> {
+        let id = oracle
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        let x = oracle
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        (0..oracle.num_rows())
+            .filter(|&i| x.value(i) > min_x)
+            .map(|i| id.value(i))
+            .collect()
+    };
+    let ids_of = |b: &RecordBatch| -> Vec<i64> {
+        let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        a.values().to_vec()
+    };
+    for sql in [
+        "k = 1 AND x > 3",
+        "x > 3 AND NOT k <> 1",
+        "(k = 1 OR k = 3) AND x > 3",
+    ] {
+        let scan = tamis::Scan::open(path).unwrap();
+        assert_eq!(scan.files().len(), 2);
+        let (got, m) = scan_with(scan, Some(sql), Some(&["id", "k"]));
+        assert_eq!(ids_of(&got), want(3), "{sql}");
+        assert_eq!(m.files_pruned_partition, 1, "{sql}");
+        assert_eq!(m.files, 1, "{sql}");
+    }
+    // Every file pruned: one footer is still read for the schema, no row.
+    let (got, m) = scan(&root, Some("k = 9"), None);
+    assert_eq!(
+        (got.num_rows(), m.files_pruned_partition, m.files),
+        (0, 2, 0)
+    );
+    // A predicate that cannot rule the file out by its path reads its footer: a clean error.
+    for sql in ["k = 1 OR x > 3", "x > 3"] {
+        let e = tamis::Scan::open(path)
+            .unwrap()
+            .filter(sql)
+            .err()
+            .expect(sql);
+        assert!(e.to_string().contains("b.parquet"), "{sql}: {e}");
+    }
+    // So does a projection chosen before the filter, and a scan without one.
+    let e = tamis::Scan::open(path)
+        .unwrap()
+        .select(&["id"])
+        .err()
+        .expect("select");
+    assert!(e.to_string().contains("b.parquet"), "{e}");
+    // A second filter chooses the files again.
+    let scan = tamis::Scan::open(path).unwrap().filter("k = 9").unwrap();
+    let (got, _) = scan_with(scan, Some("k = 1 AND x > 3"), Some(&["id"]));
+    assert_eq!(ids_of(&got), want(3));
 }
 
 // ── (b) evolved schemas ──────────────────────────────────────────────────────────────────────
@@ -644,9 +725,9 @@ fn evolved_schemas_fill_missing_columns_with_null() {
         (7, None, Some("x")),
         (8, None, None),
     ];
-    let opened = tamis::Scan::open(root.to_str().unwrap()).unwrap();
+    let mut opened = tamis::Scan::open(root.to_str().unwrap()).unwrap();
     assert_eq!(
-        opened.schema().as_ref(),
+        opened.schema().unwrap().as_ref(),
         &Schema::new(vec![
             Field::new("id", DataType::Int64, false),
             Field::new("a", DataType::Int64, true),
@@ -780,9 +861,9 @@ fn predicates_bind_to_each_files_physical_type() {
     rg.close().unwrap();
     w.close().unwrap();
 
-    let opened = tamis::Scan::open(root.to_str().unwrap()).unwrap();
+    let mut opened = tamis::Scan::open(root.to_str().unwrap()).unwrap();
     assert_eq!(
-        opened.schema().field(1).data_type(),
+        opened.schema().unwrap().field(1).data_type(),
         &DataType::Decimal128(7, 2)
     );
     let all: Vec<(i64, i32)> = a.iter().chain(&b).cloned().collect();

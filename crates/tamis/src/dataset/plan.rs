@@ -9,7 +9,9 @@
 //!                       pruned by footer statistics; how its batches are assembled
 //! ```
 //!
-//! The dataset schema needs every footer, so `open` reads them all, one file after another, and
+//! A scan over a hive-partitioned listing calls `open` only for the files its filter's partition
+//! conjuncts leave (see `Scan::filter`): files ruled out by their paths are never opened, and the
+//! schema is that of the files left. `open` reads those footers in waves of concurrent opens and
 //! keeps the decoded metadata but not the files: only the first [`KEEP_OPEN`] stay open (for
 //! their row groups); the others are opened again when the scan reaches them — one more tail
 //! read each — so a dataset of any size holds a bounded number of file handles and footer tails.
@@ -84,6 +86,16 @@ impl DatasetPlan {
 
     /// [`DatasetPlan::open`], keeping the first `keep_open` files open.
     pub fn open_keeping(listing: &Listing, keep_open: usize) -> Result<DatasetPlan> {
+        Self::open_typed(listing, keep_open, &[])
+    }
+
+    /// [`DatasetPlan::open_keeping`] with the types of some partition keys given (the others
+    /// inferred).
+    pub fn open_typed(
+        listing: &Listing,
+        keep_open: usize,
+        partition_types: &[(String, DataType)],
+    ) -> Result<DatasetPlan> {
         let mut files = Vec::with_capacity(listing.files.len());
         let mut cost = (0, 0, 0);
         // Footers are read in waves of concurrent opens: on an object store each is a round
@@ -136,7 +148,7 @@ impl DatasetPlan {
             first_partition_leaf: 0,
             open_cost: cost,
         };
-        plan.partition_types(&[])?;
+        plan.partition_types(partition_types)?;
         Ok(plan)
     }
 

@@ -40,6 +40,25 @@ pub fn parse_predicate(text: &str, columns: &[LeafColumn]) -> Result<Predicate> 
     Ok(bound.simplify(&mut |_| super::Verdict::Unknown))
 }
 
+/// A predicate implied by `text` that names only `columns`: the parts naming other columns (or
+/// that cannot be bound) are dropped where that only weakens it — a conjunct becomes TRUE, a
+/// disjunction with such a part is dropped whole. `None` when nothing is left or the text does
+/// not parse. Used to prune a dataset's files by partition values before any footer is read,
+/// when the files' own columns are not known yet.
+pub fn parse_implied(text: &str, columns: &[LeafColumn]) -> Option<Predicate> {
+    let dialect = GenericDialect {};
+    let mut parser = Parser::new(&dialect).try_with_sql(text).ok()?;
+    let expr = parser.parse_expr().ok()?;
+    if parser.peek_token().token != Token::EOF {
+        return None;
+    }
+    let bound = Binder { columns }.bind_implied(&expr, false)?;
+    match bound.simplify(&mut |_| super::Verdict::Unknown) {
+        Predicate::True => None,
+        p => Some(p),
+    }
+}
+
 struct Binder<'a> {
     columns: &'a [LeafColumn],
 }
@@ -139,6 +158,33 @@ enum Grid {
 }
 
 impl Binder<'_> {
+    /// [`parse_implied`]'s binding: `None` where `e` cannot be bound.
+    fn bind_implied(&self, e: &Expr, neg: bool) -> Option<Predicate> {
+        match e {
+            Expr::Nested(inner) => self.bind_implied(inner, neg),
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => self.bind_implied(expr, !neg),
+            Expr::BinaryOp {
+                left,
+                op: op @ (BinaryOperator::And | BinaryOperator::Or),
+                right,
+            } => {
+                if matches!(op, BinaryOperator::And) != neg {
+                    let l = self.bind_implied(left, neg).unwrap_or(Predicate::True);
+                    let r = self.bind_implied(right, neg).unwrap_or(Predicate::True);
+                    Some(Predicate::And(vec![l, r]))
+                } else {
+                    let l = self.bind_implied(left, neg)?;
+                    let r = self.bind_implied(right, neg)?;
+                    Some(Predicate::Or(vec![l, r]))
+                }
+            }
+            _ => self.bind(e, neg).ok(),
+        }
+    }
+
     fn bind(&self, e: &Expr, neg: bool) -> Result<Predicate> {
         match e {
             Expr::Nested(inner) => self.bind(inner, neg),
@@ -1373,6 +1419,32 @@ pub(crate) mod tests {
             like("a!%%", Some('!'), true)
         );
         assert_eq!(p("NOT (s NOT LIKE '%x')"), like("%x", None, false));
+    }
+
+    #[test]
+    fn implied_predicates_drop_only_what_weakens() {
+        let implied = |sql: &str| parse_implied(sql, &test_columns());
+        assert_eq!(implied("i32 > 1 AND zz = 3"), Some(cmp("i32", Gt, I(1))));
+        assert_eq!(
+            implied("zz = 3 AND NOT i32 <= 1"),
+            Some(cmp("i32", Gt, I(1)))
+        );
+        assert_eq!(implied("i32 > 1 OR zz = 3"), None);
+        assert_eq!(
+            implied("NOT (i32 > 1 OR zz = 3)"),
+            Some(cmp("i32", LtEq, I(1)))
+        );
+        assert_eq!(implied("NOT (i32 > 1 AND zz = 3)"), None);
+        assert_eq!(
+            implied("(i32 > 1 OR i64 = 2) AND zz AND i32 = 'x'"),
+            Some(Predicate::Or(vec![
+                cmp("i32", Gt, I(1)),
+                cmp("i64", Eq, I(2))
+            ]))
+        );
+        assert_eq!(implied("zz = 1"), None);
+        assert_eq!(implied("i32 >"), None);
+        assert_eq!(implied("i32 > 1 zz"), None);
     }
 
     #[test]

@@ -83,6 +83,11 @@ pub enum FileRef {
 }
 
 impl FileRef {
+    /// Whether reads cross a network (an object store) rather than a local disk.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, FileRef::Object { .. })
+    }
+
     /// The path or URL.
     pub fn location(&self) -> String {
         match self {

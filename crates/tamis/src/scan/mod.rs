@@ -17,12 +17,17 @@ use std::time::Instant;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, SchemaRef};
+use once_cell::sync::OnceCell;
 
 use crate::column::adapt::Evaluation;
+use crate::dataset::plan::KEEP_OPEN;
+use crate::dataset::{
+    discover_partitions, parse_hive_path, partition_leaves, partition_verdict, Partitions,
+};
 use crate::dataset::{DatasetPlan, ScanFile};
 use crate::error::{Error, Result};
 use crate::expr::{sql, Predicate};
-use crate::io::location::list;
+use crate::io::location::{list, Listing};
 use crate::io::{IoStats, Reader, StorageOptions};
 use crate::metrics::{add, MetricsCollector, ScanMetrics};
 
@@ -49,12 +54,20 @@ const REMOTE_OVERLAP: usize = 8;
 /// # Ok(()) }
 /// ```
 pub struct Scan {
-    dataset: DatasetPlan,
+    /// The files whose footers were read, their schema and leaves; read on first need when the
+    /// scan comes from a partitioned listing (see [`Scan::filter`]).
+    dataset: OnceCell<DatasetPlan>,
+    /// A hive-partitioned listing, kept so that a filter on partition columns prunes files
+    /// before their footers are read (`None` for a single file or a [`crate::Dataset`]).
+    listed: Option<Listed>,
     /// Bound to the dataset's leaves; each file binds the text again to its own.
     predicate: Option<Predicate>,
     predicate_text: Option<String>,
     /// Columns of the dataset schema (file columns, then partition columns).
     projection: Vec<usize>,
+    /// The columns `select` named (else: every column of the plan), kept to project again
+    /// when a partition filter opens other files.
+    selected: Option<Vec<String>>,
     threads: usize,
     limit: Option<usize>,
     batch_size: usize,
@@ -63,6 +76,29 @@ pub struct Scan {
     pruning: Pruning,
     metrics: Arc<MetricsCollector>,
     io: Arc<IoStats>,
+}
+
+/// A listing whose footers are read only for the files a partition filter leaves.
+#[derive(Clone)]
+struct Listed {
+    listing: Listing,
+    /// Partition types given by [`Scan::partition_types`] (the others are inferred).
+    types: Vec<(String, DataType)>,
+    /// Files pruned by partition values before their footers were read.
+    pruned: u64,
+    /// The filter the open files were chosen by: `None` not opened yet, `Some(None)` all files.
+    opened_for: Option<Option<String>>,
+}
+
+impl Listed {
+    /// The partitions the paths say, typed as given or inferred (no file is read).
+    fn partitions(&self) -> Result<Partitions> {
+        let relative: Vec<String> = (self.listing.files.iter())
+            .map(|f| self.listing.relative(f).unwrap_or_default())
+            .collect();
+        let refs: Vec<&str> = relative.iter().map(String::as_str).collect();
+        discover_partitions(&refs, &self.types)
+    }
 }
 
 /// Which file structures a scan may prune with (all by default). Turning one off makes the scan
@@ -97,8 +133,9 @@ impl Scan {
     /// Several files form a dataset: their schemas are unified (a column missing from a file is
     /// NULL there; nullability may differ; a type conflict is an error naming both files), and
     /// `key=value` directories below the root become typed partition columns (see
-    /// [`Scan::partition_types`]). Every footer is read here, for the schema; see
-    /// [`crate::dataset::plan`] for which files stay open.
+    /// [`Scan::partition_types`]). Without partitions every footer is read here, for the
+    /// schema; with them, footers wait for [`Scan::filter`], so files its partition conjuncts
+    /// rule out are never opened (see [`crate::dataset::plan`] for which files stay open).
     pub fn open(path: impl AsRef<str>) -> Result<Scan> {
         Self::open_with(path, &StorageOptions::default())
     }
@@ -106,40 +143,139 @@ impl Scan {
     /// [`Scan::open`] with explicit object-store options (endpoint, region, credentials…).
     pub fn open_with(path: impl AsRef<str>, options: &StorageOptions) -> Result<Scan> {
         let listing = list(path.as_ref(), options)?;
-        let dataset = DatasetPlan::open(&listing)?;
-        let scan = Self::over(dataset.clone());
-        let (bytes, requests, ns) = dataset.open_cost;
-        add(&scan.io.bytes, bytes);
-        add(&scan.io.requests, requests);
-        add(&scan.metrics.time_metadata_ns, ns);
+        let partitioned = listing.files.len() > 1
+            && listing.files.iter().any(|f| {
+                listing
+                    .relative(f)
+                    .is_some_and(|r| !parse_hive_path(&r).is_empty())
+            });
+        let mut scan = Self::unopened();
+        if partitioned {
+            scan.listed = Some(Listed {
+                listing,
+                types: Vec::new(),
+                pruned: 0,
+                opened_for: None,
+            });
+        } else {
+            let plan = DatasetPlan::open(&listing)?;
+            scan.opened(plan, None)?;
+        }
         Ok(scan)
     }
 
     /// A scan over files already opened (see [`crate::Dataset`]): no footer is read again.
     pub fn over(dataset: DatasetPlan) -> Scan {
-        let metrics = Arc::new(MetricsCollector::default());
-        let io = Arc::new(IoStats::default());
-        let projection = (0..dataset.schema.fields().len()).collect();
+        let mut scan = Self::unopened();
+        scan.projection = (0..dataset.schema.fields().len()).collect();
+        let _ = scan.dataset.set(dataset);
+        scan
+    }
+
+    fn unopened() -> Scan {
         Scan {
-            dataset,
+            dataset: OnceCell::new(),
+            listed: None,
             predicate: None,
             predicate_text: None,
-            projection,
+            projection: Vec::new(),
+            selected: None,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             limit: None,
             batch_size: 8192,
             filter_order: FilterOrder::Auto,
             evaluation: Evaluation::Auto,
             pruning: Pruning::default(),
-            metrics,
-            io,
+            metrics: Arc::new(MetricsCollector::default()),
+            io: Arc::new(IoStats::default()),
         }
+    }
+
+    /// Takes `plan`, just opened (for the files `filter` leaves, or all of them), counting its
+    /// footer reads and projecting its schema again.
+    fn opened(&mut self, plan: DatasetPlan, filter: Option<&str>) -> Result<()> {
+        let (bytes, requests, ns) = plan.open_cost;
+        add(&self.io.bytes, bytes);
+        add(&self.io.requests, requests);
+        add(&self.metrics.time_metadata_ns, ns);
+        self.projection = match &self.selected {
+            Some(names) => project(&plan.schema, names)?,
+            None => (0..plan.schema.fields().len()).collect(),
+        };
+        if let Some(listed) = &mut self.listed {
+            listed.opened_for = Some(filter.map(str::to_string));
+        }
+        self.dataset = OnceCell::new();
+        let _ = self.dataset.set(plan);
+        Ok(())
+    }
+
+    /// The opened files, opening the listed ones (all of them) if not done yet.
+    fn plan(&mut self) -> Result<&DatasetPlan> {
+        if self.dataset.get().is_none() {
+            let plan = self.open_listed(None)?;
+            self.opened(plan, None)?;
+        }
+        self.dataset
+            .get()
+            .ok_or_else(|| Error::internal("no files opened"))
+    }
+
+    /// Opens the listed files that `filter`'s partition conjuncts leave (all of them without a
+    /// filter; the first one when none is left, for the schema), with the partition types
+    /// discovered over the whole listing so that pruning does not change them.
+    fn open_listed(&mut self, filter: Option<&str>) -> Result<DatasetPlan> {
+        let listed = self
+            .listed
+            .as_mut()
+            .ok_or_else(|| Error::internal("a scan with neither files nor a listing"))?;
+        let partitions = listed.partitions()?;
+        let listing = &listed.listing;
+        let leaves = partition_leaves(&partitions.schema, 0, 0)?;
+        let implied = filter.and_then(|text| sql::parse_implied(text, &leaves));
+        let mut keep = Vec::with_capacity(listing.files.len());
+        for (f, values) in listing.files.iter().zip(&partitions.values) {
+            let pruned = match &implied {
+                None => false,
+                Some(p) => {
+                    partition_verdict(p, 0, &leaves, values).map_err(|e| e.in_file(f.location()))?
+                        == Predicate::False
+                }
+            };
+            if !pruned {
+                keep.push(f.clone());
+            }
+        }
+        if keep.is_empty() {
+            // No row will be read, but the schema comes from a footer (`bind` prunes the file).
+            keep.push(listing.files[0].clone());
+        }
+        listed.pruned = (listing.files.len() - keep.len()) as u64;
+        let kept = Listing {
+            files: keep,
+            root: listing.root.clone(),
+        };
+        DatasetPlan::open_typed(&kept, KEEP_OPEN, &partitions.schema.fields)
     }
 
     /// Keeps only rows satisfying a SQL boolean expression (a WHERE clause without `WHERE`).
     /// Partition columns may be used; a column some files lack is NULL in their rows.
+    ///
+    /// Over a partitioned listing this is where footers are read: first the conjuncts that
+    /// name only partition columns prune files by their paths, then the footers of the files
+    /// left are read, and the schema is theirs (the first file's when none is left). Call it
+    /// before [`Scan::select`], which would read every footer.
     pub fn filter(mut self, sql_text: &str) -> Result<Scan> {
-        let p = sql::parse_predicate(sql_text, &self.dataset.leaves)?;
+        // Files opened for another filter may lack some this one needs; all files do not.
+        let reopen = self
+            .listed
+            .as_ref()
+            .is_some_and(|l| !matches!(l.opened_for, Some(None)));
+        if reopen {
+            let plan = self.open_listed(Some(sql_text))?;
+            self.opened(plan, Some(sql_text))?;
+        }
+        let p = sql::parse_predicate(sql_text, &self.plan()?.leaves)?;
         self.predicate = Some(p);
         self.predicate_text = Some(sql_text.to_string());
         Ok(self)
@@ -152,42 +288,38 @@ impl Scan {
             .iter()
             .map(|(n, t)| (n.to_string(), t.clone()))
             .collect();
-        self.dataset.partition_types(&types)?;
-        if let Some(text) = &self.predicate_text {
-            self.predicate = Some(sql::parse_predicate(text, &self.dataset.leaves)?);
+        if let Some(listed) = &mut self.listed {
+            // Types change what a partition filter prunes: choose the files again.
+            listed.types = types;
+            listed.partitions()?;
+            listed.opened_for = None;
+            self.dataset = OnceCell::new();
+            if let Some(text) = self.predicate_text.clone() {
+                return self.filter(&text);
+            }
+            return Ok(self);
+        }
+        let mut plan = self
+            .dataset
+            .take()
+            .ok_or_else(|| Error::internal("a scan with neither files nor a listing"))?;
+        plan.partition_types(&types)?;
+        plan.open_cost = (0, 0, 0);
+        self.opened(plan, None)?;
+        if let Some(text) = self.predicate_text.clone() {
+            self.predicate = Some(sql::parse_predicate(&text, &self.plan()?.leaves)?);
         }
         Ok(self)
     }
 
     /// Projects top-level columns (file or partition columns), in the given order.
     pub fn select<S: AsRef<str>>(mut self, columns: &[S]) -> Result<Scan> {
-        let schema = self.dataset.schema.clone();
-        let mut projection = Vec::with_capacity(columns.len());
-        for c in columns {
-            let name = c.as_ref().trim();
-            let idx = schema.index_of(name).ok().or_else(|| {
-                let m: Vec<usize> = schema
-                    .fields()
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| f.name().eq_ignore_ascii_case(name))
-                    .map(|(i, _)| i)
-                    .collect();
-                (m.len() == 1).then(|| m[0])
-            });
-            match idx {
-                Some(i) => projection.push(i),
-                None => {
-                    let names: Vec<&str> =
-                        schema.fields().iter().map(|f| f.name().as_str()).collect();
-                    return Err(Error::invalid(format!(
-                        "unknown column '{name}' in select (columns: {})",
-                        names.join(", ")
-                    )));
-                }
-            }
-        }
-        self.projection = projection;
+        let names: Vec<String> = columns
+            .iter()
+            .map(|c| c.as_ref().trim().to_string())
+            .collect();
+        self.projection = project(&self.plan()?.schema, &names)?;
+        self.selected = Some(names);
         Ok(self)
     }
 
@@ -233,52 +365,57 @@ impl Scan {
     /// Row-group workers: the thread count, times [`REMOTE_OVERLAP`] when a file is remote —
     /// there a row group mostly waits for its round trips, and overlapping several row groups'
     /// waits is what hides the latency.
-    fn workers(&self) -> usize {
-        let remote = self
-            .dataset
-            .files
-            .iter()
-            .any(|f| matches!(f.file, crate::io::location::FileRef::Object { .. }));
+    fn workers(&self, plan: &DatasetPlan) -> usize {
+        let remote = plan.files.iter().any(|f| f.file.is_remote());
         self.threads * if remote { REMOTE_OVERLAP } else { 1 }
     }
 
-    /// The schema of the output batches.
-    pub fn schema(&self) -> SchemaRef {
-        Arc::new(
-            self.dataset
-                .schema
-                .project(&self.projection)
-                .expect("projection in range"),
-        )
+    /// The schema of the output batches (over a partitioned listing not filtered yet, this
+    /// reads the footers).
+    pub fn schema(&mut self) -> Result<SchemaRef> {
+        let schema = self.plan()?.schema.clone();
+        schema
+            .project(&self.projection)
+            .map(Arc::new)
+            .map_err(|e| Error::internal(format!("projecting the schema: {e}")))
     }
 
     /// The files' paths or URLs (all listed, including those a predicate will prune).
     pub fn files(&self) -> Vec<String> {
-        self.dataset
-            .files
-            .iter()
-            .map(|f| f.location.clone())
-            .collect()
+        match &self.listed {
+            Some(l) => l.listing.files.iter().map(|f| f.location()).collect(),
+            None => self
+                .dataset
+                .get()
+                .map(|d| d.files.iter().map(|f| f.location.clone()).collect())
+                .unwrap_or_default(),
+        }
     }
 
     /// The bound predicate, rendered (for explain output).
     pub fn predicate_text(&self) -> Option<String> {
-        self.predicate
-            .as_ref()
-            .map(|p| sql::render(p, &self.dataset.leaves))
+        let p = self.predicate.as_ref()?;
+        Some(sql::render(p, &self.dataset.get()?.leaves))
     }
 
     /// Starts the scan.
-    pub fn batches(self) -> Result<ScanStream> {
-        let schema = self.schema();
-        let workers = self.workers();
+    pub fn batches(mut self) -> Result<ScanStream> {
+        let schema = self.schema()?;
+        if let Some(listed) = &self.listed {
+            add(&self.metrics.files_pruned_partition, listed.pruned);
+        }
+        let plan = self
+            .dataset
+            .take()
+            .ok_or_else(|| Error::internal("no files opened"))?;
+        let workers = self.workers(&plan);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(workers)
             .thread_name(|i| format!("tamis-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("cannot start threads: {e}")))?;
         let predicate = self.predicate.as_ref().zip(self.predicate_text.as_deref());
-        let mut files = self.dataset.bind(
+        let mut files = plan.bind(
             predicate,
             &self.projection,
             self.pruning.statistics,
@@ -541,4 +678,31 @@ impl Drop for ScanStream {
     fn drop(&mut self) {
         self.shared.cancelled.store(true, Relaxed);
     }
+}
+
+/// Indexes in `schema` of the columns `names` (exact names first, then a unique
+/// case-insensitive match).
+fn project(schema: &SchemaRef, names: &[String]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|name| {
+            let idx = schema.index_of(name).ok().or_else(|| {
+                let m: Vec<usize> = schema
+                    .fields()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.name().eq_ignore_ascii_case(name))
+                    .map(|(i, _)| i)
+                    .collect();
+                (m.len() == 1).then(|| m[0])
+            });
+            idx.ok_or_else(|| {
+                let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                Error::invalid(format!(
+                    "unknown column '{name}' in select (columns: {})",
+                    names.join(", ")
+                ))
+            })
+        })
+        .collect()
 }
