@@ -1,16 +1,19 @@
 //! `Dataset`: files listed and opened once, their metadata kept for every scan.
 //!
-//! Each opened file keeps its footer, the tail read at open (which usually holds the page
-//! index) and the page indexes decoded so far; a scan built from the dataset reuses them, so a
-//! repeated point lookup reads only its data pages. What the files hold is bounded by a byte
-//! budget: past it, files are closed (their metadata dropped) from the last, and a scan that
-//! reaches them opens them again.
+//! Each open file keeps the tail read at open (footer and, usually, page index), the page
+//! indexes decoded so far, and the Bloom filters and dictionary pages scans have read; a scan
+//! built from the dataset reuses them, so a repeated point lookup reads only its data pages.
+//! What the open files hold is bounded by a byte budget: past it, the least recently scanned
+//! files are closed, and a scan that reaches one opens it again (and keeps it). The decoded
+//! footers stay for planning (statistics pruning needs them without I/O).
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
 use crate::io::location::list;
 use crate::io::StorageOptions;
+use crate::scan::file::OpenedFile;
 use crate::scan::Scan;
 
 use super::plan::DatasetPlan;
@@ -35,8 +38,8 @@ const MAX_OPEN: usize = 1024;
 /// # Ok(()) }
 /// ```
 pub struct Dataset {
-    plan: Mutex<DatasetPlan>,
-    budget: u64,
+    plan: DatasetPlan,
+    open: Arc<OpenFiles>,
 }
 
 impl Dataset {
@@ -52,55 +55,200 @@ impl Dataset {
         metadata_budget: Option<u64>,
     ) -> Result<Dataset> {
         let listing = list(path.as_ref(), options)?;
-        let plan = DatasetPlan::open_keeping(&listing, MAX_OPEN)?;
-        let dataset = Dataset {
-            plan: Mutex::new(plan),
-            budget: metadata_budget.unwrap_or(DEFAULT_METADATA_BUDGET),
-        };
-        dataset.enforce_budget();
-        Ok(dataset)
+        let mut plan = DatasetPlan::open_keeping(&listing, MAX_OPEN)?;
+        let open = Arc::new(OpenFiles::new(
+            plan.files.len(),
+            metadata_budget.unwrap_or(DEFAULT_METADATA_BUDGET),
+            MAX_OPEN,
+        ));
+        for (i, f) in plan.files.iter_mut().enumerate() {
+            if let Some(opened) = f.opened.take() {
+                open.put(i, opened);
+            }
+        }
+        plan.open_files = Some(open.clone());
+        Ok(Dataset { plan, open })
     }
 
     /// A scan over the dataset (the same builder as [`Scan::open`] returns), reading no footer.
     pub fn scan(&self) -> Scan {
-        self.enforce_budget();
-        Scan::over(self.lock().clone())
+        // Scans since the last one may have grown what the files hold.
+        self.open.evict(None);
+        Scan::over(self.plan.clone())
     }
 
     /// The files' paths or URLs.
     pub fn files(&self) -> Vec<String> {
-        self.lock()
-            .files
-            .iter()
-            .map(|f| f.location.clone())
-            .collect()
+        self.plan.files.iter().map(|f| f.location.clone()).collect()
     }
 
     /// Bytes of metadata the open files hold.
     pub fn metadata_bytes(&self) -> u64 {
-        self.lock()
-            .files
-            .iter()
-            .filter_map(|f| f.opened.as_ref())
-            .map(|f| f.held_bytes())
+        self.open.held_bytes()
+    }
+
+    /// Files open now.
+    pub fn open_files(&self) -> usize {
+        self.open.open_count()
+    }
+}
+
+/// The open files of a dataset, by file index; the least recently used are closed when what
+/// they hold exceeds the budget or there are too many.
+pub struct OpenFiles {
+    slots: Vec<Mutex<Option<Arc<OpenedFile>>>>,
+    /// Per file, the clock at its last use (0: never).
+    last_used: Vec<AtomicU64>,
+    clock: AtomicU64,
+    budget: u64,
+    max_open: usize,
+    /// Serializes eviction (a scan may put files from several threads).
+    evicting: Mutex<()>,
+}
+
+impl OpenFiles {
+    fn new(files: usize, budget: u64, max_open: usize) -> OpenFiles {
+        OpenFiles {
+            slots: (0..files).map(|_| Mutex::new(None)).collect(),
+            last_used: (0..files).map(|_| AtomicU64::new(0)).collect(),
+            clock: AtomicU64::new(0),
+            budget,
+            max_open,
+            evicting: Mutex::new(()),
+        }
+    }
+
+    fn slot(&self, i: usize) -> std::sync::MutexGuard<'_, Option<Arc<OpenedFile>>> {
+        self.slots[i].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn touch(&self, i: usize) {
+        let now = self.clock.fetch_add(1, Relaxed) + 1;
+        self.last_used[i].store(now, Relaxed);
+    }
+
+    /// File `i` if open, marked as just used.
+    pub fn get(&self, i: usize) -> Option<Arc<OpenedFile>> {
+        let f = self.slots.get(i).and_then(|_| self.slot(i).clone())?;
+        self.touch(i);
+        Some(f)
+    }
+
+    /// Keeps file `i` open (and its Bloom filters and dictionaries from now on), then closes
+    /// the least recently used others while over budget.
+    pub fn put(&self, i: usize, file: Arc<OpenedFile>) {
+        if i >= self.slots.len() {
+            return;
+        }
+        file.keep_metadata();
+        *self.slot(i) = Some(file);
+        self.touch(i);
+        self.evict(Some(i));
+    }
+
+    /// Closes least recently used files (`keep` last) until the rest fit the budget.
+    fn evict(&self, keep: Option<usize>) {
+        let _one = self.evicting.lock().unwrap_or_else(|e| e.into_inner());
+        let mut open: Vec<(u64, usize, u64)> = (0..self.slots.len())
+            .filter_map(|i| {
+                let held = self.slot(i).as_ref()?.held_bytes();
+                Some((self.last_used[i].load(Relaxed), i, held))
+            })
+            .collect();
+        let mut held: u64 = open.iter().map(|o| o.2).sum();
+        let mut count = open.len();
+        open.sort_unstable();
+        for (_, i, bytes) in open {
+            if held <= self.budget && count <= self.max_open {
+                break;
+            }
+            if Some(i) != keep {
+                *self.slot(i) = None;
+                held -= bytes;
+                count -= 1;
+            }
+        }
+        // A single file over the budget is not kept either.
+        if let Some(keep) = keep.filter(|_| held > self.budget) {
+            *self.slot(keep) = None;
+        }
+    }
+
+    /// Bytes of metadata the open files hold.
+    pub fn held_bytes(&self) -> u64 {
+        (0..self.slots.len())
+            .filter_map(|i| self.slot(i).as_ref().map(|f| f.held_bytes()))
             .sum()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, DatasetPlan> {
-        self.plan.lock().unwrap_or_else(|e| e.into_inner())
+    fn open_count(&self) -> usize {
+        (0..self.slots.len())
+            .filter(|&i| self.slot(i).is_some())
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opened(dir: &std::path::Path) -> Arc<OpenedFile> {
+        let path = dir.join("f.parquet");
+        if !path.exists() {
+            let batch = arrow::array::RecordBatch::try_from_iter([(
+                "x",
+                Arc::new(arrow::array::Int32Array::from(
+                    (0..1000).collect::<Vec<_>>(),
+                )) as _,
+            )])
+            .unwrap();
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+            w.write(&batch).unwrap();
+            w.close().unwrap();
+        }
+        Arc::new(OpenedFile::open(&path).unwrap())
     }
 
-    /// Closes files from the last until what the open ones hold fits the budget.
-    fn enforce_budget(&self) {
-        let mut plan = self.lock();
-        let mut held: u64 = 0;
-        for f in plan.files.iter_mut() {
-            if let Some(opened) = &f.opened {
-                held += opened.held_bytes();
-                if held > self.budget {
-                    f.opened = None;
-                }
-            }
+    fn open_slots(files: &OpenFiles) -> Vec<usize> {
+        (0..files.slots.len())
+            .filter(|&i| files.slot(i).is_some())
+            .collect()
+    }
+
+    #[test]
+    fn least_recently_used_files_close_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = opened(dir.path()).held_bytes();
+        assert!(h > 0);
+        let files = OpenFiles::new(4, 2 * h + h / 2, 100);
+        files.put(0, opened(dir.path()));
+        files.put(1, opened(dir.path()));
+        assert_eq!(open_slots(&files), [0, 1]);
+        files.put(2, opened(dir.path()));
+        assert_eq!(open_slots(&files), [1, 2]);
+        assert!(files.get(1).is_some());
+        assert!(files.get(0).is_none());
+        files.put(0, opened(dir.path()));
+        assert_eq!(open_slots(&files), [0, 1]);
+        assert_eq!(files.held_bytes(), 2 * h);
+        // Out of range is ignored, not a panic.
+        files.put(9, opened(dir.path()));
+        assert!(files.get(9).is_none());
+    }
+
+    #[test]
+    fn the_count_is_bounded_and_a_file_over_budget_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = opened(dir.path()).held_bytes();
+        let files = OpenFiles::new(3, u64::MAX, 2);
+        for i in [0, 1, 0, 2] {
+            files.put(i, opened(dir.path()));
         }
+        assert_eq!(open_slots(&files), [0, 2]);
+        let tiny = OpenFiles::new(2, h - 1, 10);
+        tiny.put(0, opened(dir.path()));
+        assert_eq!(open_slots(&tiny), Vec::<usize>::new());
+        assert_eq!(tiny.held_bytes(), 0);
     }
 }

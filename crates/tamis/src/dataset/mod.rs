@@ -16,7 +16,7 @@ pub mod partition;
 pub mod plan;
 pub mod schema;
 
-pub use cache::Dataset;
+pub use cache::{Dataset, OpenFiles};
 pub use partition::{
     discover_partitions, parse_hive_path, partition_arrays, partition_leaves, partition_verdict,
     PartitionSchema, PartitionValue, Partitions,

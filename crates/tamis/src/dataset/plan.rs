@@ -23,6 +23,7 @@ use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::{DataType, SchemaRef};
 use parquet::file::metadata::ParquetMetaData;
 
+use super::cache::OpenFiles;
 use super::partition::{
     constant_array, discover_partitions, partition_leaves, partition_verdict, PartitionSchema,
     PartitionValue,
@@ -75,6 +76,9 @@ pub struct DatasetPlan {
     pub first_partition_leaf: usize,
     /// Footer reads at open: bytes, requests, nanoseconds.
     pub open_cost: (u64, u64, u64),
+    /// The open files of a [`super::Dataset`], shared by its scans (they reopen and put back
+    /// files it closed); `None` for a one-off scan.
+    pub open_files: Option<Arc<OpenFiles>>,
 }
 
 impl DatasetPlan {
@@ -147,6 +151,7 @@ impl DatasetPlan {
             leaves: Vec::new(),
             first_partition_leaf: 0,
             open_cost: cost,
+            open_files: None,
         };
         plan.partition_types(partition_types)?;
         Ok(plan)
@@ -268,6 +273,7 @@ impl DatasetPlan {
                 metadata: f.metadata.clone(),
                 len: f.len,
                 opened: f.opened.clone(),
+                cached: self.open_files.clone().map(|c| (c, fi)),
                 predicate,
                 output,
                 needed_leaves,
@@ -367,6 +373,8 @@ pub struct ScanFile {
     pub len: u64,
     /// Still open from the footer reads (see [`KEEP_OPEN`]).
     pub opened: Option<Arc<OpenedFile>>,
+    /// The dataset's open files and this file's index there (a [`super::Dataset`]'s scans).
+    pub cached: Option<(Arc<OpenFiles>, usize)>,
     /// The residual predicate over this file's leaves (`None`: no filter).
     pub predicate: Option<Predicate>,
     pub output: FileOutput,

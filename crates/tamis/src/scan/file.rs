@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
@@ -53,6 +53,9 @@ pub struct OpenedFile {
     pub open_ns: u64,
     /// Bytes of metadata held (footer tail and decoded index bytes), for cache budgets.
     held_bytes: AtomicU64,
+    /// Bloom filters and dictionary pages read so far, when [`OpenedFile::keep_metadata`] was
+    /// called (a file a `Dataset` caches); a one-off scan does not hold them.
+    kept: Mutex<Option<FetchedRanges>>,
 }
 
 impl std::fmt::Debug for OpenedFile {
@@ -137,6 +140,7 @@ impl OpenedFile {
             open_requests,
             open_ns: start.elapsed().as_nanos() as u64,
             held_bytes: AtomicU64::new(held),
+            kept: Mutex::new(None),
         })
     }
 
@@ -171,6 +175,21 @@ impl OpenedFile {
         Reader::new(self.source.clone(), stats, cancel).with_cached(self.tail.clone())
     }
 
+    /// From now on, keeps the Bloom filters and dictionary pages that scans read (for a file a
+    /// `Dataset` caches: repeated lookups then read only data pages).
+    pub fn keep_metadata(&self) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get_or_insert_with(|| FetchedRanges::from_pieces(Vec::new(), self.len()));
+    }
+
+    /// `range` from the tail read at open or the kept metadata, without I/O.
+    fn in_memory(&self, range: &Range<u64>) -> Option<bytes::Bytes> {
+        self.tail.slice(range.clone()).or_else(|| {
+            let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+            kept.as_ref()?.slice(range.clone())
+        })
+    }
+
     /// Bytes of metadata this file holds in memory.
     pub fn held_bytes(&self) -> u64 {
         self.held_bytes.load(Relaxed)
@@ -183,9 +202,9 @@ impl OpenedFile {
             .and_then(|c| c.get())
     }
 
-    /// Whether every range lies inside the tail read at open.
-    pub fn all_in_tail(&self, ranges: &[Range<u64>]) -> bool {
-        ranges.iter().all(|r| self.tail.slice(r.clone()).is_some())
+    /// Whether every range is in memory (the tail read at open, or kept metadata).
+    pub fn all_in_memory(&self, ranges: &[Range<u64>]) -> bool {
+        ranges.iter().all(|r| self.in_memory(r).is_some())
     }
 
     /// Whether the page indexes of these chunks are decoded or inside the tail read at open
@@ -207,14 +226,16 @@ impl OpenedFile {
         })
     }
 
-    /// Loads, with at most one coalesced read, the page indexes of `index_columns` and the
-    /// `extra` ranges (Bloom filters, dictionary pages) of row group `rg`; returns the extra
-    /// bytes. Ranges inside the tail read at open cost nothing.
+    /// Loads, with at most one coalesced read, the page indexes of `index_columns`, the
+    /// `metadata` ranges (Bloom filters, dictionary pages: kept after [`Self::keep_metadata`])
+    /// and the `pages` of row group `rg`; returns the bytes of both. Ranges in memory (the tail
+    /// read at open, kept metadata) cost nothing.
     pub fn prefetch(
         &self,
         rg: usize,
         index_columns: &[usize],
-        extra: &[Range<u64>],
+        metadata: &[Range<u64>],
+        pages: &[Range<u64>],
         reader: &Reader,
     ) -> Result<FetchedRanges> {
         let rg_meta = self.metadata.row_group(rg);
@@ -237,11 +258,21 @@ impl OpenedFile {
                 valid(cc.offset_index_range()),
             ));
         }
-        let mut ranges: Vec<Range<u64>> = extra
-            .iter()
-            .filter(|r| self.tail.slice((*r).clone()).is_none())
-            .cloned()
-            .collect();
+        // Metadata in memory is served from there; the rest is read.
+        let mut from_memory = Vec::new();
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        for r in metadata {
+            match self.in_memory(r) {
+                Some(bytes) => from_memory.push((r.start, bytes)),
+                None => ranges.push(r.clone()),
+            }
+        }
+        ranges.extend(
+            pages
+                .iter()
+                .filter(|r| self.tail.slice((*r).clone()).is_none())
+                .cloned(),
+        );
         for (_, ci, oi) in &wanted {
             for r in [ci, oi].into_iter().flatten() {
                 if self.tail.slice(r.clone()).is_none() {
@@ -279,9 +310,32 @@ impl OpenedFile {
                 self.held_bytes.fetch_add(held, Relaxed);
             }
         }
-        // Extra ranges inside the tail are served from it (a later piece never starts inside it).
+        self.keep(metadata, &fetched);
+        // Ranges inside the tail are served from it (a later piece never starts inside it).
         fetched.extend(self.tail.pieces().iter().cloned());
+        fetched.extend(from_memory);
         Ok(fetched)
+    }
+
+    /// Keeps the `metadata` ranges of `fetched` (copied: a slice would pin the whole coalesced
+    /// read) when this file keeps metadata.
+    fn keep(&self, metadata: &[Range<u64>], fetched: &FetchedRanges) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(kept) = kept.as_mut() else {
+            return;
+        };
+        let mut added = 0;
+        let new: Vec<(u64, bytes::Bytes)> = metadata
+            .iter()
+            .filter(|r| kept.slice((*r).clone()).is_none())
+            .filter_map(|r| {
+                let bytes = fetched.slice(r.clone())?;
+                added += bytes.len() as u64;
+                Some((r.start, bytes::Bytes::copy_from_slice(&bytes)))
+            })
+            .collect();
+        kept.extend(new);
+        self.held_bytes.fetch_add(added, Relaxed);
     }
 }
 

@@ -527,13 +527,18 @@ impl ScanStream {
             }
         }
         self.current = None;
-        let f = match self.kept[fi].take() {
+        let file = &self.shared.files[fi];
+        let cached = || file.cached.as_ref().and_then(|(open, i)| open.get(*i));
+        let f = match self.kept[fi].take().or_else(cached) {
             Some(f) => f,
             None => {
-                let f = self.shared.files[fi].reopen()?;
+                let f = file.reopen()?;
                 add(&self.shared.io.bytes, f.open_bytes);
                 add(&self.shared.io.requests, f.open_requests);
                 add(&self.shared.metrics.time_metadata_ns, f.open_ns);
+                if let Some((open, i)) = &file.cached {
+                    open.put(*i, f.clone());
+                }
                 f
             }
         };

@@ -124,11 +124,11 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             for &c in &dict_columns {
                 chunks.entry(c).or_insert_with(|| chunk(c));
             }
-            let mut extra: Vec<std::ops::Range<u64>> = probed
+            let mut metadata: Vec<std::ops::Range<u64>> = probed
                 .iter()
                 .filter_map(|&c| bloom_range(rg_meta.column(c)))
                 .collect();
-            extra.extend(
+            metadata.extend(
                 dict_columns
                     .iter()
                     .filter_map(|c| chunks.get(c).and_then(|ch| ch.dictionary_range())),
@@ -139,22 +139,23 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             // filter columns' pages the page index leaves come in this same read, saving the
             // round trip of phase one; if Bloom filters or dictionaries then prune the row
             // group, those bytes were spent for nothing — cheaper than a round trip each time.
-            // Only when this read happens anyway (Bloom filters or dictionaries outside the
-            // tail); otherwise phase one is the first round trip and fetches the same pages.
+            // Only when this read happens anyway (Bloom filters or dictionaries not in
+            // memory); otherwise phase one is the first round trip and fetches the same pages.
+            let mut pages = Vec::new();
             if job.reader.source().is_remote()
                 && use_index
-                && !file.all_in_tail(&extra)
+                && !file.all_in_memory(&metadata)
                 && file.indexes_in_memory(job.rg, &index_columns)
             {
-                file.prefetch(job.rg, &index_columns, &[], job.reader)?;
+                file.prefetch(job.rg, &index_columns, &[], &[], job.reader)?;
                 let rows_left =
                     prune::page_index::page_ranges(&p, leaves, rows, &column_index, &offset_index)
                         .map_or_else(|| Bitmap::new_set(rows), |r| Bitmap::from_ranges(rows, &r));
                 let filter_columns = p.columns();
                 for &c in &filter_columns {
-                    extra.extend(chunk(c).missing_ranges(&rows_left)?);
+                    pages.extend(chunk(c).missing_ranges(&rows_left)?);
                 }
-                extra.extend(speculative_payload(
+                pages.extend(speculative_payload(
                     job,
                     &filter_columns,
                     &rows_left,
@@ -164,7 +165,8 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             let fetched = file.prefetch(
                 job.rg,
                 if use_index { &index_columns } else { &[] },
-                &extra,
+                &metadata,
+                &pages,
                 job.reader,
             )?;
             // Chunks created before the page index was loaded are rebuilt with it, and keep
