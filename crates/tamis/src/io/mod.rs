@@ -34,6 +34,9 @@ pub use location::{open_source, StorageOptions};
 /// (a system call ≈ copying 16–32 KiB) and cold.
 pub const LOCAL_COALESCE_GAP: u64 = 16 << 10;
 
+/// The largest gap a remote read reads through (see [`IoProfile::coalesce_gap`]).
+pub const MAX_COALESCE_GAP: u64 = 1 << 20;
+
 /// What a source's requests cost: the time to the first byte, the transfer rate, and how many
 /// requests of one batch run at once.
 ///
@@ -56,9 +59,13 @@ impl IoProfile {
     }
 
     /// Bytes between two wanted ranges of one batch below which one request over both is
-    /// cheaper than two concurrent ones.
+    /// cheaper than two concurrent ones, when the requests fill every slot.
+    ///
+    /// Capped at [`MAX_COALESCE_GAP`]: the measured bandwidth is what one stream achieved,
+    /// and reading through a gap beyond about a round trip of one real object-store stream
+    /// (~100 MB/s × 10 ms) costs more than a request does while slots are free.
     pub fn coalesce_gap(&self) -> u64 {
-        (self.round_trip_bytes() / self.concurrency.max(1)).clamp(4 << 10, 16 << 20)
+        (self.round_trip_bytes() / self.concurrency.max(1)).clamp(4 << 10, MAX_COALESCE_GAP)
     }
 
     /// Bytes worth reading speculatively from the end of a file of `len` bytes (if known) to
@@ -514,5 +521,12 @@ mod tests {
         };
         assert_eq!(fast.coalesce_gap(), 4 << 10);
         assert_eq!(fast.tail_read(Some(1 << 30)), 64 << 10);
+        // Loopback-fast streams at 50 ms would read through 3 MB gaps: capped.
+        let loopback = IoProfile {
+            first_byte_ns: 50_000_000,
+            bytes_per_sec: 1_000_000_000,
+            concurrency: 16,
+        };
+        assert_eq!(loopback.coalesce_gap(), MAX_COALESCE_GAP);
     }
 }
