@@ -104,10 +104,24 @@ fn the_budget_closes_files_and_scans_still_work() {
     let ds = tamis::Dataset::open_with(path, &Default::default(), Some(1)).unwrap();
     assert_eq!(ds.metadata_bytes(), 0);
     for _ in 0..2 {
-        let (ids, _, m) = lookup(ds.scan(), 12_345);
+        // What the last scan decoded is dropped before the next one starts.
+        let scan = ds.scan();
+        assert!(ds.metadata_bytes() <= 1);
+        let (ids, _, m) = lookup(scan, 12_345);
         assert_eq!(ids, vec![12_345]);
-        // Nothing fits: the file is opened again each time.
-        assert!(m.time_metadata_ns > 0);
-        assert_eq!((ds.open_files(), ds.metadata_bytes()), (0, 0));
+        // Reopened from the footer read at open: no footer read again.
+        assert_eq!(m.time_metadata_ns, 0);
     }
+    // A file that changed since the dataset was opened is an error naming it, not its rows.
+    write_files(dir.path(), 3, 5_001);
+    let scan = ds.scan();
+    let e = scan
+        .filter("id = 7000")
+        .unwrap()
+        .batches()
+        .unwrap()
+        .find_map(|b| b.err())
+        .expect("an error");
+    assert!(e.to_string().contains("changed"), "{e}");
+    assert!(e.to_string().contains("part-1.parquet"), "{e}");
 }

@@ -13,8 +13,10 @@
 //! conjuncts leave (see `Scan::filter`): files ruled out by their paths are never opened, and the
 //! schema is that of the files left. `open` reads those footers in waves of concurrent opens and
 //! keeps the decoded metadata but not the files: only the first [`KEEP_OPEN`] stay open (for
-//! their row groups); the others are opened again when the scan reaches them — one more tail
-//! read each — so a dataset of any size holds a bounded number of file handles and footer tails.
+//! their row groups); the others are reopened from their decoded footers when the scan reaches
+//! them (no footer read again: an object store is not asked at all, a local file is `stat`ed;
+//! both checked against the identity the first open saw), so a dataset of any size holds a
+//! bounded number of file handles and footer tails.
 //! Files pruned by partition values or statistics are never opened again.
 
 use std::sync::Arc;
@@ -32,6 +34,7 @@ use super::schema::{conform, unify, UnifiedSchema};
 use crate::error::{Error, Result};
 use crate::expr::{sql, Predicate};
 use crate::io::location::{FileRef, Listing};
+use crate::io::Identity;
 use crate::metrics::{add, MetricsCollector};
 use crate::prune::row_group::statistics_verdict_with_orders;
 use crate::scan::file::OpenedFile;
@@ -50,6 +53,8 @@ pub struct DatasetFile {
     pub file: FileRef,
     pub location: String,
     pub len: u64,
+    /// What the footer read saw (size, ETag or mtime): reopening checks it.
+    pub identity: Identity,
     pub metadata: Arc<ParquetMetaData>,
     pub leaves: Vec<LeafColumn>,
     pub schema: SchemaRef,
@@ -130,6 +135,7 @@ impl DatasetPlan {
                 file: f.clone(),
                 location: opened.location.clone(),
                 len: opened.len(),
+                identity: opened.source.identity().clone(),
                 metadata: opened.metadata.clone(),
                 leaves: opened.leaves.clone(),
                 schema: opened.schema().clone(),
@@ -272,6 +278,7 @@ impl DatasetPlan {
                 location: f.location.clone(),
                 metadata: f.metadata.clone(),
                 len: f.len,
+                identity: f.identity.clone(),
                 opened: f.opened.clone(),
                 cached: self.open_files.clone().map(|c| (c, fi)),
                 predicate,
@@ -371,6 +378,7 @@ pub struct ScanFile {
     /// The footer read at open (a reopened file must still match it).
     pub metadata: Arc<ParquetMetaData>,
     pub len: u64,
+    pub identity: Identity,
     /// Still open from the footer reads (see [`KEEP_OPEN`]).
     pub opened: Option<Arc<OpenedFile>>,
     /// The dataset's open files and this file's index there (a [`super::Dataset`]'s scans).
@@ -385,20 +393,10 @@ pub struct ScanFile {
 }
 
 impl ScanFile {
-    /// Opens the file again, checked against the footer the plan was made from.
+    /// Opens the file again with the footer the plan was made from (no footer read; a file
+    /// that changed since is an error when opened or read).
     pub fn reopen(&self) -> Result<Arc<OpenedFile>> {
-        let f = OpenedFile::open_ref(&self.file)?;
-        let schema = |m: &ParquetMetaData| m.file_metadata().schema_descr().root_schema().clone();
-        if f.len() != self.len
-            || f.metadata.num_row_groups() != self.metadata.num_row_groups()
-            || schema(&f.metadata) != schema(&self.metadata)
-        {
-            return Err(
-                Error::invalid("the file changed while the scan was running")
-                    .in_file(&self.location),
-            );
-        }
-        Ok(Arc::new(f))
+        OpenedFile::reopen(&self.file, &self.identity, self.metadata.clone()).map(Arc::new)
     }
 }
 

@@ -22,7 +22,7 @@ use url::Url;
 
 use super::local::LocalFile;
 use super::object::{runtime, store_cache, store_error, ObjectSource, Store};
-use super::{ByteSource, IoProfile};
+use super::{ByteSource, Identity, IoProfile};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Options for object stores (see the module docs for the keys).
@@ -93,6 +93,29 @@ impl FileRef {
         match self {
             FileRef::Local(p) => p.display().to_string(),
             FileRef::Object { store, path, .. } => store.url(path),
+        }
+    }
+
+    /// Opens the file again without reading it, for a file whose footer was read before:
+    /// `identity` is what that open saw (a local file that changed since is an error here;
+    /// an object is checked by every read's `If-Match`).
+    pub fn reopen(&self, identity: &Identity) -> Result<Arc<dyn ByteSource>> {
+        match self {
+            FileRef::Local(p) => {
+                let f = LocalFile::open(p)?;
+                if f.identity() != identity {
+                    return Err(
+                        Error::invalid("the file changed while the scan was running")
+                            .in_file(p.display()),
+                    );
+                }
+                Ok(Arc::new(f))
+            }
+            FileRef::Object { store, path, .. } => Ok(Arc::new(ObjectSource::known(
+                store.clone(),
+                path.clone(),
+                identity.clone(),
+            ))),
         }
     }
 

@@ -212,6 +212,17 @@ pub struct ObjectSource {
 }
 
 impl ObjectSource {
+    /// `path` as opened before (its identity known): no request. Every read still carries
+    /// `If-Match` with the ETag, so a changed object is an error.
+    pub fn known(store: Arc<Store>, path: ObjectPath, identity: Identity) -> Self {
+        ObjectSource {
+            location: store.url(&path),
+            store,
+            path,
+            identity,
+        }
+    }
+
     /// Opens `path` with one request: its last `tail` bytes, which also give its size and ETag.
     /// Returns the source and the tail (the whole object when it is smaller).
     pub fn open(store: Arc<Store>, path: ObjectPath, tail: u64) -> Result<(Self, Bytes)> {

@@ -144,6 +144,37 @@ impl OpenedFile {
         })
     }
 
+    /// The file opened again from a footer read before (no I/O for objects, an `open` and a
+    /// `stat` for local files): nothing is cached from its tail, so page indexes are read with
+    /// each row group's first read.
+    pub fn reopen(
+        file: &FileRef,
+        identity: &crate::io::Identity,
+        metadata: Arc<ParquetMetaData>,
+    ) -> Result<Self> {
+        let location = file.location();
+        let ctx = |e: Error| e.in_file(&location);
+        let source = file.reopen(identity).map_err(ctx)?;
+        let arrow = ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())
+            .map_err(|e| ctx(Error::from(e)))?;
+        let leaves = leaf_columns(metadata.file_metadata().schema_descr());
+        let chunks = metadata.num_row_groups() * leaves.len();
+        Ok(OpenedFile {
+            location,
+            tail: Arc::new(FetchedRanges::from_pieces(Vec::new(), identity.len)),
+            source,
+            metadata,
+            arrow,
+            leaves,
+            indexes: (0..chunks).map(|_| OnceLock::new()).collect(),
+            open_bytes: 0,
+            open_requests: 0,
+            open_ns: 0,
+            held_bytes: AtomicU64::new(0),
+            kept: Mutex::new(None),
+        })
+    }
+
     pub fn schema(&self) -> &SchemaRef {
         self.arrow.schema()
     }
