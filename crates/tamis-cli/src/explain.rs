@@ -129,6 +129,21 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
         m.pages_pruned,
         pct(m.pages_pruned, p)
     );
+    if m.pages_pruned_index > 0 {
+        let _ = writeln!(
+            s,
+            "  pruned by sidecar index: {:>6} ({})",
+            m.pages_pruned_index,
+            pct(m.pages_pruned_index, p)
+        );
+    }
+    if m.row_groups_index_stale > 0 {
+        let _ = writeln!(
+            s,
+            "  sidecar index ignored (built for another version of the file) in {} row groups",
+            m.row_groups_index_stale
+        );
+    }
     let _ = writeln!(
         s,
         "  payload pages skipped: {:>8} ({})",

@@ -2,6 +2,7 @@
 
 mod explain;
 mod gen;
+mod index;
 mod inspect;
 mod optimize;
 mod output;
@@ -112,6 +113,8 @@ enum Command {
     Inspect(InspectArgs),
     /// Rewrite Parquet files for pushdown: page index, sized Bloom filters, sort order, page size.
     Optimize(optimize::OptimizeArgs),
+    /// Build sidecar indexes beside existing Parquet files (page-level Bloom filters).
+    Index(index::IndexArgs),
     /// Generate benchmark data.
     #[command(subcommand)]
     Gen(GenCommand),
@@ -231,6 +234,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Inspect(args) => inspect::run(&args.file),
         Command::Optimize(args) => optimize::run(&args),
+        Command::Index(args) => index::run(&args),
         Command::Gen(GenCommand::Tpch(args)) => gen::run(&args),
     };
     match result {

@@ -83,10 +83,11 @@ fn pruning(disabled: &[String]) -> tamis::Result<tamis::Pruning> {
             "statistics" => p.statistics = false,
             "bloom_filters" => p.bloom_filters = false,
             "page_index" => p.page_index = false,
+            "sidecar_index" => p.sidecar_index = false,
             other => {
                 return Err(Error::invalid(format!(
                     "disable_pruning: unknown structure '{other}' \
-                     (statistics, bloom_filters, page_index)"
+                     (statistics, bloom_filters, page_index, sidecar_index)"
                 )))
             }
         }

@@ -10,6 +10,7 @@
 //!            filter ordering by the cost model, OR/NOT by De Morgan (scan/order.rs)
 //! arrow.rs   survivors → Arrow arrays
 //! optimize/  rewrite files for pushdown: page index, sized Bloom filters, sort order
+//! index/     sidecar indexes beside existing files (Puffin): page-level Bloom filters
 //! ```
 //!
 //! Start with [`Scan`].
@@ -19,6 +20,7 @@ pub mod dataset;
 pub mod encoding;
 pub mod error;
 pub mod expr;
+pub mod index;
 pub mod io;
 pub mod kernels;
 pub mod levels;

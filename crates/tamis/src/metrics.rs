@@ -27,6 +27,12 @@ pub struct ScanMetrics {
     pub pages_total: u64,
     /// Filter-column pages skipped by the page index (ColumnIndex / OffsetIndex).
     pub pages_pruned: u64,
+    /// Of the candidate pages the page index left, filter-column pages ruled out by the
+    /// sidecar index's page Bloom filters.
+    pub pages_pruned_index: u64,
+    /// Row groups whose file had a sidecar index built for another version of the file
+    /// (ignored: it costs time, never rows).
+    pub row_groups_index_stale: u64,
     /// Payload pages skipped because no surviving row falls in them.
     pub pages_skipped_payload: u64,
     /// Data pages decompressed and decoded.
@@ -97,6 +103,8 @@ collector!(
     conjuncts_skipped_dictionary,
     pages_total,
     pages_pruned,
+    pages_pruned_index,
+    row_groups_index_stale,
     pages_skipped_payload,
     pages_read,
     rows_total,

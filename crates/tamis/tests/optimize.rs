@@ -517,6 +517,7 @@ fn check_filters(out: &Path, data: &RecordBatch, report: &OptimizeReport) {
                 statistics: false,
                 page_index: false,
                 bloom_filters: true,
+                sidecar_index: false,
             };
             let (got2, metrics) = scan(out, &sql, only_bloom);
             assert_eq!(got2, expect, "{sql}: rows, Bloom only");

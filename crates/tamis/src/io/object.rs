@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::stream::{StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
 use super::{ByteSource, Identity, IoProfile};
 use crate::error::{Error, ErrorKind, Result};
@@ -153,6 +153,14 @@ impl Store {
         self.record(first_byte, started.elapsed(), bytes.len());
         Ok((meta, bytes))
     }
+}
+
+/// Writes a whole object (a sidecar index: small, one PUT).
+pub fn put(store: &Store, path: &ObjectPath, bytes: Vec<u8>) -> Result<()> {
+    runtime()
+        .block_on(store.inner.put(path, bytes.into()))
+        .map(|_| ())
+        .map_err(|e| store_error(e, &store.url(path)))
 }
 
 /// Maps an object_store error to a tamis error naming the URL.

@@ -19,7 +19,7 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::reader::ChunkReader;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::expr::{CmpOp, LeafOp, Predicate, Scalar, Verdict};
+use crate::expr::{CmpOp, Leaf, LeafOp, Predicate, Scalar, Verdict};
 use crate::schema::{Domain, LeafColumn};
 
 /// Detailed result of [`bloom_check`].
@@ -34,7 +34,7 @@ pub struct BloomOutcome {
 }
 
 /// How a literal is probed in a filter.
-enum Probe {
+pub(crate) enum Probe {
     /// The literal cannot be checked: keep.
     Skip,
     /// No value of the column can equal it.
@@ -107,6 +107,25 @@ fn probe(column: &LeafColumn, lit: &Scalar) -> Probe {
         }
         _ => Probe::Skip,
     }
+}
+
+/// The probes of an `=` / `IN` leaf on `column`, or `None` when no Bloom filter can decide it
+/// (another operator, a column type filters are not built for, a literal that cannot be
+/// hashed as the writer would have).
+pub(crate) fn leaf_probes(leaf: &Leaf, column: &LeafColumn) -> Option<Vec<Probe>> {
+    let literals: &[Scalar] = match &leaf.op {
+        LeafOp::Cmp(CmpOp::Eq, v) => std::slice::from_ref(v),
+        LeafOp::In {
+            values,
+            negated: false,
+        } => values,
+        _ => return None,
+    };
+    if !bloom_capable(column) {
+        return None;
+    }
+    let probes: Vec<Probe> = literals.iter().map(|l| probe(column, l)).collect();
+    (!probes.iter().any(|p| matches!(p, Probe::Skip))).then_some(probes)
 }
 
 /// `v` as big-endian two's complement of exactly `width` bytes, if it fits.

@@ -22,6 +22,7 @@ use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use crate::error::{Error, Result};
 use crate::io::location::FileRef;
+use crate::index::{DataFileIdentity, Sidecar, SidecarState};
 use crate::io::{ByteSource, FetchedRanges, Reader};
 use crate::schema::{leaf_columns, LeafColumn};
 
@@ -38,6 +39,10 @@ pub struct ChunkIndex {
 
 pub struct OpenedFile {
     pub location: String,
+    /// Where the file is (its sidecar index is beside it).
+    pub file: FileRef,
+    /// The sidecar index, looked for on first need (see [`OpenedFile::sidecar`]).
+    sidecar: OnceLock<SidecarState>,
     pub source: Arc<dyn ByteSource>,
     /// The footer (without page index: see [`OpenedFile::chunk_index`]).
     pub metadata: Arc<ParquetMetaData>,
@@ -127,6 +132,8 @@ impl OpenedFile {
         let tail_start = len - tail_bytes.len() as u64;
         Ok(OpenedFile {
             location,
+            file: file.clone(),
+            sidecar: OnceLock::new(),
             source,
             metadata,
             arrow,
@@ -161,6 +168,8 @@ impl OpenedFile {
         let chunks = metadata.num_row_groups() * leaves.len();
         Ok(OpenedFile {
             location,
+            file: file.clone(),
+            sidecar: OnceLock::new(),
             tail: Arc::new(FetchedRanges::from_pieces(Vec::new(), identity.len)),
             source,
             metadata,
@@ -173,6 +182,32 @@ impl OpenedFile {
             held_bytes: AtomicU64::new(0),
             kept: Mutex::new(None),
         })
+    }
+
+    /// The sidecar index beside this file, read once: usable only if built for this very
+    /// file (length and footer hash), else `Stale`. A sidecar that cannot be parsed is an
+    /// error naming it — never a silent fallback that would hide a broken deployment.
+    pub fn sidecar(&self, reader: &Reader) -> Result<SidecarState> {
+        if let Some(s) = self.sidecar.get() {
+            return Ok(s.clone());
+        }
+        let state = match crate::index::read_sidecar(&self.file)? {
+            None => SidecarState::Absent,
+            Some((location, bytes)) => {
+                let rows: Vec<u64> = (self.metadata.row_groups().iter())
+                    .map(|rg| rg.num_rows().max(0) as u64)
+                    .collect();
+                let sidecar = Sidecar::parse(&location, &bytes, &rows, self.leaves.len())?;
+                let id = self.source.identity();
+                let own = DataFileIdentity::of(reader, id.etag.clone(), id.modified_ns)?;
+                if sidecar.identity.as_ref().is_some_and(|i| i.matches(&own)) {
+                    SidecarState::Usable(Arc::new(sidecar))
+                } else {
+                    SidecarState::Stale(location)
+                }
+            }
+        };
+        Ok(self.sidecar.get_or_init(|| state).clone())
     }
 
     pub fn schema(&self) -> &SchemaRef {

@@ -113,6 +113,8 @@ pub struct Pruning {
     /// The page index: ColumnIndex (page min/max) and OffsetIndex (page locations, which also
     /// let payload columns fetch only the pages holding selected rows).
     pub page_index: bool,
+    /// A sidecar index beside the file (`tamis index`): page-level Bloom filters.
+    pub sidecar_index: bool,
 }
 
 impl Default for Pruning {
@@ -121,6 +123,7 @@ impl Default for Pruning {
             statistics: true,
             bloom_filters: true,
             page_index: true,
+            sidecar_index: true,
         }
     }
 }

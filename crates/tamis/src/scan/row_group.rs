@@ -25,6 +25,8 @@ use crate::dataset::FileOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::Predicate;
 use crate::expr::{CmpOp, LeafOp};
+use crate::index::page_bloom::{self, PageBlooms};
+use crate::index::SidecarState;
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed, MetricsCollector};
 use crate::prune;
@@ -148,9 +150,10 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 && file.indexes_in_memory(job.rg, &index_columns)
             {
                 file.prefetch(job.rg, &index_columns, &[], &[], job.reader)?;
-                let rows_left =
+                let mut rows_left =
                     prune::page_index::page_ranges(&p, leaves, rows, &column_index, &offset_index)
                         .map_or_else(|| Bitmap::new_set(rows), |r| Bitmap::from_ranges(rows, &r));
+                narrow_by_sidecar(job, &p, &mut rows_left)?;
                 let filter_columns = p.columns();
                 for &c in &filter_columns {
                     pages.extend(chunk(c).missing_ranges(&rows_left)?);
@@ -230,6 +233,8 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             p
         }
     };
+    // Candidate rows by the page index alone (for the pages-pruned counts).
+    let mut by_page_index = None;
     let candidates = match &predicate {
         Predicate::True => {
             if job.predicate.is_some() {
@@ -237,10 +242,26 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             }
             Bitmap::new_set(rows)
         }
-        p => match prune::page_index::page_ranges(p, leaves, rows, &column_index, &offset_index) {
-            Some(ranges) => Bitmap::from_ranges(rows, &ranges),
-            None => Bitmap::new_set(rows),
-        },
+        p => {
+            let mut candidates =
+                match prune::page_index::page_ranges(p, leaves, rows, &column_index, &offset_index)
+                {
+                    Some(ranges) => Bitmap::from_ranges(rows, &ranges),
+                    None => Bitmap::new_set(rows),
+                };
+            let before = candidates.clone();
+            let narrowed = narrow_by_sidecar(job, p, &mut candidates)?;
+            if let Some(blooms) = narrowed {
+                let pruned = blooms
+                    .iter()
+                    .flat_map(|b| page_spans(b, rows))
+                    .filter(|r| before.any_in(r.start, r.end) && !candidates.any_in(r.start, r.end))
+                    .count();
+                add(&m.pages_pruned_index, pruned as u64);
+                by_page_index = Some(before);
+            }
+            candidates
+        }
     };
     add_elapsed(&m.time_prune_ns, t);
     add(&m.rows_candidate, candidates.count_ones() as u64);
@@ -292,12 +313,13 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
         };
         eval(&predicate, &candidates, false, &mut cx)?
     };
+    let page_index_candidates = by_page_index.as_ref().unwrap_or(&candidates);
     for &c in &filter_columns {
         if let Some(layout) = chunks.get(&c).and_then(|ch| ch.page_layout()) {
             add(&m.pages_total, layout.len() as u64);
             let pruned = layout
                 .iter()
-                .filter(|(s, n)| !candidates.any_in(*s, s + n))
+                .filter(|(s, n)| !page_index_candidates.any_in(*s, s + n))
                 .count();
             add(&m.pages_pruned, pruned as u64);
         }
@@ -533,6 +555,48 @@ fn speculative_payload<'a>(
     let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
     let affordable = bytes <= job.reader.source().profile().round_trip_bytes();
     Ok(if affordable { ranges } else { Vec::new() })
+}
+
+/// Narrows `rows` (candidate rows) by the page Bloom filters of the file's sidecar index, if it
+/// has one for this row group and the predicate's `=` / `IN` columns; returns the filters used.
+fn narrow_by_sidecar(
+    job: &RowGroupJob<'_>,
+    p: &Predicate,
+    rows: &mut Bitmap,
+) -> Result<Option<Vec<PageBlooms>>> {
+    let leaves = &job.file.leaves;
+    if !job.pruning.sidecar_index || !page_bloom::probes_anything(p, leaves) {
+        return Ok(None);
+    }
+    let sidecar = match job.file.sidecar(job.reader)? {
+        SidecarState::Absent => return Ok(None),
+        SidecarState::Stale(_) => {
+            add(&job.metrics.row_groups_index_stale, 1);
+            return Ok(None);
+        }
+        SidecarState::Usable(s) => s,
+    };
+    let blooms: HashMap<usize, &PageBlooms> = p
+        .columns()
+        .into_iter()
+        .filter_map(|c| Some((c, sidecar.page_blooms.get(&(job.rg, c))?)))
+        .collect();
+    let n = rows.len();
+    let Some(ranges) = page_bloom::page_ranges(p, leaves, n, &blooms) else {
+        return Ok(None);
+    };
+    rows.and_inplace(&Bitmap::from_ranges(n, &ranges));
+    Ok(Some(blooms.into_values().cloned().collect()))
+}
+
+/// Row spans of the pages a page-filter blob describes.
+fn page_spans(b: &PageBlooms, rows: usize) -> Vec<std::ops::Range<usize>> {
+    (0..b.first_rows.len())
+        .map(|p| {
+            let end = b.first_rows.get(p + 1).map_or(rows, |&r| r as usize);
+            b.first_rows[p] as usize..end.min(rows)
+        })
+        .collect()
 }
 
 /// Leaf columns the projection reads with tamis's own decoders (flat, native types).

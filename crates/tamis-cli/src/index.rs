@@ -1,0 +1,59 @@
+//! `tamis index`: build sidecar indexes beside existing Parquet files.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+
+use crate::CliError;
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexKind {
+    /// One split-block Bloom filter per data page (`=` and `IN` skip pages).
+    PageBloom,
+}
+
+#[derive(Args, Debug)]
+pub struct IndexArgs {
+    /// A Parquet file, a directory of Parquet files or a glob, local or in an object store.
+    pub path: String,
+    /// Comma-separated flat columns to index.
+    #[arg(long, value_name = "COLS", value_delimiter = ',', required = true)]
+    pub columns: Vec<String>,
+    /// What to build (`rows` and `auto` are planned, not built yet).
+    #[arg(long, value_enum, default_value_t = IndexKind::PageBloom)]
+    pub kind: IndexKind,
+    /// Target false-positive rate of each page filter.
+    #[arg(long, default_value_t = 0.01)]
+    pub fpp: f64,
+    /// Write the sidecars into DIR (local files only) instead of beside the data.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Object-store option KEY=VALUE (repeatable), as for `query`.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE", value_parser = crate::parse_key_value)]
+    pub storage_options: Vec<(String, String)>,
+}
+
+pub fn run(args: &IndexArgs) -> Result<(), CliError> {
+    let options: tamis::io::StorageOptions = args.storage_options.iter().cloned().collect();
+    let listing = tamis::io::location::list(&args.path, &options)?;
+    if listing.files.is_empty() {
+        return Err(CliError::msg(format!("no Parquet files at {}", args.path)));
+    }
+    for f in &listing.files {
+        let start = Instant::now();
+        let opened = tamis::scan::file::OpenedFile::open_ref(f)?;
+        let (bytes, report) =
+            tamis::index::build::build_page_blooms(&opened, &args.columns, args.fpp)?;
+        let written = tamis::index::write_sidecar(f, bytes, args.output.as_deref())?;
+        println!(
+            "{written}: {} pages, {} values, {} bytes ({:.2}% of the data), {:.0} ms",
+            report.pages,
+            report.values,
+            report.sidecar_bytes,
+            100.0 * report.sidecar_bytes as f64 / report.data_bytes.max(1) as f64,
+            start.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}
