@@ -250,6 +250,7 @@ impl ListPlan<'_> {
 
     /// Algorithm 4 on one page whose first record start is row `first_row` of the row group:
     /// appends the selected lists (and the tail of a selected list the page continues) to `out`.
+    #[allow(clippy::too_many_arguments)] // the page, its place, and where its output goes
     fn select_page(
         &self,
         p: &PageLevels,
