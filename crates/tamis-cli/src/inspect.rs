@@ -26,6 +26,10 @@ pub fn run(path: &Path) -> CliResult<()> {
                 path.display()
             ))
         })?;
+    // Negative offsets or sizes would reach the parquet crate's page reader, which asserts.
+    let leaves = metadata.file_metadata().schema_descr().num_columns();
+    tamis::scan::file::validate_footer(&metadata, leaves)
+        .map_err(|e| CliError::from(e.in_file(path.display())))?;
     let file = Arc::new(file);
 
     let stdout = std::io::stdout();
@@ -113,7 +117,7 @@ fn write_column(
 ) -> std::io::Result<()> {
     let encodings: Vec<String> = col.encodings().map(|e| format!("{e}")).collect();
     let dict = match col.dictionary_page_offset() {
-        Some(dict_offset) => format!("{} bytes", col.data_page_offset() - dict_offset),
+        Some(dict_offset) => dictionary_size(col.data_page_offset(), dict_offset),
         None => "none".to_string(),
     };
     let page_index = metadata.page_index_for_row_group(rg_idx);
@@ -143,6 +147,15 @@ fn write_column(
             None => yes_no(col.bloom_filter_offset().is_some()).to_string(),
         }
     )
+}
+
+/// The dictionary page's size as the footer's offsets give it (the data pages follow it); a
+/// footer whose offsets are out of order says so instead of overflowing.
+fn dictionary_size(data_page_offset: i64, dictionary_page_offset: i64) -> String {
+    match data_page_offset.checked_sub(dictionary_page_offset) {
+        Some(n) if n >= 0 => format!("{n} bytes"),
+        _ => format!("n/a (offset {dictionary_page_offset}, data pages at {data_page_offset})"),
+    }
 }
 
 /// The number of data pages: from the offset index, else by walking the page headers.
@@ -175,5 +188,20 @@ fn data_pages(
     match count() {
         Ok(n) => n.to_string(),
         Err(_) => "n/a".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dictionary_size;
+
+    #[test]
+    fn dictionary_size_never_overflows() {
+        assert_eq!(dictionary_size(120, 4), "116 bytes");
+        assert_eq!(
+            dictionary_size(i64::MIN, 1),
+            format!("n/a (offset 1, data pages at {})", i64::MIN)
+        );
+        assert_eq!(dictionary_size(4, 120), "n/a (offset 120, data pages at 4)");
     }
 }

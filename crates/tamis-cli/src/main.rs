@@ -131,12 +131,23 @@ pub struct ScanArgs {
     /// max_requests. The standard environment variables (AWS_*, GOOGLE_*, AZURE_*) apply too.
     #[arg(long = "storage-option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub storage_options: Vec<(String, String)>,
-    /// SQL WHERE expression, e.g. "l_quantity < 24 AND l_shipmode = 'AIR'".
-    #[arg(long = "where", value_name = "EXPR")]
+    /// SQL WHERE expression, e.g. "l_quantity < 24 AND l_shipmode = 'AIR'" (it may start with
+    /// '-': --where "-1 < x").
+    #[arg(long = "where", value_name = "EXPR", allow_hyphen_values = true)]
     pub filter: Option<String>,
-    /// Comma-separated top-level columns to output (default: all).
-    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    /// Comma-separated top-level columns to output (default: all); names may start with '-'.
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub select: Option<Vec<String>>,
+    /// The most memory one row group's decoding may take (decoded pages, dictionaries, codes,
+    /// selection bitmaps), e.g. 512MiB or 8GiB (K, M, G, T are binary multiples, with or
+    /// without "iB"/"B"). A file needing more is refused with a resource-limit error.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory_limit: Option<usize>,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub threads: Option<u64>,
@@ -149,6 +160,28 @@ pub struct ScanArgs {
     /// decode-then-filter (whole). Results are the same either way.
     #[arg(long, value_enum, default_value_t = EvaluationArg::Auto)]
     pub evaluation: EvaluationArg,
+}
+
+/// A size in bytes: a number with an optional binary suffix (K, M, G, T; "KiB", "KB" and "K"
+/// are the same).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("'{s}' is not a size (e.g. 512MiB, 4GiB)")),
+    };
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 512MiB, 4GiB)"))?;
+    n.checked_mul(1usize << shift)
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("'{s}' is out of range"))
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
@@ -246,5 +279,50 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("4GiB"), Ok(4 << 30));
+        assert_eq!(parse_size("4 GB"), Ok(4 << 30));
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("1k"), Ok(1024));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("-1G").is_err());
+        assert!(parse_size("1.5G").is_err());
+        assert!(parse_size("12PB").is_err());
+        assert!(parse_size("99999999999999999999T").is_err());
+    }
+
+    /// Values starting with '-' are values, not flags.
+    #[test]
+    fn hyphen_values() {
+        let cli = Cli::try_parse_from([
+            "tamis",
+            "query",
+            "f.parquet",
+            "--where",
+            "-1 < x",
+            "--select",
+            "-y,z",
+        ])
+        .unwrap();
+        let Command::Query(q) = cli.command else {
+            panic!("query")
+        };
+        assert_eq!(q.scan.filter.as_deref(), Some("-1 < x"));
+        assert_eq!(q.scan.select, Some(vec!["-y".to_string(), "z".to_string()]));
+        let cli = Cli::try_parse_from(["tamis", "explain", "f.parquet", "--where=-x > 2"]).unwrap();
+        let Command::Explain(e) = cli.command else {
+            panic!("explain")
+        };
+        assert_eq!(e.scan.filter.as_deref(), Some("-x > 2"));
     }
 }

@@ -32,6 +32,9 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
         }
         scan = scan.select(&columns)?;
     }
+    if let Some(limit) = args.memory_limit {
+        scan = scan.memory_limit(limit);
+    }
     if let Some(threads) = args.threads {
         scan = scan.threads(threads as usize);
     }

@@ -71,6 +71,8 @@ struct Request {
     disable_pruning: Option<Vec<String>>,
     /// `"auto"`, `"selected"` or `"whole"`.
     evaluation: Option<String>,
+    /// Bytes one row group's decoding may take.
+    memory_limit: Option<usize>,
     /// Object-store options (endpoint, region, credentials, …).
     storage_options: Option<HashMap<String, String>>,
 }
@@ -135,6 +137,9 @@ impl Request {
         }
         if let Some(evaluation) = &self.evaluation {
             scan = scan.evaluation(evaluation.parse::<Evaluation>()?);
+        }
+        if let Some(bytes) = self.memory_limit {
+            scan = scan.memory_limit(bytes);
         }
         scan.limit(self.limit).batches()
     }

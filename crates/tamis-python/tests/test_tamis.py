@@ -225,6 +225,21 @@ def test_errors_keep_their_category_and_message(data, tmp_path):
         assert str(bad_col.value) in res.stderr
 
 
+def test_memory_limit(data):
+    path, table = data
+    # 8 000-row row groups: their selection bitmaps alone are 4 KB, more than 1 KiB.
+    with pytest.raises(tamis.ResourceLimitError, match="over the memory limit of 1024 bytes") as err:
+        tamis.scan(path, memory_limit="1KiB")
+    assert isinstance(err.value, RuntimeError) and "row group 0" in str(err.value)
+    opts = tamis.ScanOptions(memory_limit=64 << 20)
+    assert_same(tamis.scan(path, options=opts), table)
+    assert_same(tamis.scan(path, memory_limit="512MiB"), table)
+    with pytest.raises(tamis.InvalidArgumentError, match="not a size"):
+        tamis.scan(path, memory_limit="lots")
+    with pytest.raises(tamis.InvalidArgumentError, match="out of range"):
+        tamis.scan(path, memory_limit=0)
+
+
 @pytest.fixture(scope="module")
 def big_dir(tmp_path_factory) -> str:
     """Many hard links to one file: a scan that takes seconds without writing gigabytes."""

@@ -19,6 +19,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
 use std::time::Duration;
+use tamis::budget::Budget;
 use tamis::encoding::{bitpack, dictionary};
 use tamis::kernels::{for_isa, supported};
 use tamis::values::Values;
@@ -137,7 +138,9 @@ fn m1(c: &mut Criterion) {
                 b.iter(|| {
                     all.clear();
                     bitpack::unpack(&packed, k, N, &mut all).unwrap();
-                    let Values::I64(values) = dictionary::gather(&dict, &all) else {
+                    let Values::I64(values) =
+                        dictionary::gather(&dict, &all, &Budget::default()).unwrap()
+                    else {
                         unreachable!()
                     };
                     kept.clear();
@@ -158,7 +161,7 @@ fn m1(c: &mut Criterion) {
                     b.iter(|| {
                         selected.clear();
                         (t.select_unpack)(&packed, k, N, &sel, &mut selected);
-                        dictionary::gather(&dict, &selected)
+                        dictionary::gather(&dict, &selected, &Budget::default()).unwrap()
                     })
                 });
             }

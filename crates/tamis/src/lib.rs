@@ -15,6 +15,7 @@
 //!
 //! Start with [`Scan`].
 pub mod arrow;
+pub mod budget;
 pub mod column;
 pub mod dataset;
 pub mod encoding;

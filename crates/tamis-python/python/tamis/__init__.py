@@ -37,6 +37,33 @@ __version__: str = _tamis.__version__
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+_SIZE_SHIFTS = {"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20,
+                "G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
+
+
+def _size(value: Optional[Union[int, str]]) -> Optional[int]:
+    """Bytes from an int or a size string such as ``"512MiB"`` (binary multiples)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError("memory_limit must be a number of bytes or a size string")
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, str):
+        text = value.strip()
+        digits = len(text) - len(text.lstrip("0123456789"))
+        unit = text[digits:].strip().upper()
+        if digits == 0 or unit not in _SIZE_SHIFTS:
+            raise InvalidArgumentError(
+                f"invalid argument: memory_limit '{value}' is not a size (e.g. 512MiB, 4GiB)")
+        n = int(text[:digits]) << _SIZE_SHIFTS[unit]
+    else:
+        raise TypeError("memory_limit must be a number of bytes or a size string")
+    if n <= 0 or n >= 1 << 63:
+        raise InvalidArgumentError(f"invalid argument: memory_limit {value!r} is out of range")
+    return n
+
+
 def _names(names: Optional[Sequence[str]], what: str = "names") -> Optional[list]:
     if names is None:
         return None
@@ -64,6 +91,9 @@ class ScanOptions:
         evaluation: how filters evaluate pages whose rows are partly alive: ``"auto"`` (the
             cheaper by measured cost), ``"selected"`` (always selection pushdown) or
             ``"whole"`` (always the whole page, in place or decode-then-filter). Same rows.
+        memory_limit: the most memory one row group's decoding may take, in bytes or as a
+            string such as ``"512MiB"`` (K, M, G, T binary multiples); default 4 GiB. A file
+            whose headers ask for more raises :class:`ResourceLimitError`.
         storage_options: object-store options for ``s3://``, ``gs://``, ``az://`` and
             ``http(s)://`` paths: ``endpoint``, ``region``, ``access_key_id``,
             ``secret_access_key``, ``allow_http``, … (the ``object_store`` crate's keys), and
@@ -79,6 +109,7 @@ class ScanOptions:
     filter_order: str = "auto"
     disable_pruning: Optional[Sequence[str]] = None
     evaluation: str = "auto"
+    memory_limit: Optional[Union[int, str]] = None
     storage_options: Optional[Mapping[str, Any]] = None
 
     def replace(self, **changes: Any) -> "ScanOptions":
@@ -96,6 +127,7 @@ class ScanOptions:
             "filter_order": self.filter_order,
             "disable_pruning": _names(self.disable_pruning, "disable_pruning"),
             "evaluation": self.evaluation,
+            "memory_limit": _size(self.memory_limit),
             "storage_options": None if storage is None else {
                 str(k): (str(v).lower() if isinstance(v, bool) else str(v))
                 for k, v in storage.items()

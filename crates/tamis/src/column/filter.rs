@@ -143,12 +143,16 @@ fn evaluate_whole(
     if frame.is_dictionary_encoded() {
         add(&cx.metrics.values_in_place, n as u64);
         let (entries, matches) = cx.dictionary_matches(chunk, frame, leaves)?;
+        // No entry or every entry matching needs no code, but the codes are still checked
+        // against the dictionary: a corrupt page is an error on every path.
         return match matches.count_ones() {
-            0 => Ok(Bitmap::new_zeroed(n)),
-            m if m == entries => Ok(Bitmap::new_set(n)),
+            0 => encoding::dictionary::check_codes(&frame.values, n, entries)
+                .map(|()| Bitmap::new_zeroed(n)),
+            m if m == entries => encoding::dictionary::check_codes(&frame.values, n, entries)
+                .map(|()| Bitmap::new_set(n)),
             1 => {
                 let needle = matches.iter_ones().next().expect("one match") as u32;
-                encoding::dictionary::filter_single_code(&frame.values, n, needle)
+                encoding::dictionary::filter_single_code(&frame.values, n, entries, needle)
             }
             _ => encoding::dictionary::filter_codes(&frame.values, n, entries, matches),
         };

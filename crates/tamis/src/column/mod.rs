@@ -25,6 +25,7 @@ use parquet::column::page::{Page, PageMetadata};
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
+use crate::budget::Budget;
 use crate::encoding;
 use crate::error::{Error, Result};
 use crate::io::{FetchedRanges, Reader};
@@ -56,6 +57,8 @@ impl RowSet for Selection {
 /// One data page of a flat column: decompressed, levels decoded, values still encoded.
 #[derive(Debug, Clone)]
 pub struct PageFrame {
+    /// The page's number in its column chunk (data pages only), for errors.
+    pub page: usize,
     pub first_row: usize,
     pub num_rows: usize,
     /// `None` when every row of the page is non-null.
@@ -81,6 +84,8 @@ impl PageFrame {
 /// Pages of one column chunk, loaded on demand.
 pub struct ColumnChunk<'a> {
     pub leaf: &'a LeafColumn,
+    /// The row group's memory budget: every decoded buffer is reserved here first.
+    pub budget: &'a Budget,
     source: ChunkPages<'a>,
     rg_rows: usize,
     /// Decoded dictionary page, if the chunk has one and it was needed.
@@ -98,9 +103,11 @@ impl<'a> ColumnChunk<'a> {
         reader: &'a Reader,
         offset_index: Option<&'a OffsetIndexMetaData>,
         rg_rows: usize,
+        budget: &'a Budget,
     ) -> Self {
         ColumnChunk {
             leaf,
+            budget,
             source: ChunkPages::new(meta, reader, offset_index, rg_rows),
             rg_rows,
             dictionary: None,
@@ -197,6 +204,7 @@ impl<'a> ColumnChunk<'a> {
     ) -> (&'s mut ChunkPages<'a>, FlatPages<'s, R>) {
         let visitor = FlatPages {
             leaf: self.leaf,
+            budget: self.budget,
             rg_rows: self.rg_rows,
             dictionary: &mut self.dictionary,
             pages: &mut self.pages,
@@ -227,8 +235,17 @@ impl<'a> ColumnChunk<'a> {
         if let Some(v) = frame.decoded.get() {
             return Ok((v.clone(), 0));
         }
+        self.decode_page_inner(frame)
+            .map_err(|e| e.in_page(frame.page))
+    }
+
+    fn decode_page_inner(&self, frame: &PageFrame) -> Result<(Arc<Values>, usize)> {
         let values = if frame.is_dictionary_encoded() {
-            encoding::dictionary::gather(self.dictionary_for(frame)?, &self.page_codes(frame)?)
+            encoding::dictionary::gather(
+                self.dictionary_for(frame)?,
+                &self.page_codes(frame)?,
+                self.budget,
+            )?
         } else {
             encoding::decode_values(
                 frame.encoding,
@@ -236,6 +253,7 @@ impl<'a> ColumnChunk<'a> {
                 self.leaf.type_length,
                 &frame.values,
                 frame.non_null,
+                self.budget,
             )?
         };
         if values.len() != frame.non_null {
@@ -253,8 +271,13 @@ impl<'a> ColumnChunk<'a> {
     /// The dictionary codes of a dictionary-encoded page, checked against the dictionary's size.
     pub fn page_codes(&self, frame: &PageFrame) -> Result<Vec<u32>> {
         let dict = self.dictionary_for(frame)?;
-        let mut codes = Vec::with_capacity(frame.non_null);
-        encoding::dictionary::decode_codes(&frame.values, frame.non_null, dict.len(), &mut codes)?;
+        let n = frame.non_null;
+        self.budget
+            .reserve_items(n, 4, || format!("{n} dictionary codes"))
+            .map_err(|e| e.in_page(frame.page))?;
+        let mut codes = Vec::with_capacity(n);
+        encoding::dictionary::decode_codes(&frame.values, n, dict.len(), &mut codes)
+            .map_err(|e| e.in_page(frame.page))?;
         Ok(codes)
     }
 
@@ -278,6 +301,7 @@ impl RowSet for NoRows {
 /// in a sequential walk, counting rows and skipping pages without a needed row by header.
 struct FlatPages<'v, R: RowSet> {
     leaf: &'v LeafColumn,
+    budget: &'v Budget,
     rg_rows: usize,
     dictionary: &'v mut Option<Arc<Values>>,
     pages: &'v mut BTreeMap<usize, PageFrame>,
@@ -305,7 +329,7 @@ impl<R: RowSet> FlatPages<'_, R> {
 impl<R: RowSet> PageVisitor for FlatPages<'_, R> {
     fn dictionary(&mut self, page: Page) -> Result<()> {
         if self.dictionary.is_none() {
-            *self.dictionary = Some(Arc::new(decode_dictionary(self.leaf, page)?));
+            *self.dictionary = Some(Arc::new(decode_dictionary(self.leaf, page, self.budget)?));
         }
         Ok(())
     }
@@ -324,10 +348,10 @@ impl<R: RowSet> PageVisitor for FlatPages<'_, R> {
         let frame = match self.indexed {
             Some(layout) => {
                 let (first_row, rows) = layout[i];
-                frame(self.leaf, self.rg_rows, page, first_row, Some(rows))?
+                frame(self.leaf, self.rg_rows, page, i, first_row, Some(rows))?
             }
             None => {
-                let f = frame(self.leaf, self.rg_rows, page, self.row, None)?;
+                let f = frame(self.leaf, self.rg_rows, page, i, self.row, None)?;
                 self.advance(f.num_rows)?;
                 f
             }
@@ -342,13 +366,41 @@ impl<R: RowSet> PageVisitor for FlatPages<'_, R> {
 }
 
 /// Decodes a dictionary page's entries.
-pub(crate) fn decode_dictionary(leaf: &LeafColumn, page: Page) -> Result<Values> {
+///
+/// The format allows PLAIN (PLAIN_DICTIONARY in old writers) only, and PLAIN values take at
+/// least a known number of bytes each, so the header's value count is checked against the
+/// page's bytes before anything is sized from it.
+pub(crate) fn decode_dictionary(leaf: &LeafColumn, page: Page, budget: &Budget) -> Result<Values> {
+    use parquet::basic::Type as T;
     let (buf, num_values, encoding) = pages::dictionary_parts(page)?;
-    let enc = match encoding {
-        Encoding::PLAIN_DICTIONARY | Encoding::PLAIN => Encoding::PLAIN,
-        other => other,
+    if !matches!(encoding, Encoding::PLAIN_DICTIONARY | Encoding::PLAIN) {
+        return Err(Error::corrupt(format!(
+            "dictionary page is {encoding}-encoded; dictionary pages are PLAIN"
+        )));
+    }
+    // Least bits per PLAIN value: booleans are bit-packed, byte arrays have a 4-byte length.
+    let min_bits: usize = match leaf.physical {
+        T::BOOLEAN => 1,
+        T::INT32 | T::FLOAT | T::BYTE_ARRAY => 32,
+        T::INT64 | T::DOUBLE => 64,
+        T::INT96 => 96,
+        T::FIXED_LEN_BYTE_ARRAY => leaf.type_length.max(1).saturating_mul(8),
     };
-    encoding::decode_values(enc, leaf.physical, leaf.type_length, &buf, num_values)
+    if num_values.saturating_mul(min_bits) > buf.len().saturating_mul(8) {
+        return Err(Error::corrupt(format!(
+            "dictionary page announces {num_values} entries but its {} bytes hold at most {}",
+            buf.len(),
+            buf.len().saturating_mul(8) / min_bits
+        )));
+    }
+    encoding::decode_values(
+        Encoding::PLAIN,
+        leaf.physical,
+        leaf.type_length,
+        &buf,
+        num_values,
+        budget,
+    )
 }
 
 /// Decodes the levels of a data page of a flat column.
@@ -356,6 +408,7 @@ fn frame(
     leaf: &LeafColumn,
     rg_rows: usize,
     page: Page,
+    page_number: usize,
     first_row: usize,
     rows: Option<usize>,
 ) -> Result<PageFrame> {
@@ -428,6 +481,7 @@ fn frame(
     let non_null = validity.as_ref().map_or(num_rows, |v| v.count_ones());
     let validity = validity.filter(|v| non_null != v.len());
     Ok(PageFrame {
+        page: page_number,
         first_row,
         num_rows,
         validity,

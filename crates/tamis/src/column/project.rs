@@ -91,7 +91,8 @@ fn select_values(
         if all {
             let codes = chunk.page_codes(frame)?;
             add(&metrics.values_decoded, codes.len() as u64);
-            return Ok(encoding::dictionary::gather(dict, &codes));
+            return encoding::dictionary::gather(dict, &codes, chunk.budget)
+                .map_err(|e| e.in_page(frame.page));
         }
         let mut codes = Vec::with_capacity(selected.count_ones());
         encoding::dictionary::select_codes(
@@ -102,7 +103,8 @@ fn select_values(
             &mut codes,
         )?;
         add(&metrics.values_decoded, codes.len() as u64);
-        return Ok(encoding::dictionary::gather(dict, &codes));
+        return encoding::dictionary::gather(dict, &codes, chunk.budget)
+            .map_err(|e| e.in_page(frame.page));
     }
     if frame.decoded.get().is_none() && frame.encoding == Encoding::PLAIN {
         let values = encoding::plain::decode_selected(

@@ -168,7 +168,12 @@ impl ListPlan<'_> {
 
     /// The levels of a data page as bitmaps, and its encoded values. `chunk_values` (the column
     /// chunk's value count) bounds the page's level count before bitmaps are sized from it.
-    fn page_levels(&self, page: Page, chunk_values: usize) -> Result<PageLevels> {
+    fn page_levels(
+        &self,
+        page: Page,
+        chunk_values: usize,
+        budget: &crate::budget::Budget,
+    ) -> Result<PageLevels> {
         let lv = self.levels;
         let max_rep = self.leaf.max_rep;
         let n = match &page {
@@ -185,6 +190,10 @@ impl ListPlan<'_> {
                 "page announces {n} levels, the column chunk {chunk_values}"
             )));
         }
+        // Four or five level bitmaps of `n` bits, then the value bitmaps.
+        budget.reserve(n.div_ceil(8).saturating_mul(8), || {
+            format!("level bitmaps of a page of {n} levels")
+        })?;
         let mut literals = vec![lv.max_def as u32, lv.list_def as u32];
         if lv.list_nullable {
             literals.push(lv.list_def as u32 - 1);
@@ -241,6 +250,7 @@ impl ListPlan<'_> {
 
     /// Algorithm 4 on one page whose first record start is row `first_row` of the row group:
     /// appends the selected lists (and the tail of a selected list the page continues) to `out`.
+    #[allow(clippy::too_many_arguments)] // the page, its place, and where its output goes
     fn select_page(
         &self,
         p: &PageLevels,
@@ -249,6 +259,7 @@ impl ListPlan<'_> {
         dictionary: Option<&Values>,
         metrics: &MetricsCollector,
         out: &mut Assembly,
+        budget: &crate::budget::Budget,
     ) -> Result<()> {
         let k = kernels();
         let n = p.num_levels;
@@ -283,7 +294,7 @@ impl ListPlan<'_> {
         words.resize(kept.div_ceil(64), 0);
         let b_value = Bitmap::from_words(words, kept);
         if b_value.count_ones() > 0 {
-            let values = self.page_values(p, non_null, &b_value, dictionary, metrics)?;
+            let values = self.page_values(p, non_null, &b_value, dictionary, metrics, budget)?;
             out.push_values(values)?;
         }
 
@@ -327,6 +338,7 @@ impl ListPlan<'_> {
         b_value: &Bitmap,
         dictionary: Option<&Values>,
         metrics: &MetricsCollector,
+        budget: &crate::budget::Budget,
     ) -> Result<Values> {
         let leaf = self.leaf;
         if b_value.len() != non_null {
@@ -353,7 +365,7 @@ impl ListPlan<'_> {
                 &mut codes,
             )?;
             add(&metrics.values_decoded, codes.len() as u64);
-            return Ok(encoding::dictionary::gather(dict, &codes));
+            return encoding::dictionary::gather(dict, &codes, budget);
         }
         if p.encoding == Encoding::PLAIN {
             let values = encoding::plain::decode_selected(
@@ -373,6 +385,7 @@ impl ListPlan<'_> {
             leaf.type_length,
             &p.values,
             non_null,
+            budget,
         )?;
         if all.len() != non_null {
             return Err(Error::corrupt(format!(
@@ -395,6 +408,8 @@ pub struct ListChunk<'a> {
     pub reader: &'a Reader,
     pub offset_index: Option<&'a OffsetIndexMetaData>,
     pub rg_rows: usize,
+    /// The row group's memory budget.
+    pub budget: &'a crate::budget::Budget,
 }
 
 /// The selected lists, assembled page by page.
@@ -453,6 +468,7 @@ impl<'a> ListChunk<'a> {
         let layout = source.indexed_layout();
         let mut pages = ListPages {
             plan: &self.plan,
+            budget: self.budget,
             chunk_values: usize::try_from(self.meta.num_values()).unwrap_or(0),
             rg_rows: self.rg_rows,
             selection,
@@ -497,6 +513,7 @@ impl<'a> ListChunk<'a> {
 /// Selects the lists of a chunk's pages as the fetcher yields them.
 struct ListPages<'v, 'a> {
     plan: &'v ListPlan<'a>,
+    budget: &'v crate::budget::Budget,
     chunk_values: usize,
     rg_rows: usize,
     selection: &'v Bitmap,
@@ -525,7 +542,7 @@ impl ListPages<'_, '_> {
 impl PageVisitor for ListPages<'_, '_> {
     fn dictionary(&mut self, page: Page) -> Result<()> {
         if self.dictionary.is_none() {
-            self.dictionary = Some(super::decode_dictionary(self.plan.leaf, page)?);
+            self.dictionary = Some(super::decode_dictionary(self.plan.leaf, page, self.budget)?);
         }
         Ok(())
     }
@@ -550,7 +567,9 @@ impl PageVisitor for ListPages<'_, '_> {
     }
 
     fn page(&mut self, i: usize, page: Page) -> Result<()> {
-        let p = self.plan.page_levels(page, self.chunk_values)?;
+        let p = self
+            .plan
+            .page_levels(page, self.chunk_values, self.budget)?;
         let records = p.record_starts.count_ones();
         let continues = p.num_levels > 0 && !p.record_starts.get(0);
         let first_row = match self.indexed {
@@ -598,6 +617,7 @@ impl PageVisitor for ListPages<'_, '_> {
             self.dictionary.as_ref(),
             self.metrics,
             &mut self.out,
+            self.budget,
         )?;
         if self.indexed.is_none() {
             self.row += records;
@@ -831,8 +851,9 @@ mod tests {
                 let v1 = v1s.get(p).copied().unwrap_or(true);
                 let pg = page(&reps[a..b], &defs[a..b], &values[value..value + present], plan.levels.max_def, v1);
                 value += present;
-                let lv = plan.page_levels(pg, n).unwrap();
-                plan.select_page(&lv, row, &selection, None, &metrics, &mut out).unwrap();
+                let budget = crate::budget::Budget::default();
+                let lv = plan.page_levels(pg, n, &budget).unwrap();
+                plan.select_page(&lv, row, &selection, None, &metrics, &mut out, &budget).unwrap();
                 row += lv.record_starts.count_ones();
             }
             prop_assert_eq!(row, records.len());
@@ -875,7 +896,11 @@ mod tests {
         let root = descr.root_schema().get_fields()[0].clone();
         let plan = ListPlan::new(&leaves, 0, &root, arrow.field(0)).unwrap();
         let lv = plan
-            .page_levels(page(&[1, 0], &[1, 1], &[1, 2], 1, true), 2)
+            .page_levels(
+                page(&[1, 0], &[1, 1], &[1, 2], 1, true),
+                2,
+                &Default::default(),
+            )
             .unwrap();
         let mut out = Assembly::default();
         let e = plan
@@ -886,12 +911,17 @@ mod tests {
                 None,
                 &MetricsCollector::default(),
                 &mut out,
+                &Default::default(),
             )
             .unwrap_err();
         assert!(e.message.contains("inside a record"), "{}", e.message);
         // More levels than the column chunk announces: refused before sizing anything.
         assert!(plan
-            .page_levels(page(&[0, 1], &[1, 1], &[1, 2], 1, true), 1)
+            .page_levels(
+                page(&[0, 1], &[1, 1], &[1, 2], 1, true),
+                1,
+                &Default::default()
+            )
             .is_err());
     }
 }

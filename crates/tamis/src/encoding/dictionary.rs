@@ -6,6 +6,7 @@
 
 use super::bitpack;
 use super::rle::{RleDecoder, Run};
+use crate::budget::Budget;
 use crate::error::{Error, Result};
 use crate::selection::{BitBuilder, Bitmap};
 use crate::values::{ByteArrays, Values};
@@ -133,10 +134,16 @@ pub fn filter_codes(
 }
 
 /// [`filter_codes`] when exactly one dictionary entry matches (paper 000, T5a): bit `i` is
-/// `code_i == needle`, tested on the packed codes by the `equal` kernel, one test per RLE run;
-/// no code is unpacked. Codes are not range-checked here: a corrupt code above the dictionary
-/// cannot equal the needle, and the rows it leaves selected hold only the needle's (valid) code.
-pub fn filter_single_code(data: &[u8], num_values: usize, needle: u32) -> Result<Bitmap> {
+/// `code_i == needle`, tested on the packed codes by the `equal` kernel, one test per RLE run.
+/// Codes are checked against `dict_len` like everywhere else ([`check_codes`], which unpacks
+/// nothing when the bit width cannot reach past the dictionary).
+pub fn filter_single_code(
+    data: &[u8],
+    num_values: usize,
+    dict_len: usize,
+    needle: u32,
+) -> Result<Bitmap> {
+    check_codes(data, num_values, dict_len)?;
     let mut result = Bitmap::new_zeroed(num_values);
     let Some((bit_width, rest)) = split_header(data, num_values)? else {
         return Ok(result);
@@ -346,14 +353,33 @@ fn for_selected_runs(
 
 /// Dense values for `codes` from the dictionary `dict`. Codes must already be validated (by
 /// [`decode_codes`]); an out-of-range code yields a default value rather than a panic.
-pub fn gather(dict: &Values, codes: &[u32]) -> Values {
+///
+/// The output is reserved in `budget` first: for byte arrays its size is the sum of the entries'
+/// lengths over the codes, which a small page can make enormous (a 1 MiB entry and a million
+/// codes of bit width 0).
+pub fn gather(dict: &Values, codes: &[u32], budget: &Budget) -> Result<Values> {
     fn pick<T: Copy + Default>(dict: &[T], codes: &[u32]) -> Vec<T> {
         codes
             .iter()
             .map(|&c| dict.get(c as usize).copied().unwrap_or_default())
             .collect()
     }
-    match dict {
+    let what = || {
+        format!(
+            "{} values looked up in a dictionary of {}",
+            codes.len(),
+            dict.len()
+        )
+    };
+    let width = match dict {
+        Values::Bool(_) => 1,
+        Values::I32(_) | Values::F32(_) => 4,
+        Values::I64(_) | Values::F64(_) => 8,
+        Values::I96(_) => 12,
+        Values::Bytes(_) => std::mem::size_of::<usize>(),
+    };
+    budget.reserve_items(codes.len(), width, what)?;
+    Ok(match dict {
         Values::Bool(d) => Values::Bool(pick(d, codes)),
         Values::I32(d) => Values::I32(pick(d, codes)),
         Values::I64(d) => Values::I64(pick(d, codes)),
@@ -370,7 +396,10 @@ pub fn gather(dict: &Values, codes: &[u32]) -> Values {
                     &[]
                 }
             };
-            let total: usize = codes.iter().map(|&c| at(c).len()).sum();
+            let total = codes
+                .iter()
+                .fold(0usize, |t, &c| t.saturating_add(at(c).len()));
+            budget.reserve(total, what)?;
             let mut out = ByteArrays::with_capacity(codes.len(), total);
             for &c in codes {
                 out.data.extend_from_slice(at(c));
@@ -378,7 +407,63 @@ pub fn gather(dict: &Values, codes: &[u32]) -> Values {
             }
             Values::Bytes(out)
         }
+    })
+}
+
+/// Checks that every one of the `num_values` codes of a dictionary-encoded page is below
+/// `dict_len`, without keeping them: the fast paths that need no code (no entry or every entry
+/// matches) still refuse a page whose codes point outside the dictionary.
+pub fn check_codes(data: &[u8], num_values: usize, dict_len: usize) -> Result<()> {
+    let Some((bit_width, rest)) = split_header(data, num_values)? else {
+        return Ok(());
+    };
+    // Codes of this width cannot reach past the dictionary: only the count is checked.
+    let in_range_by_width = bit_width < 32 && (1usize << bit_width) <= dict_len;
+    let mut decoder = RleDecoder::new(rest, bit_width);
+    let mut pos = 0usize;
+    let mut codes: Vec<u32> = Vec::with_capacity(CHUNK.min(num_values));
+    while pos < num_values {
+        match decoder.next_run()? {
+            None => {
+                return Err(Error::corrupt(format!(
+                    "dictionary codes end after {pos} of {num_values} values"
+                )))
+            }
+            Some(Run::Repeated { value, count }) => {
+                let take = count.min(num_values - pos);
+                if take > 0 && value as usize >= dict_len {
+                    return Err(out_of_range(value, dict_len));
+                }
+                pos += take;
+            }
+            Some(Run::BitPacked { data, count }) => {
+                let take = count.min(num_values - pos);
+                if !in_range_by_width {
+                    let bw = bit_width as usize;
+                    let mut done = 0;
+                    while done < take {
+                        let n = CHUNK.min(take - done);
+                        codes.clear();
+                        bitpack::unpack(
+                            data.get(done / 8 * bw..).unwrap_or_default(),
+                            bit_width,
+                            n,
+                            &mut codes,
+                        )?;
+                        let max = codes.iter().copied().max().unwrap_or(0);
+                        if max as usize >= dict_len {
+                            return Err(out_of_range(max, dict_len));
+                        }
+                        done += n;
+                    }
+                } else if data.len() < (take * bit_width as usize).div_ceil(8) {
+                    return Err(Error::corrupt("bit-packed dictionary run is truncated"));
+                }
+                pos += take;
+            }
+        }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -429,6 +514,7 @@ mod tests {
             let data = encode(&codes, bw);
             let mut out = vec![9];
             decode_codes(&data, codes.len(), dict_len, &mut out).unwrap();
+            check_codes(&data, codes.len(), dict_len).unwrap();
             prop_assert_eq!(&out[1..], &codes[..]);
 
             let matches = Bitmap::from_bools(
@@ -442,7 +528,7 @@ mod tests {
             let needle = (seed % dict_len as u64) as u32;
             let one = Bitmap::from_bools(&(0..dict_len).map(|i| i as u32 == needle).collect::<Vec<_>>());
             prop_assert_eq!(
-                filter_single_code(&data, codes.len(), needle).unwrap(),
+                filter_single_code(&data, codes.len(), dict_len, needle).unwrap(),
                 filter_codes(&data, codes.len(), dict_len, &one).unwrap()
             );
 
@@ -467,13 +553,15 @@ mod tests {
             }
 
             let dict = Values::I64((0..dict_len as i64).map(|i| i * 3).collect());
-            prop_assert_eq!(gather(&dict, &codes), Values::I64(codes.iter().map(|&c| c as i64 * 3).collect()));
+            prop_assert_eq!(gather(&dict, &codes, &Budget::default()).unwrap(), Values::I64(codes.iter().map(|&c| c as i64 * 3).collect()));
 
             if let Some(&max) = codes.iter().max() {
                 let mut out = Vec::new();
                 prop_assert!(decode_codes(&data, codes.len(), max as usize, &mut out).is_err());
                 let small = Bitmap::new_set(max as usize);
                 prop_assert!(filter_codes(&data, codes.len(), max as usize, &small).is_err());
+                prop_assert!(check_codes(&data, codes.len(), max as usize).is_err());
+                prop_assert!(filter_single_code(&data, codes.len(), max as usize, 0).is_err());
                 prop_assert!(decode_codes(&data, codes.len() + 10_000, dict_len, &mut out).is_err());
                 prop_assert!(filter_codes(&data, codes.len() + 10_000, dict_len, &matches).is_err());
             }
@@ -487,6 +575,8 @@ mod tests {
             let sel = Bitmap::from_bools(&(0..n).map(|i| i % 3 == 0).collect::<Vec<_>>());
             let _ = select_codes(&data, n, dict_len, &sel, &mut out);
             let _ = filter_selected_codes(&data, n, dict_len, &Bitmap::new_set(dict_len), &sel);
+            let _ = check_codes(&data, n, dict_len);
+            let _ = filter_single_code(&data, n, dict_len, 0);
         }
     }
 
@@ -530,12 +620,60 @@ mod tests {
             b.push(b"yz");
             b
         });
-        let Values::Bytes(g) = gather(&dict, &[1, 0, 1, 5]) else {
+        let Values::Bytes(g) = gather(&dict, &[1, 0, 1, 5], &Budget::default()).unwrap() else {
             panic!()
         };
         assert_eq!(
             g.iter().collect::<Vec<_>>(),
             vec![&b"yz"[..], b"x", b"yz", b""]
         );
+    }
+
+    /// The fast paths (no entry, one entry or every entry matches) used to skip the range check:
+    /// a page whose codes point past the dictionary must be an error on every path.
+    #[test]
+    fn out_of_range_codes_fail_on_every_path() {
+        // Bit width 3, a bit-packed group of eight codes 0..8 against a dictionary of 5 entries.
+        let data = encode(&[0, 1, 2, 3, 4, 5, 6, 7], 3);
+        assert!(data.len() > 2);
+        let e = check_codes(&data, 8, 5).unwrap_err();
+        assert_eq!(
+            e.message,
+            "dictionary code 7 out of range for dictionary of 5 entries"
+        );
+        assert!(filter_single_code(&data, 8, 5, 2).is_err());
+        check_codes(&data, 8, 8).unwrap();
+        // A repeated run of code 6.
+        let data = [3u8, 2 << 1, 6];
+        assert!(check_codes(&data, 2, 5).is_err());
+        assert!(filter_single_code(&data, 2, 5, 0).is_err());
+        check_codes(&data, 2, 7).unwrap();
+        // Width 2 against 4 entries: in range by width, only the length is checked.
+        check_codes(&[2, 3, 0b1110_0100, 0b1110_0100], 8, 4).unwrap();
+        assert!(check_codes(&[2, 3, 0b1110_0100], 8, 4).is_err());
+    }
+
+    /// Gathering strings reserves the summed entry lengths first: a 1 MiB entry behind a million
+    /// codes (a repeated run of two bytes) is a resource-limit error, not a 1 TiB allocation.
+    #[test]
+    fn string_gather_is_budgeted() {
+        let mut b = ByteArrays::new();
+        b.push(&vec![b'x'; 1 << 20]);
+        let dict = Values::Bytes(b);
+        let codes = vec![0u32; 1_000_000];
+        let budget = Budget::new(1 << 30);
+        let e = gather(&dict, &codes, &budget).unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::ResourceLimit);
+        assert!(
+            e.message.contains("needs 1048576000000 bytes"),
+            "{}",
+            e.message
+        );
+        // The offsets (8 MB) were reserved, the strings not.
+        assert_eq!(budget.used(), 8_000_000);
+        let Values::Bytes(got) = gather(&dict, &codes[..3], &Budget::new(4 << 20)).unwrap() else {
+            panic!("bytes")
+        };
+        assert_eq!(got.data.len(), 3 << 20);
     }
 }

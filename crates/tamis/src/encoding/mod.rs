@@ -14,22 +14,50 @@ pub mod dictionary;
 pub mod plain;
 pub mod rle;
 
+use crate::budget::Budget;
 use crate::error::{Error, Result};
 use crate::values::Values;
 use parquet::basic::{Encoding, Type as PhysicalType};
 
+/// Bytes a decoder holds per value of `physical` type, output and scratch (INT32 deltas decode
+/// in 64 bits; byte arrays keep an offset and, in the DELTA encodings, a decoded length; RLE
+/// booleans go through 32-bit codes). The value bytes of byte arrays are reserved separately.
+pub fn value_bytes(physical: PhysicalType, type_length: usize) -> usize {
+    use PhysicalType as T;
+    match physical {
+        T::BOOLEAN => 5,
+        T::INT32 => 12,
+        T::FLOAT => 4,
+        T::INT64 | T::DOUBLE => 8,
+        T::INT96 => 12,
+        T::BYTE_ARRAY => 16,
+        T::FIXED_LEN_BYTE_ARRAY => 16usize.saturating_add(type_length),
+    }
+}
+
 /// Decodes exactly `num_values` non-null values of `physical` type stored with `encoding`.
 ///
 /// `type_length` is the FIXED_LEN_BYTE_ARRAY width (ignored for other types). Dictionary
-/// encodings are not handled here: see [`dictionary`].
+/// encodings are not handled here: see [`dictionary`]. The output is reserved in `budget` before
+/// it is built: `num_values` times [`value_bytes`], plus the page's bytes for byte arrays
+/// (DELTA_BYTE_ARRAY, whose values can be longer than the page, reserves their exact total).
 pub fn decode_values(
     encoding: Encoding,
     physical: PhysicalType,
     type_length: usize,
     data: &[u8],
     num_values: usize,
+    budget: &Budget,
 ) -> Result<Values> {
     use PhysicalType as T;
+    let copies_page = matches!(physical, T::BYTE_ARRAY | T::FIXED_LEN_BYTE_ARRAY)
+        && encoding != Encoding::DELTA_BYTE_ARRAY;
+    budget.reserve(
+        num_values
+            .saturating_mul(value_bytes(physical, type_length))
+            .saturating_add(if copies_page { data.len() } else { 0 }),
+        || format!("decoding {num_values} {encoding} values of type {physical}"),
+    )?;
     match (encoding, physical) {
         (Encoding::PLAIN, _) => plain::decode(physical, type_length, data, num_values),
         (Encoding::DELTA_BINARY_PACKED, T::INT32 | T::INT64) => {
@@ -39,10 +67,10 @@ pub fn decode_values(
             delta_length_byte_array::decode(data, num_values).map(Values::Bytes)
         }
         (Encoding::DELTA_BYTE_ARRAY, T::BYTE_ARRAY) => {
-            delta_byte_array::decode(data, num_values, None).map(Values::Bytes)
+            delta_byte_array::decode(data, num_values, None, budget).map(Values::Bytes)
         }
         (Encoding::DELTA_BYTE_ARRAY, T::FIXED_LEN_BYTE_ARRAY) => {
-            delta_byte_array::decode(data, num_values, Some(type_length)).map(Values::Bytes)
+            delta_byte_array::decode(data, num_values, Some(type_length), budget).map(Values::Bytes)
         }
         (
             Encoding::BYTE_STREAM_SPLIT,
@@ -241,6 +269,7 @@ pub(crate) mod test_util {
 mod tests {
     use super::test_util::*;
     use super::*;
+    use crate::budget::Budget;
     use proptest::prelude::*;
 
     /// Every (encoding, type) pair decode_values supports, as the parquet crate encodes them.
@@ -273,23 +302,23 @@ mod tests {
         #[test]
         fn roundtrip_every_encoding((encoding, physical, tl, values) in arb_case()) {
             let data = encode_values(encoding, physical, tl, &values);
-            let got = decode_values(encoding, physical, tl, &data, values.len()).unwrap();
+            let got = decode_values(encoding, physical, tl, &data, values.len(), &Budget::default()).unwrap();
             prop_assert_eq!(&got, &values);
             // Truncation anywhere is an error or (for padding) still the same prefix; never a panic.
             for cut in [0, data.len() / 2, data.len().saturating_sub(1)] {
-                if let Ok(v) = decode_values(encoding, physical, tl, &data[..cut], values.len()) {
+                if let Ok(v) = decode_values(encoding, physical, tl, &data[..cut], values.len(), &Budget::default()) {
                     prop_assert_eq!(&v, &values);
                 }
             }
-            prop_assert!(decode_values(encoding, physical, tl, &data, values.len() + 100_000).is_err());
-            let _ = decode_values(encoding, physical, tl, &data, usize::MAX);
+            prop_assert!(decode_values(encoding, physical, tl, &data, values.len() + 100_000, &Budget::default()).is_err());
+            let _ = decode_values(encoding, physical, tl, &data, usize::MAX, &Budget::default());
         }
 
         #[test]
         fn garbage_never_panics(data in prop::collection::vec(any::<u8>(), 0..80), n in 0usize..600, tl in 0usize..4) {
             for (e, p) in supported() {
-                let _ = decode_values(e, p, tl, &data, n);
-                let _ = decode_values(e, p, tl, &data, usize::MAX - n);
+                let _ = decode_values(e, p, tl, &data, n, &Budget::default());
+                let _ = decode_values(e, p, tl, &data, usize::MAX - n, &Budget::default());
             }
         }
     }
@@ -302,14 +331,25 @@ mod tests {
             0,
             &[],
             0,
+            &Budget::default(),
         )
         .unwrap_err();
         assert_eq!(e.kind, crate::error::ErrorKind::Unsupported);
         assert!(e.message.contains("DELTA_BINARY_PACKED"), "{}", e.message);
         for enc in [Encoding::RLE_DICTIONARY, Encoding::PLAIN_DICTIONARY] {
-            assert!(decode_values(enc, PhysicalType::INT32, 0, &[], 0).is_err());
+            assert!(
+                decode_values(enc, PhysicalType::INT32, 0, &[], 0, &Budget::default()).is_err()
+            );
         }
-        assert!(decode_values(Encoding::RLE, PhysicalType::INT32, 0, &[], 0).is_err());
+        assert!(decode_values(
+            Encoding::RLE,
+            PhysicalType::INT32,
+            0,
+            &[],
+            0,
+            &Budget::default()
+        )
+        .is_err());
     }
 
     #[test]

@@ -30,6 +30,58 @@ use crate::schema::{leaf_columns, LeafColumn};
 /// this size), and page value counts are checked against it before buffers are sized.
 pub const MAX_ROW_GROUP_ROWS: i64 = 1 << 31;
 
+/// Checks the footer's counts and byte ranges before anything uses them: every row group has a
+/// chunk per leaf column and a row count in `0..=MAX_ROW_GROUP_ROWS`, and every column chunk's
+/// offsets and sizes are non-negative and do not overflow. (The `parquet` crate asserts on
+/// negative ones inside `ColumnChunkMetaData::byte_range`, which its page reader calls: a panic
+/// from data. Whether a range lies inside the file is checked where it is read.)
+pub fn validate_footer(metadata: &ParquetMetaData, leaves: usize) -> Result<()> {
+    for (i, rg) in metadata.row_groups().iter().enumerate() {
+        if rg.num_columns() != leaves {
+            return Err(Error::corrupt(format!(
+                "row group {i} has {} column chunks, the schema {leaves} leaf columns",
+                rg.num_columns(),
+            )));
+        }
+        if rg.num_rows() < 0 {
+            return Err(Error::corrupt(format!(
+                "row group {i} has a negative row count"
+            )));
+        }
+        if rg.num_rows() > MAX_ROW_GROUP_ROWS {
+            return Err(Error::resource(format!(
+                "row group {i} has {} rows; tamis handles at most {MAX_ROW_GROUP_ROWS} per row group",
+                rg.num_rows()
+            )));
+        }
+        for (c, cc) in rg.columns().iter().enumerate() {
+            let bad = |what: &str, v: i64| {
+                Err(
+                    Error::corrupt(format!("column chunk {c} of row group {i} has {what} {v}"))
+                        .in_column(cc.column_path().string()),
+                )
+            };
+            if cc.data_page_offset() < 0 {
+                return bad("a negative data page offset", cc.data_page_offset());
+            }
+            if let Some(d) = cc.dictionary_page_offset().filter(|&d| d < 0) {
+                return bad("a negative dictionary page offset", d);
+            }
+            if cc.compressed_size() < 0 {
+                return bad("a negative compressed size", cc.compressed_size());
+            }
+            if cc.num_values() < 0 {
+                return bad("a negative value count", cc.num_values());
+            }
+            let start = cc.dictionary_page_offset().unwrap_or(cc.data_page_offset());
+            if start.checked_add(cc.compressed_size()).is_none() {
+                return bad("a byte range overflowing at offset", start);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The page index of one column chunk (either part may be absent).
 #[derive(Debug, Default)]
 pub struct ChunkIndex {
@@ -107,26 +159,7 @@ impl OpenedFile {
         let arrow = ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())
             .map_err(|e| ctx(Error::from(e)))?;
         let leaves = leaf_columns(metadata.file_metadata().schema_descr());
-        for (i, rg) in metadata.row_groups().iter().enumerate() {
-            if rg.num_columns() != leaves.len() {
-                return Err(ctx(Error::corrupt(format!(
-                    "row group {i} has {} column chunks, the schema {} leaf columns",
-                    rg.num_columns(),
-                    leaves.len()
-                ))));
-            }
-            if rg.num_rows() < 0 {
-                return Err(ctx(Error::corrupt(format!(
-                    "row group {i} has a negative row count"
-                ))));
-            }
-            if rg.num_rows() > MAX_ROW_GROUP_ROWS {
-                return Err(ctx(Error::resource(format!(
-                    "row group {i} has {} rows; tamis handles at most {MAX_ROW_GROUP_ROWS} per row group",
-                    rg.num_rows()
-                ))));
-            }
-        }
+        validate_footer(&metadata, leaves.len()).map_err(ctx)?;
         let chunks = metadata.num_row_groups() * leaves.len();
         let held = tail_bytes.len() as u64;
         let tail_start = len - tail_bytes.len() as u64;

@@ -74,6 +74,7 @@ pub struct Scan {
     filter_order: FilterOrder,
     evaluation: Evaluation,
     pruning: Pruning,
+    memory_limit: usize,
     metrics: Arc<MetricsCollector>,
     io: Arc<IoStats>,
 }
@@ -189,6 +190,7 @@ impl Scan {
             filter_order: FilterOrder::Auto,
             evaluation: Evaluation::Auto,
             pruning: Pruning::default(),
+            memory_limit: crate::budget::DEFAULT_MEMORY_LIMIT,
             metrics: Arc::new(MetricsCollector::default()),
             io: Arc::new(IoStats::default()),
         }
@@ -365,6 +367,18 @@ impl Scan {
         self
     }
 
+    /// The most memory one row group's decoding may take, in bytes (default
+    /// [`DEFAULT_MEMORY_LIMIT`](crate::budget::DEFAULT_MEMORY_LIMIT), 4 GiB): decoded pages,
+    /// dictionaries, codes and selection bitmaps, all reserved before they are allocated (see
+    /// [`crate::budget`]). A file whose headers ask for more — a crafted page announcing 2^31
+    /// values from a few bytes, or a legitimately huge row group — fails with a
+    /// [`ResourceLimit`](crate::ErrorKind::ResourceLimit) error naming the file, row group,
+    /// column and page. At most the worker count of row groups decode at once.
+    pub fn memory_limit(mut self, bytes: usize) -> Scan {
+        self.memory_limit = bytes;
+        self
+    }
+
     /// Row-group workers: the thread count, times [`REMOTE_OVERLAP`] when a file is remote —
     /// there a row group mostly waits for its round trips, and overlapping several row groups'
     /// waits is what hides the latency.
@@ -440,6 +454,7 @@ impl Scan {
                 metrics: self.metrics,
                 planner: Planner::new(self.filter_order).with_evaluation(self.evaluation),
                 pruning: self.pruning,
+                memory_limit: self.memory_limit,
                 done: AtomicUsize::new(0),
                 cancelled,
             }),
@@ -468,6 +483,7 @@ struct Shared {
     metrics: Arc<MetricsCollector>,
     planner: Planner,
     pruning: Pruning,
+    memory_limit: usize,
     done: AtomicUsize,
     cancelled: Arc<AtomicBool>,
 }
@@ -585,6 +601,7 @@ impl ScanStream {
                     planner: &shared.planner,
                     ordinal,
                     pruning: shared.pruning,
+                    memory_limit: shared.memory_limit,
                 };
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))

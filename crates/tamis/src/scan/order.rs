@@ -945,6 +945,7 @@ mod tests {
                 planner,
                 ordinal: rg,
                 pruning: Default::default(),
+                memory_limit: crate::budget::DEFAULT_MEMORY_LIMIT,
             };
             let rows = scan_row_group(&job).unwrap().map_or(0, |b| b.num_rows());
             let order: Vec<String> = planner

@@ -17,6 +17,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
 
 use crate::arrow::{is_native, to_arrow};
+use crate::budget::Budget;
 use crate::column::filter::eval_conjunction;
 use crate::column::project::project;
 use crate::column::repeated::{ListChunk, ListPlan};
@@ -58,6 +59,8 @@ pub struct RowGroupJob<'a> {
     pub pruning: Pruning,
     /// Leaf columns the projection reads (their offset indexes skip payload pages).
     pub needed_leaves: &'a [usize],
+    /// Bytes this row group's decoding may take (see [`crate::budget`]).
+    pub memory_limit: usize,
 }
 
 /// Runs the row group; returns the selected rows of the projected columns.
@@ -70,6 +73,11 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     let m = job.metrics;
     let rg_meta = file.metadata.row_group(job.rg);
     let rows = rg_meta.num_rows() as usize;
+    let budget = Budget::new(job.memory_limit);
+    // The row group's selection bitmaps (candidates, alive rows, each filter's result).
+    budget.reserve(rows.div_ceil(8).saturating_mul(4), || {
+        format!("selection bitmaps of a row group of {rows} rows")
+    })?;
     add(&m.row_groups_total, 1);
     add(&m.rows_total, rows as u64);
     let leaves = &file.leaves;
@@ -85,6 +93,7 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             job.reader,
             offset_index(c),
             rows,
+            &budget,
         )
     };
 
@@ -385,6 +394,7 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                             reader: job.reader,
                             offset_index: offset_index(c),
                             rg_rows: rows,
+                            budget: &budget,
                         };
                         match list.project(&selection, m) {
                             Err(e) if e.kind == ErrorKind::Unsupported => {
