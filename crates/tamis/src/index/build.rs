@@ -142,7 +142,7 @@ fn page_values(
 ) -> Result<Vec<HashSet<Vec<u8>>>> {
     let cc = file.metadata.row_group(rg).column(column);
     let (start, len) = cc.byte_range();
-    let chunk = reader.read_ranges(&[start..start + len])?;
+    let chunk = reader.read_ranges(std::slice::from_ref(&(start..start + len)))?;
     let locations = file
         .chunk_index(rg, column)
         .and_then(|i| i.offset.as_ref())

@@ -39,6 +39,10 @@ const PROP_ETAG: &str = "tamis.data-file.etag";
 const PROP_MODIFIED: &str = "tamis.data-file.modified-ns";
 const PROP_ROW_GROUP: &str = "row-group";
 const PROP_COLUMN: &str = "column";
+/// xxHash64 of a blob's bytes, seeded with its row group and column: a flipped bit in a filter
+/// (or in the footer's row group or column) could hide a page, so every blob is checked before
+/// use.
+const PROP_BLOB_HASH: &str = "tamis.xxh64";
 
 /// What a sidecar says about the file it was built for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +71,10 @@ impl DataFileIdentity {
         let mut p = BTreeMap::from([
             (PROP_VERSION.to_string(), FORMAT_VERSION.to_string()),
             (PROP_LENGTH.to_string(), self.len.to_string()),
-            (PROP_FOOTER_HASH.to_string(), format!("{:016x}", self.footer_hash)),
+            (
+                PROP_FOOTER_HASH.to_string(),
+                format!("{:016x}", self.footer_hash),
+            ),
         ]);
         if let Some(e) = &self.etag {
             p.insert(PROP_ETAG.to_string(), e.clone());
@@ -128,6 +135,7 @@ impl Sidecar {
             let props = BTreeMap::from([
                 (PROP_ROW_GROUP.to_string(), rg.to_string()),
                 (PROP_COLUMN.to_string(), columns(*column)),
+                (PROP_BLOB_HASH.to_string(), blob_hash(*rg, *column, blob)),
             ]);
             w.add(page_bloom::BLOB_TYPE, vec![*column as i32], props, blob);
         }
@@ -156,7 +164,11 @@ impl Sidecar {
         })()
         .ok_or_else(|| ctx(Error::corrupt("sidecar without the data file's identity")))?;
         let mut page_blooms = HashMap::new();
-        for b in meta.blobs.iter().filter(|b| b.r#type == page_bloom::BLOB_TYPE) {
+        for b in meta
+            .blobs
+            .iter()
+            .filter(|b| b.r#type == page_bloom::BLOB_TYPE)
+        {
             let rg: usize = b
                 .properties
                 .get(PROP_ROW_GROUP)
@@ -165,9 +177,19 @@ impl Sidecar {
                 .ok_or_else(|| ctx(Error::corrupt("page Bloom blob without a valid row group")))?;
             let column = match b.fields.as_slice() {
                 [c] if (*c as usize) < columns && *c >= 0 => *c as usize,
-                _ => return Err(ctx(Error::corrupt("page Bloom blob without a valid column"))),
+                _ => {
+                    return Err(ctx(Error::corrupt(
+                        "page Bloom blob without a valid column",
+                    )))
+                }
             };
-            let blooms = PageBlooms::decode(puffin::blob(bytes, b), rows[rg]).map_err(ctx)?;
+            let blob = puffin::blob(bytes, b);
+            if b.properties.get(PROP_BLOB_HASH) != Some(&blob_hash(rg, column, blob)) {
+                return Err(ctx(Error::corrupt(format!(
+                    "page Bloom blob of row group {rg}, column {column}: checksum mismatch"
+                ))));
+            }
+            let blooms = PageBlooms::decode(blob, rows[rg]).map_err(ctx)?;
             page_blooms.insert((rg, column), blooms);
         }
         Ok(Sidecar {
@@ -176,6 +198,11 @@ impl Sidecar {
             page_blooms,
         })
     }
+}
+
+fn blob_hash(rg: usize, column: usize, blob: &[u8]) -> String {
+    let seed = ((rg as u64) << 32) ^ column as u64;
+    format!("{:016x}", twox_hash::XxHash64::oneshot(seed, blob))
 }
 
 /// The sidecar of `file`, beside it.
@@ -196,7 +223,11 @@ pub fn sidecar_ref(file: &FileRef) -> FileRef {
 
 /// Writes `bytes` as the sidecar of `file` (beside it; for a local file, into `dir` instead when
 /// given — a scan then finds it only if it is moved beside the data). Returns where.
-pub fn write_sidecar(file: &FileRef, bytes: Vec<u8>, dir: Option<&std::path::Path>) -> Result<String> {
+pub fn write_sidecar(
+    file: &FileRef,
+    bytes: Vec<u8>,
+    dir: Option<&std::path::Path>,
+) -> Result<String> {
     let sidecar = sidecar_ref(file);
     match (&sidecar, dir) {
         (FileRef::Local(p), dir) => {

@@ -77,7 +77,7 @@ impl PageBlooms {
             if !ordered {
                 return Err(bad("page first rows out of order"));
             }
-            if len % 32 != 0 {
+            if !len.is_multiple_of(32) {
                 return Err(bad("a bitset is not whole 32-byte blocks"));
             }
             let bits = at
@@ -210,7 +210,10 @@ mod tests {
         for n in 0..blob.len() {
             assert!(PageBlooms::decode(&blob[..n], 20).is_err(), "{n}");
         }
-        assert!(PageBlooms::decode(&blob, 10).is_err(), "a page past the rows");
+        assert!(
+            PageBlooms::decode(&blob, 10).is_err(),
+            "a page past the rows"
+        );
         let unordered = PageBlooms::encode(&[0, 0], &[bits.clone(), bits.clone()]);
         assert!(PageBlooms::decode(&unordered, 20).is_err());
         let ragged = PageBlooms::encode(&[0], &[bits[..31].to_vec()]);

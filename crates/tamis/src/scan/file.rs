@@ -21,8 +21,8 @@ use parquet::file::page_index::index_reader::{decode_column_index, decode_offset
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use crate::error::{Error, Result};
-use crate::io::location::FileRef;
 use crate::index::{DataFileIdentity, Sidecar, SidecarState};
+use crate::io::location::FileRef;
 use crate::io::{ByteSource, FetchedRanges, Reader};
 use crate::schema::{leaf_columns, LeafColumn};
 
