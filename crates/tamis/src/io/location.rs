@@ -205,7 +205,7 @@ fn list_local(path: &str) -> Result<Listing> {
     }
     if p.is_dir() {
         let mut out = Vec::new();
-        collect_dir(p, &mut out, 0)?;
+        collect_dir(p, &mut out, 0, &mut std::collections::HashSet::new())?;
         out.sort();
         if out.is_empty() {
             return Err(Error::invalid(format!(
@@ -238,10 +238,23 @@ fn list_local(path: &str) -> Result<Listing> {
     Err(err.in_file(path))
 }
 
-/// Directories nested deeper than this are refused (a symlink loop, not a dataset).
+/// Directories nested deeper than this are refused (not a dataset).
 const MAX_DEPTH: usize = 64;
 
-fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<()> {
+/// Data files below `dir`. A directory reached again through a symbolic link (a loop, or a
+/// second link to the same directory) is listed once: its files would otherwise be read twice,
+/// and a loop with two links back would be walked 2^depth times.
+fn collect_dir(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    depth: usize,
+    seen: &mut std::collections::HashSet<PathBuf>,
+) -> Result<()> {
+    let canonical =
+        std::fs::canonicalize(dir).map_err(|e| Error::from(e).in_file(dir.display()))?;
+    if !seen.insert(canonical) {
+        return Ok(());
+    }
     if depth > MAX_DEPTH {
         return Err(Error::invalid(format!(
             "directories nested more than {MAX_DEPTH} deep (a symbolic link loop?)"
@@ -256,7 +269,7 @@ fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<()> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if path.is_dir() {
             if !name.starts_with('.') && !name.starts_with('_') {
-                collect_dir(&path, out, depth + 1)?;
+                collect_dir(&path, out, depth + 1, seen)?;
             }
         } else if is_data_file(name) {
             out.push(path);
@@ -525,5 +538,21 @@ mod tests {
             .map(|f| listing.relative(f).unwrap())
             .collect();
         assert_eq!(rel, ["b.parquet", "k=1/a.parquet"]);
+    }
+
+    /// Two links back to the root at every level: without the visited set, 2^64 walks.
+    #[test]
+    fn symbolic_link_loops_are_listed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("k=1")).unwrap();
+        std::fs::write(root.join("k=1/a.parquet"), b"x").unwrap();
+        std::os::unix::fs::symlink(root, root.join("k=1/loop")).unwrap();
+        std::os::unix::fs::symlink(root, root.join("k=1/loop2")).unwrap();
+        std::os::unix::fs::symlink(root.join("k=1"), root.join("alias")).unwrap();
+        let start = std::time::Instant::now();
+        let listing = list(root.to_str().unwrap(), &StorageOptions::default()).unwrap();
+        assert!(start.elapsed().as_secs() < 5);
+        assert_eq!(listing.files.len(), 1, "{:?}", listing.files);
     }
 }
