@@ -44,6 +44,7 @@ fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
         ErrorKind::CorruptFile => "CorruptFileError",
         ErrorKind::ResourceLimit => "ResourceLimitError",
         ErrorKind::Internal => "InternalError",
+        ErrorKind::Cancelled => "CancelledError",
     };
     let exception = py
         .import("tamis.errors")

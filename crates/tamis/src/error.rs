@@ -21,6 +21,8 @@ pub enum ErrorKind {
     ResourceLimit,
     /// A bug in tamis.
     Internal,
+    /// The scan was stopped (`Canceller::cancel`, Ctrl-C in Python) before it ended.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -32,6 +34,7 @@ impl ErrorKind {
             ErrorKind::Io => "I/O error",
             ErrorKind::ResourceLimit => "resource limit",
             ErrorKind::Internal => "internal error",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }

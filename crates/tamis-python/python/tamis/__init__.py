@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from . import _tamis
 from .errors import (
+    CancelledError,
     CorruptFileError,
     InternalError,
     InvalidArgumentError,
@@ -292,5 +293,6 @@ __all__ = [
     "CorruptFileError",
     "ResourceLimitError",
     "InternalError",
+    "CancelledError",
     "__version__",
 ]

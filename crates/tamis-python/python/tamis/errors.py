@@ -30,6 +30,10 @@ class InternalError(TamisError, RuntimeError):
     """A bug in tamis; please report it with the message."""
 
 
+class CancelledError(TamisError, RuntimeError):
+    """The scan was stopped before it ended (its reader was closed, or Ctrl-C)."""
+
+
 __all__ = [
     "TamisError",
     "InvalidArgumentError",
@@ -37,4 +41,5 @@ __all__ = [
     "CorruptFileError",
     "ResourceLimitError",
     "InternalError",
+    "CancelledError",
 ]

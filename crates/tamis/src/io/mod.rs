@@ -282,7 +282,7 @@ impl Reader {
 
 /// The error of a read attempted after its scan was cancelled.
 pub fn cancelled() -> Error {
-    Error::new(ErrorKind::Io, "the scan was cancelled")
+    Error::new(ErrorKind::Cancelled, "the scan was cancelled")
 }
 
 /// Sorts ranges and merges those closer than `gap` (empty ranges are dropped).

@@ -516,8 +516,9 @@ impl ScanStream {
         self.schema.clone()
     }
 
-    /// A handle that stops this scan from another thread: row groups not yet started are skipped
-    /// and the stream ends (returns `None`) at its next step.
+    /// A handle that stops this scan from another thread: row groups not yet started are
+    /// skipped, running ones stop at their next read, and the stream's next item is a
+    /// [`crate::ErrorKind::Cancelled`] error (then `None`).
     pub fn canceller(&self) -> Canceller {
         Canceller {
             shared: self.shared.clone(),
@@ -637,9 +638,18 @@ impl Iterator for ScanStream {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if self.remaining == Some(0) || self.shared.cancelled.load(Relaxed) {
+            if self.finished {
+                return None;
+            }
+            if self.remaining == Some(0) {
                 self.finish();
                 return None;
+            }
+            // Cancelled from outside: an error, so that a consumer never takes a cut-short
+            // stream for the whole result.
+            if self.shared.cancelled.load(Relaxed) {
+                self.finish();
+                return Some(Err(crate::io::cancelled()));
             }
             if let Some(batch) = self.ready.pop_front() {
                 let batch = match &mut self.remaining {
@@ -655,9 +665,6 @@ impl Iterator for ScanStream {
                     None => batch,
                 };
                 return Some(Ok(batch));
-            }
-            if self.finished {
-                return None;
             }
             self.spawn_more();
             let Some(rx) = self.in_flight.pop_front() else {
