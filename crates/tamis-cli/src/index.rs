@@ -1,7 +1,6 @@
 //! `tamis index`: build sidecar indexes beside existing Parquet files.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
@@ -26,7 +25,8 @@ pub struct IndexArgs {
     /// Target false-positive rate of each page filter.
     #[arg(long, default_value_t = 0.01)]
     pub fpp: f64,
-    /// Write the sidecars into DIR (local files only) instead of beside the data.
+    /// Write the sidecars into DIR (local files only) instead of beside the data; scans then
+    /// need `--index-dir DIR`.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Object-store option KEY=VALUE (repeatable), as for `query`.
@@ -36,23 +36,22 @@ pub struct IndexArgs {
 
 pub fn run(args: &IndexArgs) -> Result<(), CliError> {
     let options: tamis::io::StorageOptions = args.storage_options.iter().cloned().collect();
-    let listing = tamis::io::location::list(&args.path, &options)?;
-    if listing.files.is_empty() {
-        return Err(CliError::msg(format!("no Parquet files at {}", args.path)));
-    }
-    for f in &listing.files {
-        let start = Instant::now();
-        let opened = tamis::scan::file::OpenedFile::open_ref(f)?;
-        let (bytes, report) =
-            tamis::index::build::build_page_blooms(&opened, &args.columns, args.fpp)?;
-        let written = tamis::index::write_sidecar(f, bytes, args.output.as_deref())?;
+    let reports = tamis::index::build::index_files(
+        &args.path,
+        &options,
+        &args.columns,
+        args.fpp,
+        args.output.as_deref(),
+    )?;
+    for r in reports {
         println!(
-            "{written}: {} pages, {} values, {} bytes ({:.2}% of the data), {:.0} ms",
-            report.pages,
-            report.values,
-            report.sidecar_bytes,
-            100.0 * report.sidecar_bytes as f64 / report.data_bytes.max(1) as f64,
-            start.elapsed().as_secs_f64() * 1e3
+            "{}: {} pages, {} values, {} bytes ({:.2}% of the data), {:.0} ms",
+            r.sidecar,
+            r.pages,
+            r.values,
+            r.sidecar_bytes,
+            100.0 * r.sidecar_bytes as f64 / r.data_bytes.max(1) as f64,
+            r.time_ms
         );
     }
     Ok(())

@@ -148,6 +148,10 @@ pub struct ScanArgs {
     /// without "iB"/"B"). A file needing more is refused with a resource-limit error.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memory_limit: Option<usize>,
+    /// Directory holding the files' sidecar indexes (`tamis index --output DIR`), when they are
+    /// not beside the data.
+    #[arg(long, value_name = "DIR")]
+    pub index_dir: Option<PathBuf>,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub threads: Option<u64>,

@@ -35,6 +35,9 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
     if let Some(limit) = args.memory_limit {
         scan = scan.memory_limit(limit);
     }
+    if let Some(dir) = &args.index_dir {
+        scan = scan.index_dir(dir);
+    }
     if let Some(threads) = args.threads {
         scan = scan.threads(threads as usize);
     }

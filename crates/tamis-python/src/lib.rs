@@ -68,12 +68,15 @@ struct Request {
     batch_size: Option<usize>,
     /// `"auto"` or `"written"`.
     filter_order: Option<String>,
-    /// Structures not to prune with: `statistics`, `bloom_filters`, `page_index`.
+    /// Structures not to prune with: `statistics`, `bloom_filters`, `page_index`,
+    /// `sidecar_index`.
     disable_pruning: Option<Vec<String>>,
     /// `"auto"`, `"selected"` or `"whole"`.
     evaluation: Option<String>,
     /// Bytes one row group's decoding may take.
     memory_limit: Option<usize>,
+    /// Directory of sidecar indexes, when not beside the files.
+    index_dir: Option<String>,
     /// Object-store options (endpoint, region, credentials, …).
     storage_options: Option<HashMap<String, String>>,
 }
@@ -141,6 +144,9 @@ impl Request {
         }
         if let Some(bytes) = self.memory_limit {
             scan = scan.memory_limit(bytes);
+        }
+        if let Some(dir) = &self.index_dir {
+            scan = scan.index_dir(dir);
         }
         scan.limit(self.limit).batches()
     }
@@ -407,6 +413,27 @@ fn optimize_json(
     py.detach(run).map_err(|e| to_py_err(py, e))
 }
 
+/// Runs `tamis::index::build::index_files` without the GIL; returns the reports as JSON.
+#[pyfunction]
+#[pyo3(signature = (path, columns, fpp=0.01, output=None, storage_options=None))]
+fn index_json(
+    py: Python<'_>,
+    path: String,
+    columns: Vec<String>,
+    fpp: f64,
+    output: Option<String>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<String> {
+    let options = storage(&storage_options);
+    let run = || -> tamis::Result<String> {
+        let out = output.as_deref().map(std::path::Path::new);
+        let reports = tamis::index::build::index_files(&path, &options, &columns, fpp, out)?;
+        serde_json::to_string(&reports)
+            .map_err(|e| Error::internal(format!("cannot serialize the report: {e}")))
+    };
+    py.detach(run).map_err(|e| to_py_err(py, e))
+}
+
 #[pymodule]
 fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -416,5 +443,6 @@ fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_stream, m)?)?;
     m.add_function(wrap_pyfunction!(explain_json, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_json, m)?)?;
+    m.add_function(wrap_pyfunction!(index_json, m)?)?;
     Ok(())
 }

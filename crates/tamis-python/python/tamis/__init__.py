@@ -18,7 +18,7 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -87,14 +87,16 @@ class ScanOptions:
         filter_order: ``"auto"`` (the cost model's order, from estimated and measured
             selectivities) or ``"written"`` (the order of ``where``). The rows are the same.
         disable_pruning: structures not to prune with, as if the files lacked them: any of
-            ``"statistics"``, ``"bloom_filters"``, ``"page_index"`` (for experiments; the rows
-            are the same).
+            ``"statistics"``, ``"bloom_filters"``, ``"page_index"``, ``"sidecar_index"`` (for
+            experiments; the rows are the same).
         evaluation: how filters evaluate pages whose rows are partly alive: ``"auto"`` (the
             cheaper by measured cost), ``"selected"`` (always selection pushdown) or
             ``"whole"`` (always the whole page, in place or decode-then-filter). Same rows.
         memory_limit: the most memory one row group's decoding may take, in bytes or as a
             string such as ``"512MiB"`` (K, M, G, T binary multiples); default 4 GiB. A file
             whose headers ask for more raises :class:`ResourceLimitError`.
+        index_dir: directory holding the files' sidecar indexes (:func:`index` with
+            ``output=``), when they are not beside the data.
         storage_options: object-store options for ``s3://``, ``gs://``, ``az://`` and
             ``http(s)://`` paths: ``endpoint``, ``region``, ``access_key_id``,
             ``secret_access_key``, ``allow_http``, … (the ``object_store`` crate's keys), and
@@ -111,6 +113,7 @@ class ScanOptions:
     disable_pruning: Optional[Sequence[str]] = None
     evaluation: str = "auto"
     memory_limit: Optional[Union[int, str]] = None
+    index_dir: Optional[str] = None
     storage_options: Optional[Mapping[str, Any]] = None
 
     def replace(self, **changes: Any) -> "ScanOptions":
@@ -129,6 +132,7 @@ class ScanOptions:
             "disable_pruning": _names(self.disable_pruning, "disable_pruning"),
             "evaluation": self.evaluation,
             "memory_limit": _size(self.memory_limit),
+            "index_dir": None if self.index_dir is None else str(self.index_dir),
             "storage_options": None if storage is None else {
                 str(k): (str(v).lower() if isinstance(v, bool) else str(v))
                 for k, v in storage.items()
@@ -280,6 +284,31 @@ def optimize(
     return json.loads(text)
 
 
+def index(
+    path: PathLike,
+    columns: Sequence[str],
+    fpp: float = 0.01,
+    output: Optional[PathLike] = None,
+    storage_options: Optional[Mapping[str, Any]] = None,
+) -> List[Dict[str, Any]]:
+    """Build sidecar indexes for existing Parquet files, like ``tamis index``.
+
+    For each file ``path`` names (file, directory, glob, object-store prefix), one split-block
+    Bloom filter per data page of each of ``columns`` at false-positive rate ``fpp``, written
+    to ``<file>.tamis.puffin`` beside it (or into the directory ``output``, local files only;
+    scans then need ``index_dir=``). Scans use them for ``=`` and ``IN`` and ignore a sidecar
+    built for another version of the file. Returns one report per file.
+    """
+    storage = None if storage_options is None else {
+        str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage_options.items()
+    }
+    text = _tamis.index_json(
+        os.fspath(path), _names(columns, "columns"), float(fpp),
+        os.fspath(output) if output is not None else None, storage,
+    )
+    return json.loads(text)
+
+
 __all__ = [
     "ScanOptions",
     "Dataset",
@@ -287,6 +316,7 @@ __all__ = [
     "scan_batches",
     "explain",
     "optimize",
+    "index",
     "TamisError",
     "InvalidArgumentError",
     "UnsupportedError",

@@ -17,12 +17,40 @@ use crate::error::{Error, Result};
 use crate::scan::file::OpenedFile;
 
 /// What `tamis index` built for one file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct IndexReport {
+    /// The data file and where its sidecar was written.
+    pub file: String,
+    pub sidecar: String,
+    pub time_ms: f64,
     pub sidecar_bytes: u64,
     pub data_bytes: u64,
     pub pages: u64,
     pub values: u64,
+}
+
+/// Builds and writes the sidecars of every file `path` names (file, directory, glob, object
+/// store prefix): page Bloom filters on `columns` at false-positive rate `fpp`, beside each
+/// file or into `output` (local files).
+pub fn index_files(
+    path: &str,
+    options: &crate::io::StorageOptions,
+    columns: &[String],
+    fpp: f64,
+    output: Option<&std::path::Path>,
+) -> Result<Vec<IndexReport>> {
+    let listing = crate::io::location::list(path, options)?;
+    let mut reports = Vec::with_capacity(listing.files.len());
+    for f in &listing.files {
+        let start = std::time::Instant::now();
+        let opened = OpenedFile::open_ref(f)?;
+        let (bytes, mut report) = build_page_blooms(&opened, columns, fpp)?;
+        report.sidecar = super::write_sidecar(f, bytes, output)?;
+        report.file = opened.location.clone();
+        report.time_ms = start.elapsed().as_secs_f64() * 1e3;
+        reports.push(report);
+    }
+    Ok(reports)
 }
 
 /// The sidecar bytes (page Bloom filters at false-positive rate `fpp`) for `columns` (leaf

@@ -249,9 +249,21 @@ pub fn write_sidecar(
     }
 }
 
-/// Reads a whole sidecar, `None` when there is none.
-pub fn read_sidecar(file: &FileRef) -> Result<Option<(String, Vec<u8>)>> {
-    let sidecar = sidecar_ref(file);
+/// Reads a whole sidecar (beside `file`, or in `dir` by the data file's name), `None` when
+/// there is none.
+pub fn read_sidecar(
+    file: &FileRef,
+    dir: Option<&std::path::Path>,
+) -> Result<Option<(String, Vec<u8>)>> {
+    let mut sidecar = sidecar_ref(file);
+    if let Some(dir) = dir {
+        let name = match &sidecar {
+            FileRef::Local(p) => p.file_name().map(|n| n.to_os_string()),
+            FileRef::Object { path, .. } => path.filename().map(Into::into),
+        };
+        let name = name.ok_or_else(|| Error::invalid("a data file without a name"))?;
+        sidecar = FileRef::Local(dir.join(name));
+    }
     let location = sidecar.location();
     if let FileRef::Local(p) = &sidecar {
         if !p.exists() {

@@ -93,8 +93,9 @@ pub struct OpenedFile {
     pub location: String,
     /// Where the file is (its sidecar index is beside it).
     pub file: FileRef,
-    /// The sidecar index, looked for on first need (see [`OpenedFile::sidecar`]).
-    sidecar: OnceLock<SidecarState>,
+    /// The sidecar index and the directory it was looked for in (`None`: beside the file),
+    /// looked for on first need (see [`OpenedFile::sidecar`]).
+    sidecar: OnceLock<(Option<std::path::PathBuf>, SidecarState)>,
     pub source: Arc<dyn ByteSource>,
     /// The footer (without page index: see [`OpenedFile::chunk_index`]).
     pub metadata: Arc<ParquetMetaData>,
@@ -220,11 +221,12 @@ impl OpenedFile {
     /// The sidecar index beside this file, read once: usable only if built for this very
     /// file (length and footer hash), else `Stale`. A sidecar that cannot be parsed is an
     /// error naming it — never a silent fallback that would hide a broken deployment.
-    pub fn sidecar(&self, reader: &Reader) -> Result<SidecarState> {
-        if let Some(s) = self.sidecar.get() {
-            return Ok(s.clone());
+    pub fn sidecar(&self, reader: &Reader, dir: Option<&std::path::Path>) -> Result<SidecarState> {
+        match self.sidecar.get() {
+            Some((d, s)) if d.as_deref() == dir => return Ok(s.clone()),
+            _ => {}
         }
-        let state = match crate::index::read_sidecar(&self.file)? {
+        let state = match crate::index::read_sidecar(&self.file, dir)? {
             None => SidecarState::Absent,
             Some((location, bytes)) => {
                 let rows: Vec<u64> = (self.metadata.row_groups().iter())
@@ -240,7 +242,12 @@ impl OpenedFile {
                 }
             }
         };
-        Ok(self.sidecar.get_or_init(|| state).clone())
+        // The first directory asked for is kept; another one (a second scan of a cached file
+        // with another `index_dir`) is read each time.
+        let _ = self
+            .sidecar
+            .set((dir.map(|d| d.to_path_buf()), state.clone()));
+        Ok(state)
     }
 
     pub fn schema(&self) -> &SchemaRef {

@@ -75,6 +75,8 @@ pub struct Scan {
     evaluation: Evaluation,
     pruning: Pruning,
     memory_limit: usize,
+    /// Where sidecar indexes are, when not beside the files (see [`Scan::index_dir`]).
+    index_dir: Option<Arc<std::path::PathBuf>>,
     metrics: Arc<MetricsCollector>,
     io: Arc<IoStats>,
 }
@@ -191,6 +193,7 @@ impl Scan {
             evaluation: Evaluation::Auto,
             pruning: Pruning::default(),
             memory_limit: crate::budget::DEFAULT_MEMORY_LIMIT,
+            index_dir: None,
             metrics: Arc::new(MetricsCollector::default()),
             io: Arc::new(IoStats::default()),
         }
@@ -379,6 +382,13 @@ impl Scan {
         self
     }
 
+    /// Looks for sidecar indexes (`tamis index --output DIR`) in `dir`, by data file name,
+    /// instead of beside the files (for read-only data).
+    pub fn index_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Scan {
+        self.index_dir = Some(Arc::new(dir.into()));
+        self
+    }
+
     /// Row-group workers: the thread count, times [`REMOTE_OVERLAP`] when a file is remote —
     /// there a row group mostly waits for its round trips, and overlapping several row groups'
     /// waits is what hides the latency.
@@ -455,6 +465,7 @@ impl Scan {
                 planner: Planner::new(self.filter_order).with_evaluation(self.evaluation),
                 pruning: self.pruning,
                 memory_limit: self.memory_limit,
+                index_dir: self.index_dir,
                 done: AtomicUsize::new(0),
                 cancelled,
             }),
@@ -484,6 +495,7 @@ struct Shared {
     planner: Planner,
     pruning: Pruning,
     memory_limit: usize,
+    index_dir: Option<Arc<std::path::PathBuf>>,
     done: AtomicUsize,
     cancelled: Arc<AtomicBool>,
 }
@@ -603,6 +615,7 @@ impl ScanStream {
                     ordinal,
                     pruning: shared.pruning,
                     memory_limit: shared.memory_limit,
+                    index_dir: shared.index_dir.as_deref().map(|d| d.as_path()),
                 };
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))

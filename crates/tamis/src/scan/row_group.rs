@@ -61,6 +61,8 @@ pub struct RowGroupJob<'a> {
     pub needed_leaves: &'a [usize],
     /// Bytes this row group's decoding may take (see [`crate::budget`]).
     pub memory_limit: usize,
+    /// Where sidecar indexes are, when not beside the file.
+    pub index_dir: Option<&'a std::path::Path>,
 }
 
 /// Runs the row group; returns the selected rows of the projected columns.
@@ -578,7 +580,7 @@ fn narrow_by_sidecar(
     if !job.pruning.sidecar_index || !page_bloom::probes_anything(p, leaves) {
         return Ok(None);
     }
-    let sidecar = match job.file.sidecar(job.reader)? {
+    let sidecar = match job.file.sidecar(job.reader, job.index_dir)? {
         SidecarState::Absent => return Ok(None),
         SidecarState::Stale(_) => {
             add(&job.metrics.row_groups_index_stale, 1);
