@@ -50,6 +50,13 @@ pub struct OptimizeArgs {
     /// Print the report as JSON on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Also build a sidecar index (page Bloom filters, as `tamis index`) on these columns of
+    /// the output, beside it.
+    #[arg(long, value_name = "COLS", value_delimiter = ',')]
+    pub index: Vec<String>,
+    /// False-positive rate of the sidecar's page filters.
+    #[arg(long, default_value_t = 0.01)]
+    pub index_fpp: f64,
 }
 
 fn parse_bytes(s: &str) -> Result<usize, String> {
@@ -110,6 +117,19 @@ pub fn run(args: &OptimizeArgs) -> CliResult<()> {
         b.finish_and_clear();
     }
     let report = result?;
+    let index = if args.index.is_empty() {
+        None
+    } else {
+        let output = args.output.to_string_lossy();
+        let reports = tamis::index::build::index_files(
+            &output,
+            &Default::default(),
+            &args.index,
+            args.index_fpp,
+            None,
+        )?;
+        reports.into_iter().next()
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.json {
@@ -118,6 +138,16 @@ pub fn run(args: &OptimizeArgs) -> CliResult<()> {
         writeln!(out, "{json}")?;
     } else {
         summary(&mut out, &report)?;
+        if let Some(r) = &index {
+            writeln!(
+                out,
+                "sidecar index {}: {} page filters, {} ({:.2}% of the output)",
+                r.sidecar,
+                r.pages,
+                mib(r.sidecar_bytes as f64),
+                100.0 * r.sidecar_bytes as f64 / r.data_bytes.max(1) as f64
+            )?;
+        }
     }
     out.flush()?;
     Ok(())

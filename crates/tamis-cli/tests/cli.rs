@@ -528,3 +528,61 @@ fn optimize_errors_leave_no_output() {
         assert_eq!(names.len(), 2, "left behind: {names:?}");
     }
 }
+
+/// `tamis index` writes a sidecar the scans then use (small pages so a key misses most);
+/// `optimize --index` writes one for its output; results never change.
+#[test]
+fn index_builds_sidecars_that_scans_use() {
+    let (dir, file) = lineitem_dir();
+    let small = dir.path().join("small-pages.parquet");
+    ok(tamis(&[
+        "optimize",
+        s(&file),
+        "-o",
+        s(&small),
+        "--page-rows",
+        "200",
+        "--index",
+        "l_partkey",
+    ]));
+    assert!(dir.path().join("small-pages.parquet.tamis.puffin").exists());
+    let where_ = "l_partkey = 77";
+    let with = explain_json(&[s(&small), "--where", where_]);
+    assert!(with["pages_pruned_index"].as_u64().unwrap() > 0, "{with}");
+    let rows = |path: &Path| {
+        csv_rows(&stdout(&ok(tamis(&[
+            "query",
+            s(path),
+            "--where",
+            where_,
+            "--format",
+            "csv",
+        ]))))
+    };
+    assert_eq!(rows(&small), rows(&file));
+    // Rebuilt apart from the data: found only with --index-dir.
+    std::fs::remove_file(dir.path().join("small-pages.parquet.tamis.puffin")).unwrap();
+    let idx = dir.path().join("idx");
+    std::fs::create_dir(&idx).unwrap();
+    let o = ok(tamis(&[
+        "index",
+        s(&small),
+        "--columns",
+        "l_partkey,l_suppkey",
+        "-o",
+        s(&idx),
+    ]));
+    assert!(
+        stdout(&o).contains("small-pages.parquet.tamis.puffin"),
+        "{}",
+        stdout(&o)
+    );
+    let without = explain_json(&[s(&small), "--where", where_]);
+    assert_eq!(without["pages_pruned_index"].as_u64(), Some(0));
+    let found = explain_json(&[s(&small), "--where", where_, "--index-dir", s(&idx)]);
+    assert!(found["pages_pruned_index"].as_u64().unwrap() > 0);
+    // A column that cannot be indexed: one clear line.
+    let o = tamis(&["index", s(&small), "--columns", "no_such"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no_such"), "{}", stderr(&o));
+}
