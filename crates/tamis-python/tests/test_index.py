@@ -70,3 +70,19 @@ def test_index_dir_finds_sidecars_written_elsewhere(tmp_path):
     assert _ids(tamis.scan(path, where="key = 42", columns=["id"], index_dir=str(index_dir))) == want
     assert tamis.explain(path, where="key = 42", index_dir=str(index_dir))["pages_pruned_index"] > 0
     assert tamis.explain(path, where="key = 42")["pages_pruned_index"] == 0
+
+
+def test_scan_batches_readers_raise_tamis_exceptions(tmp_path):
+    path = tmp_path / "t.parquet"
+    _write(path)
+    reader = tamis.scan_batches(path, where="key < 100", memory_limit=1000)
+    try:
+        for _ in reader:
+            pass
+    except tamis.ResourceLimitError as e:
+        assert "t.parquet" in str(e) and str(e).startswith("resource limit:")
+    else:
+        raise AssertionError("no error")
+    # Without an error, the same rows as scan().
+    got = tamis.scan_batches(path, where="key < 100", columns=["id"]).read_all()
+    assert _ids(got) == _ids(tamis.scan(path, where="key < 100", columns=["id"]))

@@ -181,11 +181,48 @@ def scan_batches(path: PathLike, where: Optional[str] = None,
     reader")`` and ``reader.read_pandas()`` take the data without copies.
 
     Errors in the request (path, predicate, columns) raise at once, as in :func:`scan`; errors
-    found while reading raise from the reader (as ``pyarrow`` exceptions carrying tamis's message).
+    found while reading raise from the reader, as the same tamis exception classes. Closing the
+    reader (or Ctrl-C while it is read) stops the scan.
     """
     opts = _options(options, where, columns, fields)
-    stream = _tamis.scan_stream(os.fspath(path), opts._native())
-    return pa.RecordBatchReader.from_stream(stream)
+    return _reader(_tamis.scan_stream(os.fspath(path), opts._native()))
+
+
+#: The labels that start tamis's error messages (Rust `ErrorKind`), and their classes.
+_ERROR_CLASSES = {
+    "corrupt file": CorruptFileError,
+    "unsupported": UnsupportedError,
+    "invalid argument": InvalidArgumentError,
+    "resource limit": ResourceLimitError,
+    "internal error": InternalError,
+    "cancelled": CancelledError,
+    "I/O error": OSError,
+}
+
+
+def _reader(stream: Any) -> pa.RecordBatchReader:
+    """A reader over a native stream that re-raises its errors as tamis's classes: through the
+    Arrow C stream they arrive as ``pyarrow`` exceptions whose text is tamis's one-line message
+    behind an ``External error:`` prefix."""
+    inner = pa.RecordBatchReader.from_stream(stream)
+
+    def batches() -> Any:
+        with inner:
+            while True:
+                try:
+                    batch = inner.read_next_batch()
+                except StopIteration:
+                    return
+                except pa.ArrowException as e:
+                    message = str(e)
+                    message = message.split("External error: ", 1)[-1]
+                    cls = _ERROR_CLASSES.get(message.split(":", 1)[0])
+                    if cls is None:
+                        raise
+                    raise cls(message) from None
+                yield batch
+
+    return pa.RecordBatchReader.from_batches(inner.schema, batches())
 
 
 def explain(path: PathLike, where: Optional[str] = None,
@@ -242,7 +279,7 @@ class Dataset:
                      options: Optional[ScanOptions] = None, **fields: Any) -> pa.RecordBatchReader:
         """Like :func:`scan_batches`, over this dataset's cached metadata."""
         opts = _options(options, where, columns, fields)
-        return pa.RecordBatchReader.from_stream(self._native.scan_stream(opts._native()))
+        return _reader(self._native.scan_stream(opts._native()))
 
     def explain(self, where: Optional[str] = None, columns: Optional[Sequence[str]] = None, *,
                 options: Optional[ScanOptions] = None, **fields: Any) -> Dict[str, Any]:
