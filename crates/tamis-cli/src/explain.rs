@@ -96,11 +96,26 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
         m.row_groups_fully_matched,
         pct(m.row_groups_fully_matched, rg)
     );
+    if m.row_groups_pruned_index > 0 {
+        let _ = writeln!(
+            s,
+            "  pruned by rows index: {:>8} ({})",
+            m.row_groups_pruned_index,
+            pct(m.row_groups_pruned_index, rg)
+        );
+    }
     let _ = writeln!(
         s,
         "conjuncts skipped by dictionary: {}",
         m.conjuncts_skipped_dictionary
     );
+    if m.conjuncts_decided_index > 0 {
+        let _ = writeln!(
+            s,
+            "conjuncts answered by the sidecar's rows index (column not read): {}",
+            m.conjuncts_decided_index
+        );
+    }
     if !m.filter_order.is_empty() {
         let _ = writeln!(
             s,

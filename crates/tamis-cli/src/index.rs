@@ -8,8 +8,24 @@ use crate::CliError;
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexKind {
+    /// Per column, from the data: page filters for clustered or low-cardinality columns, the
+    /// rows index for scattered ones (the choice and its reason are printed).
+    Auto,
     /// One split-block Bloom filter per data page (`=` and `IN` skip pages).
     PageBloom,
+    /// Per row group, the sorted distinct values with their row ids (`=`, `IN` and ranges
+    /// select rows without reading the column).
+    Rows,
+}
+
+impl From<IndexKind> for tamis::index::build::IndexKind {
+    fn from(k: IndexKind) -> Self {
+        match k {
+            IndexKind::Auto => tamis::index::build::IndexKind::Auto,
+            IndexKind::PageBloom => tamis::index::build::IndexKind::PageBloom,
+            IndexKind::Rows => tamis::index::build::IndexKind::Rows,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -19,8 +35,8 @@ pub struct IndexArgs {
     /// Comma-separated flat columns to index.
     #[arg(long, value_name = "COLS", value_delimiter = ',', required = true)]
     pub columns: Vec<String>,
-    /// What to build (`rows` and `auto` are planned, not built yet).
-    #[arg(long, value_enum, default_value_t = IndexKind::PageBloom)]
+    /// What to build.
+    #[arg(long, value_enum, default_value_t = IndexKind::Auto)]
     pub kind: IndexKind,
     /// Target false-positive rate of each page filter.
     #[arg(long, default_value_t = 0.01)]
@@ -40,19 +56,34 @@ pub fn run(args: &IndexArgs) -> Result<(), CliError> {
         &args.path,
         &options,
         &args.columns,
-        args.fpp,
+        tamis::index::build::IndexOptions {
+            kind: args.kind.into(),
+            fpp: args.fpp,
+        },
         args.output.as_deref(),
     )?;
     for r in reports {
         println!(
-            "{}: {} pages, {} values, {} bytes ({:.2}% of the data), {:.0} ms",
+            "{}: {} values, {} bytes ({:.2}% of the data), {:.0} ms",
             r.sidecar,
-            r.pages,
             r.values,
             r.sidecar_bytes,
             100.0 * r.sidecar_bytes as f64 / r.data_bytes.max(1) as f64,
             r.time_ms
         );
+        print_columns(&r);
     }
     Ok(())
+}
+
+/// One line per indexed column: what was built, its size, and why.
+pub fn print_columns(r: &tamis::index::build::IndexReport) {
+    for c in &r.columns {
+        let kind = match c.kind {
+            tamis::index::build::IndexKind::Auto => "auto",
+            tamis::index::build::IndexKind::PageBloom => "page-bloom",
+            tamis::index::build::IndexKind::Rows => "rows",
+        };
+        println!("  {}: {kind}, {} bytes ({})", c.column, c.bytes, c.why);
+    }
 }

@@ -50,10 +50,12 @@ pub struct OptimizeArgs {
     /// Print the report as JSON on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
-    /// Also build a sidecar index (page Bloom filters, as `tamis index`) on these columns of
-    /// the output, beside it.
+    /// Also build a sidecar index (as `tamis index`) on these columns of the output, beside it.
     #[arg(long, value_name = "COLS", value_delimiter = ',')]
     pub index: Vec<String>,
+    /// What the sidecar holds (as `tamis index --kind`).
+    #[arg(long, value_enum, default_value_t = crate::index::IndexKind::Auto)]
+    pub index_kind: crate::index::IndexKind,
     /// False-positive rate of the sidecar's page filters.
     #[arg(long, default_value_t = 0.01)]
     pub index_fpp: f64,
@@ -125,7 +127,10 @@ pub fn run(args: &OptimizeArgs) -> CliResult<()> {
             &output,
             &Default::default(),
             &args.index,
-            args.index_fpp,
+            tamis::index::build::IndexOptions {
+                kind: args.index_kind.into(),
+                fpp: args.index_fpp,
+            },
             None,
         )?;
         reports.into_iter().next()
@@ -141,12 +146,21 @@ pub fn run(args: &OptimizeArgs) -> CliResult<()> {
         if let Some(r) = &index {
             writeln!(
                 out,
-                "sidecar index {}: {} page filters, {} ({:.2}% of the output)",
+                "sidecar index {}: {} ({:.2}% of the output)",
                 r.sidecar,
-                r.pages,
                 mib(r.sidecar_bytes as f64),
                 100.0 * r.sidecar_bytes as f64 / r.data_bytes.max(1) as f64
             )?;
+            for c in &r.columns {
+                writeln!(
+                    out,
+                    "  {}: {:?}, {} ({})",
+                    c.column,
+                    c.kind,
+                    mib(c.bytes as f64),
+                    c.why
+                )?;
+            }
         }
     }
     out.flush()?;

@@ -415,7 +415,7 @@ fn optimize_json(
 
 /// Runs `tamis::index::build::index_files` without the GIL; returns the reports as JSON.
 #[pyfunction]
-#[pyo3(signature = (path, columns, fpp=0.01, output=None, storage_options=None))]
+#[pyo3(signature = (path, columns, fpp=0.01, output=None, storage_options=None, kind="auto"))]
 fn index_json(
     py: Python<'_>,
     path: String,
@@ -423,11 +423,16 @@ fn index_json(
     fpp: f64,
     output: Option<String>,
     storage_options: Option<HashMap<String, String>>,
+    kind: &str,
 ) -> PyResult<String> {
     let options = storage(&storage_options);
     let run = || -> tamis::Result<String> {
         let out = output.as_deref().map(std::path::Path::new);
-        let reports = tamis::index::build::index_files(&path, &options, &columns, fpp, out)?;
+        let index = tamis::index::build::IndexOptions {
+            kind: kind.parse()?,
+            fpp,
+        };
+        let reports = tamis::index::build::index_files(&path, &options, &columns, index, out)?;
         serde_json::to_string(&reports)
             .map_err(|e| Error::internal(format!("cannot serialize the report: {e}")))
     };

@@ -30,6 +30,10 @@ pub struct ScanMetrics {
     /// Of the candidate pages the page index left, filter-column pages ruled out by the
     /// sidecar index's page Bloom filters.
     pub pages_pruned_index: u64,
+    /// Row groups the sidecar's rows index showed to hold no match.
+    pub row_groups_pruned_index: u64,
+    /// Conjuncts (leaves) the sidecar's rows index answered, so their column was not read.
+    pub conjuncts_decided_index: u64,
     /// Row groups whose file had a sidecar index built for another version of the file
     /// (ignored: it costs time, never rows).
     pub row_groups_index_stale: u64,
@@ -104,6 +108,8 @@ collector!(
     pages_total,
     pages_pruned,
     pages_pruned_index,
+    row_groups_pruned_index,
+    conjuncts_decided_index,
     row_groups_index_stale,
     pages_skipped_payload,
     pages_read,

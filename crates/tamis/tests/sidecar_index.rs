@@ -14,6 +14,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use tamis::index::build::IndexKind;
 
 const ROWS: usize = 6_000;
 
@@ -86,10 +87,15 @@ fn write(path: &Path, d: &Data) {
 }
 
 fn index(path: &Path, columns: &[&str]) -> tamis::index::build::IndexReport {
+    index_kind(path, columns, IndexKind::PageBloom)
+}
+
+fn index_kind(path: &Path, columns: &[&str], kind: IndexKind) -> tamis::index::build::IndexReport {
     let file = tamis::io::location::FileRef::Local(path.to_path_buf());
     let opened = tamis::scan::file::OpenedFile::open_ref(&file).unwrap();
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
-    let (bytes, report) = tamis::index::build::build_page_blooms(&opened, &columns, 0.01).unwrap();
+    let options = tamis::index::build::IndexOptions { kind, fpp: 0.01 };
+    let (bytes, report) = tamis::index::build::build_index(&opened, &columns, options).unwrap();
     tamis::index::write_sidecar(&file, bytes, None).unwrap();
     report
 }
@@ -226,11 +232,20 @@ fn a_stale_sidecar_is_ignored_and_counted() {
 
 #[test]
 fn a_broken_sidecar_is_a_clear_error_never_wrong_rows() {
+    broken_sidecar(IndexKind::PageBloom);
+}
+
+#[test]
+fn a_broken_rows_index_is_a_clear_error_never_wrong_rows() {
+    broken_sidecar(IndexKind::Rows);
+}
+
+fn broken_sidecar(kind: IndexKind) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.parquet");
     let d = data(3);
     write(&path, &d);
-    index(&path, &["k32", "s"]);
+    index_kind(&path, &["k32", "s"], kind);
     let sidecar = dir.path().join("t.parquet.tamis.puffin");
     let good = std::fs::read(&sidecar).unwrap();
     let k = 17;
@@ -257,4 +272,120 @@ fn a_broken_sidecar_is_a_clear_error_never_wrong_rows() {
             Err(e) => assert_ne!(e.kind, tamis::ErrorKind::Internal, "byte {i}: {e}"),
         }
     }
+}
+
+/// Range predicates and their row-wise truth, on every indexed type.
+fn range_cases(d: &Arc<Data>, rng: &mut StdRng) -> Vec<Case> {
+    let mut out: Vec<Case> = Vec::new();
+    for _ in 0..6 {
+        let a = rng.random_range(-5..2_100);
+        let b = a + rng.random_range(0..40);
+        let dd = d.clone();
+        out.push((
+            format!("k32 BETWEEN {a} AND {b}"),
+            Box::new(move |i| dd.k32[i].is_some_and(|k| (a..=b).contains(&k))),
+        ));
+        let dd = d.clone();
+        out.push((
+            format!("k32 < {a} AND k64 >= 0"),
+            Box::new(move |i| dd.k32[i].is_some_and(|k| k < a) && dd.k64[i] >= 0),
+        ));
+        let v = format!("v{}", rng.random_range(0..760));
+        let dd = d.clone();
+        let v2 = v.clone();
+        out.push((
+            format!("s > '{v}'"),
+            Box::new(move |i| dd.s[i].as_deref().is_some_and(|s| s > v2.as_str())),
+        ));
+    }
+    for (lit, want) in [("74.5", 74.5f64), ("-0.0", 0.0), ("1e9", 1e9)] {
+        let dd = d.clone();
+        out.push((
+            format!("f >= {lit}"),
+            Box::new(move |i| dd.f[i].is_nan() || dd.f[i] >= want),
+        ));
+        let dd = d.clone();
+        out.push((
+            format!("f < {lit}"),
+            Box::new(move |i| !dd.f[i].is_nan() && dd.f[i] < want),
+        ));
+    }
+    let dd = d.clone();
+    out.push(("f > 'NaN'".into(), Box::new(move |_| false)));
+    let dd2 = dd.clone();
+    out.push((
+        "f <= 0".into(),
+        Box::new(move |i| !dd2.f[i].is_nan() && dd2.f[i] <= 0.0),
+    ));
+    out.push((
+        "s <= ''".into(),
+        Box::new(move |i| dd.s[i].as_deref() == Some("")),
+    ));
+    out
+}
+
+#[test]
+fn the_rows_index_answers_predicates_without_reading_the_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    let d = Arc::new(data(21));
+    write(&path, &d);
+    let report = index_kind(&path, &["k32", "k64", "f", "s"], IndexKind::Rows);
+    assert!(report.columns.iter().all(|c| c.kind == IndexKind::Rows));
+    let mut rng = StdRng::seed_from_u64(23);
+    let mut all = cases(&d, &mut rng);
+    all.extend(range_cases(&d, &mut rng));
+    let mut decided = 0;
+    for (sql, truth) in all {
+        let want: Vec<i64> = (0..ROWS).filter(|&i| truth(i)).map(|i| i as i64).collect();
+        let (on, m) = scan(&path, &sql, true).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let (off, m_off) = scan(&path, &sql, false).unwrap();
+        assert_eq!(on, want, "{sql}: with the index");
+        assert_eq!(off, want, "{sql}: without");
+        assert_eq!(m_off.conjuncts_decided_index, 0);
+        decided += m.conjuncts_decided_index;
+        // A point lookup the index answers alone: the candidates are exactly the matches,
+        // and the row groups without a match are pruned before any page is read.
+        let point = sql.starts_with("k32 = ") || sql.starts_with("k64 IN");
+        let read = m_off.row_groups_pruned_statistics < m_off.row_groups_total;
+        if point && read {
+            assert_eq!(m.rows_candidate, m.rows_selected, "{sql}: {m:?}");
+            assert!(m.conjuncts_decided_index > 0, "{sql}: {m:?}");
+            // The filter column's pages are not read; for one key, its index blocks cost less
+            // than the column (five keys read five blocks, about a page each at this size).
+            assert!(m.pages_read < m_off.pages_read, "{sql}: {m:?}");
+            if sql.starts_with("k32 = ") {
+                let (on, off) = (m.bytes_read, m_off.bytes_read);
+                assert!(on < off, "{sql}: {on} vs {off}");
+            }
+            if want.is_empty() {
+                let pruned = m.row_groups_pruned_index + m.row_groups_pruned_statistics;
+                assert_eq!(pruned, m.row_groups_total, "{sql}: {m:?}");
+            }
+        }
+    }
+    assert!(decided > 50, "{decided}");
+}
+
+#[test]
+fn auto_picks_page_filters_for_clustered_columns_and_rows_for_scattered_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    write(&path, &data(4));
+    let report = index_kind(&path, &["id", "k32"], IndexKind::Auto);
+    let kind = |c: &str| report.columns.iter().find(|r| r.column == c).unwrap().kind;
+    assert_eq!(kind("id"), IndexKind::PageBloom, "{:?}", report.columns);
+    assert_eq!(kind("k32"), IndexKind::Rows, "{:?}", report.columns);
+    // Both kinds in one sidecar: each answers its column.
+    let (got, m) = scan(&path, "id = 4321 OR id = 17", true).unwrap();
+    assert_eq!(got, vec![17, 4321]);
+    assert_eq!(m.conjuncts_decided_index, 0, "{m:?}");
+    let d = data(4);
+    let want: Vec<i64> = (0..ROWS)
+        .filter(|&i| d.k32[i] == Some(99))
+        .map(|i| i as i64)
+        .collect();
+    let (got, m) = scan(&path, "k32 = 99", true).unwrap();
+    assert_eq!(got, want);
+    assert!(m.conjuncts_decided_index > 0, "{m:?}");
 }

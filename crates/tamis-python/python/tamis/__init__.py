@@ -327,21 +327,25 @@ def index(
     fpp: float = 0.01,
     output: Optional[PathLike] = None,
     storage_options: Optional[Mapping[str, Any]] = None,
+    kind: str = "auto",
 ) -> List[Dict[str, Any]]:
     """Build sidecar indexes for existing Parquet files, like ``tamis index``.
 
-    For each file ``path`` names (file, directory, glob, object-store prefix), one split-block
-    Bloom filter per data page of each of ``columns`` at false-positive rate ``fpp``, written
-    to ``<file>.tamis.puffin`` beside it (or into the directory ``output``, local files only;
-    scans then need ``index_dir=``). Scans use them for ``=`` and ``IN`` and ignore a sidecar
-    built for another version of the file. Returns one report per file.
+    For each file ``path`` names (file, directory, glob, object-store prefix), an index of each
+    of ``columns``, written to ``<file>.tamis.puffin`` beside it (or into the directory
+    ``output``, local files only; scans then need ``index_dir=``). ``kind`` is ``"page-bloom"``
+    (one split-block Bloom filter per data page at false-positive rate ``fpp``: ``=`` and
+    ``IN`` skip pages), ``"rows"`` (per row group, the sorted distinct values with their row
+    ids: ``=``, ``IN`` and ranges select rows without reading the column) or ``"auto"`` (per
+    column, from the data; each report's ``columns`` says what was chosen and why). Scans
+    ignore a sidecar built for another version of the file. Returns one report per file.
     """
     storage = None if storage_options is None else {
         str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage_options.items()
     }
     text = _tamis.index_json(
         os.fspath(path), _names(columns, "columns"), float(fpp),
-        os.fspath(output) if output is not None else None, storage,
+        os.fspath(output) if output is not None else None, storage, str(kind),
     )
     return json.loads(text)
 

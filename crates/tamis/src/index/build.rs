@@ -1,8 +1,10 @@
 //! Building a sidecar: each indexed column is read row group by row group with the `parquet`
-//! crate's column reader (physical values, so they hash as the writer's own filters would), and
-//! each page's distinct values go into a filter sized for them.
+//! crate's column reader (physical values, so they hash as the writer's own filters would).
+//! One pass gives every value's row ids; from them come the page filters (each page's distinct
+//! values), the rows index (the row ids themselves), and `auto`'s choice between the two.
 
-use std::collections::HashSet;
+use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use parquet::basic::Type as PhysicalType;
@@ -12,9 +14,61 @@ use parquet::data_type::AsBytes;
 use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::page_bloom::PageBlooms;
-use super::{DataFileIdentity, Sidecar};
+use super::{DataFileIdentity, IndexBlob, Sidecar};
 use crate::error::{Error, Result};
+use crate::expr::Scalar;
 use crate::scan::file::OpenedFile;
+
+/// What to build for a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IndexKind {
+    /// Per column, whichever the data favours (see [`choose`]).
+    Auto,
+    /// One split-block Bloom filter per data page.
+    PageBloom,
+    /// Per row group, the sorted distinct values with their row ids.
+    Rows,
+}
+
+impl std::str::FromStr for IndexKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(IndexKind::Auto),
+            "page-bloom" => Ok(IndexKind::PageBloom),
+            "rows" => Ok(IndexKind::Rows),
+            other => Err(Error::invalid(format!(
+                "unknown index kind '{other}' (auto, page-bloom or rows)"
+            ))),
+        }
+    }
+}
+
+/// What to build: the kind and the page filters' false-positive rate.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexOptions {
+    pub kind: IndexKind,
+    pub fpp: f64,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            kind: IndexKind::Auto,
+            fpp: 0.01,
+        }
+    }
+}
+
+/// What was built for one column, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ColumnReport {
+    pub column: String,
+    pub kind: IndexKind,
+    pub why: String,
+    pub bytes: u64,
+}
 
 /// What `tamis index` built for one file.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -27,16 +81,16 @@ pub struct IndexReport {
     pub data_bytes: u64,
     pub pages: u64,
     pub values: u64,
+    pub columns: Vec<ColumnReport>,
 }
 
 /// Builds and writes the sidecars of every file `path` names (file, directory, glob, object
-/// store prefix): page Bloom filters on `columns` at false-positive rate `fpp`, beside each
-/// file or into `output` (local files).
+/// store prefix) for `columns`, beside each file or into `output` (local files).
 pub fn index_files(
     path: &str,
     options: &crate::io::StorageOptions,
     columns: &[String],
-    fpp: f64,
+    index: IndexOptions,
     output: Option<&std::path::Path>,
 ) -> Result<Vec<IndexReport>> {
     let listing = crate::io::location::list(path, options)?;
@@ -44,7 +98,7 @@ pub fn index_files(
     for f in &listing.files {
         let start = std::time::Instant::now();
         let opened = OpenedFile::open_ref(f)?;
-        let (bytes, mut report) = build_page_blooms(&opened, columns, fpp)?;
+        let (bytes, mut report) = build_index(&opened, columns, index)?;
         report.sidecar = super::write_sidecar(f, bytes, output)?;
         report.file = opened.location.clone();
         report.time_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -53,13 +107,26 @@ pub fn index_files(
     Ok(reports)
 }
 
-/// The sidecar bytes (page Bloom filters at false-positive rate `fpp`) for `columns` (leaf
-/// paths or top-level names of flat columns) of `file`.
+/// The sidecar bytes (page Bloom filters at false-positive rate `fpp`) for `columns` of `file`.
 pub fn build_page_blooms(
     file: &OpenedFile,
     columns: &[String],
     fpp: f64,
 ) -> Result<(Vec<u8>, IndexReport)> {
+    let options = IndexOptions {
+        kind: IndexKind::PageBloom,
+        fpp,
+    };
+    build_index(file, columns, options)
+}
+
+/// The sidecar bytes for `columns` (leaf paths or top-level names of flat columns) of `file`.
+pub fn build_index(
+    file: &OpenedFile,
+    columns: &[String],
+    options: IndexOptions,
+) -> Result<(Vec<u8>, IndexReport)> {
+    let fpp = options.fpp;
     if !(fpp > 0.0 && fpp < 1.0) {
         return Err(Error::invalid(format!(
             "false-positive rate {fpp} not in (0, 1)"
@@ -74,7 +141,8 @@ pub fn build_page_blooms(
                 .find(|l| l.path == *name || l.path.eq_ignore_ascii_case(name))
                 .ok_or_else(|| Error::invalid(format!("unknown column '{name}' to index")))?;
             let indexable = !leaf.nested
-                && !matches!(leaf.physical, PhysicalType::BOOLEAN | PhysicalType::INT96);
+                && !matches!(leaf.physical, PhysicalType::BOOLEAN | PhysicalType::INT96)
+                && leaf.domain() != crate::schema::Domain::None;
             if !indexable {
                 return Err(Error::unsupported(format!(
                     "column '{name}': only flat, non-boolean, non-INT96 columns can be indexed"
@@ -95,39 +163,191 @@ pub fn build_page_blooms(
         data_bytes: file.len(),
         ..IndexReport::default()
     };
+    let mut kinds: HashMap<usize, (IndexKind, String)> = HashMap::new();
+    let mut bytes_per_column: HashMap<usize, u64> = HashMap::new();
     for rg in 0..file.metadata.num_row_groups() {
         file.prefetch(rg, &leaves, &[], &[], &reader)?;
         let rows = file.metadata.row_group(rg).num_rows() as u64;
+        if u32::try_from(rows).is_err() {
+            return Err(Error::unsupported(format!(
+                "row group {rg} has {rows} rows; indexes address at most 2^32"
+            ))
+            .in_file(&file.location));
+        }
         for &c in &leaves {
             let ctx = |e: Error| e.in_column(&file.leaves[c].path).in_file(&file.location);
-            let first_rows = page_first_rows(file, rg, c).ok_or_else(|| {
-                ctx(Error::unsupported(
-                    "no offset index (write one with `tamis optimize`)",
-                ))
-            })?;
-            let per_page = page_values(file, &reader, rg, c, &first_rows, rows).map_err(ctx)?;
-            let mut bitsets = Vec::with_capacity(per_page.len());
-            for values in per_page {
-                report.pages += 1;
-                report.values += values.len() as u64;
-                if values.is_empty() {
-                    bitsets.push(Vec::new());
-                    continue;
+            let first_rows = page_first_rows(file, rg, c);
+            let values = column_values(file, &reader, rg, c, rows).map_err(ctx)?;
+            let pages = first_rows.as_ref().map(|f| pages_per_value(&values, f));
+            let (kind, _) = kinds
+                .entry(c)
+                .or_insert_with(|| match options.kind {
+                    IndexKind::Auto => choose(&file.leaves[c], &values, rows, pages.as_ref()),
+                    k => (k, "asked for".to_string()),
+                })
+                .clone();
+            report.values += values.values().map(|r| r.len() as u64).sum::<u64>();
+            let blob = match kind {
+                IndexKind::PageBloom | IndexKind::Auto => {
+                    let first_rows = first_rows.ok_or_else(|| {
+                        ctx(Error::unsupported(
+                            "page filters need an offset index (write one with `tamis optimize`, \
+                             or use --kind rows)",
+                        ))
+                    })?;
+                    let (_, per_page) = pages.expect("with first rows");
+                    let mut bitsets = Vec::with_capacity(per_page.len());
+                    for page_values in per_page {
+                        report.pages += 1;
+                        if page_values.is_empty() {
+                            bitsets.push(Vec::new());
+                            continue;
+                        }
+                        let mut f = sized_filter(page_values.len() as u64, fpp);
+                        for v in page_values {
+                            f.insert(&v[..]);
+                        }
+                        let mut bits = Vec::new();
+                        f.write_bitset(&mut bits).map_err(|e| ctx(Error::from(e)))?;
+                        bitsets.push(bits);
+                    }
+                    IndexBlob::PageBloom {
+                        row_group: rg,
+                        column: c,
+                        blob: PageBlooms::encode(&first_rows, &bitsets),
+                    }
                 }
-                let mut f = sized_filter(values.len() as u64, fpp);
-                for v in &values {
-                    f.insert(&v[..]);
+                IndexKind::Rows => {
+                    let (blob, fence_len) =
+                        super::rows::encode(&file.leaves[c], values.into_iter().collect())
+                            .map_err(ctx)?;
+                    IndexBlob::Rows {
+                        row_group: rg,
+                        column: c,
+                        blob,
+                        fence_len,
+                    }
                 }
-                let mut bits = Vec::new();
-                f.write_bitset(&mut bits).map_err(|e| ctx(Error::from(e)))?;
-                bitsets.push(bits);
-            }
-            blobs.push((rg, c, PageBlooms::encode(&first_rows, &bitsets)));
+            };
+            let len = match &blob {
+                IndexBlob::PageBloom { blob, .. } | IndexBlob::Rows { blob, .. } => blob.len(),
+            };
+            *bytes_per_column.entry(c).or_default() += len as u64;
+            blobs.push(blob);
         }
     }
     let bytes = Sidecar::write(&identity, &blobs, &|c| file.leaves[c].path.clone())?;
     report.sidecar_bytes = bytes.len() as u64;
+    for &c in &leaves {
+        let (kind, why) = kinds
+            .remove(&c)
+            .unwrap_or((options.kind, "no row groups".into()));
+        report.columns.push(ColumnReport {
+            column: file.leaves[c].path.clone(),
+            kind,
+            why,
+            bytes: bytes_per_column.get(&c).copied().unwrap_or(0),
+        });
+    }
     Ok((bytes, report))
+}
+
+/// Each value's rows, and each page's distinct values: (total of the pages' distinct counts,
+/// the values of each page).
+type PageValues<'a> = (u64, Vec<Vec<&'a [u8]>>);
+
+fn pages_per_value<'a>(
+    values: &'a HashMap<Vec<u8>, Vec<u32>>,
+    first_rows: &[u64],
+) -> PageValues<'a> {
+    let mut per_page: Vec<Vec<&[u8]>> = vec![Vec::new(); first_rows.len()];
+    let mut total = 0u64;
+    for (v, rows) in values {
+        let mut last_page = usize::MAX;
+        for &r in rows {
+            let page = first_rows
+                .partition_point(|&f| f <= r as u64)
+                .saturating_sub(1);
+            if page != last_page {
+                per_page[page].push(v);
+                total += 1;
+                last_page = page;
+            }
+        }
+    }
+    (total, per_page)
+}
+
+/// `auto`, from sortedness and cardinality. A sorted (or clustered) column keeps each value in
+/// few pages whose min/max the page index already narrows: page filters add the pruning of
+/// absent values, small. A column with so few distinct values that each is on most pages is
+/// answered by its dictionary; page filters stay the small option there. Otherwise values are
+/// scattered over many pages: page filters would still read a page per occurrence, while the
+/// rows index selects the rows without reading the column at all.
+pub fn choose(
+    column: &crate::schema::LeafColumn,
+    values: &HashMap<Vec<u8>, Vec<u32>>,
+    rows: u64,
+    pages: Option<&PageValues<'_>>,
+) -> (IndexKind, String) {
+    let ndv = values.len() as u64;
+    let Some((_, per_page)) = pages else {
+        return (
+            IndexKind::Rows,
+            "no offset index, which page filters need".to_string(),
+        );
+    };
+    if ndv == 0 {
+        return (IndexKind::PageBloom, "no values".to_string());
+    }
+    // Sortedness: the share of neighbouring pages whose value ranges do not overlap.
+    let bounds: Vec<(Scalar, Scalar)> = per_page
+        .iter()
+        .filter_map(|vals| {
+            let mut it = vals
+                .iter()
+                .filter_map(|v| super::rows::value_scalar(column, v));
+            let first = it.next()?;
+            Some(it.fold((first.clone(), first), |(lo, hi), v| {
+                let lo = if v.compare(&lo) == Some(Ordering::Less) {
+                    v.clone()
+                } else {
+                    lo
+                };
+                let hi = if v.compare(&hi) == Some(Ordering::Greater) {
+                    v
+                } else {
+                    hi
+                };
+                (lo, hi)
+            }))
+        })
+        .collect();
+    let pairs = bounds.len().saturating_sub(1);
+    let ordered = bounds
+        .windows(2)
+        .filter(|w| w[0].1.compare(&w[1].0) != Some(Ordering::Greater))
+        .count();
+    let rows_per_value = rows as f64 / ndv as f64;
+    if pairs == 0 || ordered * 10 >= pairs * 9 {
+        (
+            IndexKind::PageBloom,
+            format!("sorted: {ordered} of {pairs} neighbouring pages do not overlap"),
+        )
+    } else if rows_per_value > 1024.0 {
+        (
+            IndexKind::PageBloom,
+            format!("low cardinality: {ndv} distinct values, each on most pages"),
+        )
+    } else {
+        (
+            IndexKind::Rows,
+            format!(
+                "unsorted, {ndv} distinct values in {rows} rows: a value's rows lie on many of {} pages",
+                per_page.len()
+            ),
+        )
+    }
 }
 
 /// An empty filter for `ndv` values at false-positive rate `fpp`: the bits Parquet's own
@@ -159,15 +379,14 @@ fn page_first_rows(file: &OpenedFile, rg: usize, column: usize) -> Option<Vec<u6
     ordered.then_some(rows)
 }
 
-/// The distinct plain encodings of each page's non-null values.
-fn page_values(
+/// Each distinct value's plain encoding with the ids of its rows, ascending (NULLs have none).
+fn column_values(
     file: &OpenedFile,
     reader: &crate::io::Reader,
     rg: usize,
     column: usize,
-    first_rows: &[u64],
     rows: u64,
-) -> Result<Vec<HashSet<Vec<u8>>>> {
+) -> Result<HashMap<Vec<u8>, Vec<u32>>> {
     let cc = file.metadata.row_group(rg).column(column);
     let (start, len) = cc.byte_range();
     let chunk = reader.read_ranges(std::slice::from_ref(&(start..start + len)))?;
@@ -178,20 +397,18 @@ fn page_values(
     let pages = SerializedPageReader::new(Arc::new(chunk), cc, rows as usize, locations)?;
     let descr = file.metadata.file_metadata().schema_descr().column(column);
     let max_def = descr.max_def_level();
-    let mut out: Vec<HashSet<Vec<u8>>> = vec![HashSet::new(); first_rows.len()];
+    let mut out: HashMap<Vec<u8>, Vec<u32>> = HashMap::new();
     let mut row: u64 = 0;
-    let mut page = 0;
-    // Rows are assigned to pages by their index; values come only for non-null rows.
     let mut add = |defs: &[i16], values: &mut dyn Iterator<Item = Vec<u8>>| -> Result<()> {
         for &d in defs {
-            while page + 1 < first_rows.len() && row >= first_rows[page + 1] {
-                page += 1;
+            if row >= rows {
+                return Err(Error::corrupt("more values than the row group's rows"));
             }
             if d == max_def {
                 let v = values
                     .next()
                     .ok_or_else(|| Error::corrupt("fewer values than definition levels"))?;
-                out[page].insert(v);
+                out.entry(v).or_default().push(row as u32);
             }
             row += 1;
         }

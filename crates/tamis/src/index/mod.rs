@@ -4,7 +4,9 @@
 //! ```text
 //! puffin.rs      the container: blobs plus a JSON footer (Apache Iceberg's Puffin format)
 //! page_bloom.rs  one split-block Bloom filter per data page: `=` / `IN` skip pages
-//! build.rs       reading a file's columns page by page to build the filters
+//! rows.rs        per row group, sorted distinct values with their row ids: `=`, `IN` and
+//!                ranges become the selection without reading the column
+//! build.rs       reading a file's columns to build either, and choosing between them
 //! ```
 //!
 //! A sidecar records the identity of the data file it indexes: its length and an xxHash64 of
@@ -16,15 +18,24 @@
 pub mod build;
 pub mod page_bloom;
 pub mod puffin;
+pub mod rows;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::error::{Error, ErrorKind, Result};
+use std::sync::Mutex;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::expr::Leaf;
 use crate::io::location::FileRef;
-use crate::io::Reader;
+use crate::io::{ByteSource, FetchedRanges, Reader};
+use crate::schema::LeafColumn;
+use crate::selection::Bitmap;
 use page_bloom::PageBlooms;
+use rows::Fence;
 
 /// Appended to a data file's path or key to name its sidecar.
 pub const SIDECAR_SUFFIX: &str = ".tamis.puffin";
@@ -39,6 +50,8 @@ const PROP_ETAG: &str = "tamis.data-file.etag";
 const PROP_MODIFIED: &str = "tamis.data-file.modified-ns";
 const PROP_ROW_GROUP: &str = "row-group";
 const PROP_COLUMN: &str = "column";
+/// Length of a rows blob's fence (its first bytes).
+const PROP_FENCE_BYTES: &str = "tamis.fence-bytes";
 /// xxHash64 of a blob's bytes, seeded with its row group and column: a flipped bit in a filter
 /// (or in the footer's row group or column) could hide a page, so every blob is checked before
 /// use.
@@ -105,12 +118,47 @@ fn footer_range(reader: &Reader) -> Result<Range<u64>> {
     Ok(start..len)
 }
 
-/// A loaded sidecar: page filters by (row group, leaf column).
-#[derive(Debug, Default)]
+/// A blob of a sidecar as written: page filters or a rows index of one (row group, column).
+#[derive(Debug, Clone)]
+pub enum IndexBlob {
+    PageBloom {
+        row_group: usize,
+        column: usize,
+        blob: Vec<u8>,
+    },
+    Rows {
+        row_group: usize,
+        column: usize,
+        blob: Vec<u8>,
+        /// Length of the blob's fence (its first bytes), read before any block.
+        fence_len: usize,
+    },
+}
+
+/// An opened sidecar. Only its footer is read at open (usually in the same read that finds
+/// it); blobs are read when a scan needs them, through the scan's reader (counted in its bytes
+/// and requests), checked against their checksums, and kept.
+#[derive(Debug)]
 pub struct Sidecar {
     pub location: String,
     pub identity: Option<DataFileIdentity>,
-    pub page_blooms: HashMap<(usize, usize), PageBlooms>,
+    source: Arc<dyn ByteSource>,
+    /// What the open read: the end of the sidecar (footer and, often, every blob).
+    tail: Arc<FetchedRanges>,
+    page_bloom_blobs: HashMap<(usize, usize), (Range<u64>, String)>,
+    rows_blobs: HashMap<(usize, usize), RowsBlob>,
+    page_blooms: Mutex<HashMap<(usize, usize), Arc<PageBlooms>>>,
+    fences: Mutex<HashMap<(usize, usize), Arc<Fence>>>,
+    /// Rows of each row group of the data file.
+    rows: Vec<u64>,
+}
+
+/// Where a rows-index blob is and how to check its fence.
+#[derive(Debug, Clone)]
+struct RowsBlob {
+    range: Range<u64>,
+    fence_len: u64,
+    fence_hash: String,
 }
 
 /// What a scan found beside a data file.
@@ -124,29 +172,88 @@ pub enum SidecarState {
 }
 
 impl Sidecar {
-    /// Serializes page filters for a file of `identity`; `columns` names each leaf's path.
+    /// Serializes index blobs for a file of `identity`; `columns` names each leaf's path.
     pub fn write(
         identity: &DataFileIdentity,
-        blooms: &[(usize, usize, Vec<u8>)],
+        blobs: &[IndexBlob],
         columns: &dyn Fn(usize) -> String,
     ) -> Result<Vec<u8>> {
         let mut w = puffin::PuffinWriter::default();
-        for (rg, column, blob) in blooms {
-            let props = BTreeMap::from([
-                (PROP_ROW_GROUP.to_string(), rg.to_string()),
-                (PROP_COLUMN.to_string(), columns(*column)),
-                (PROP_BLOB_HASH.to_string(), blob_hash(*rg, *column, blob)),
-            ]);
-            w.add(page_bloom::BLOB_TYPE, vec![*column as i32], props, blob);
+        for b in blobs {
+            match b {
+                IndexBlob::PageBloom {
+                    row_group,
+                    column,
+                    blob,
+                } => {
+                    let props = BTreeMap::from([
+                        (PROP_ROW_GROUP.to_string(), row_group.to_string()),
+                        (PROP_COLUMN.to_string(), columns(*column)),
+                        (
+                            PROP_BLOB_HASH.to_string(),
+                            blob_hash(*row_group, *column, blob),
+                        ),
+                    ]);
+                    w.add(page_bloom::BLOB_TYPE, vec![*column as i32], props, blob);
+                }
+                IndexBlob::Rows {
+                    row_group,
+                    column,
+                    blob,
+                    fence_len,
+                } => {
+                    let fence = &blob[..*fence_len];
+                    let props = BTreeMap::from([
+                        (PROP_ROW_GROUP.to_string(), row_group.to_string()),
+                        (PROP_COLUMN.to_string(), columns(*column)),
+                        (PROP_FENCE_BYTES.to_string(), fence_len.to_string()),
+                        (
+                            PROP_BLOB_HASH.to_string(),
+                            blob_hash(*row_group, *column, fence),
+                        ),
+                    ]);
+                    w.add(rows::BLOB_TYPE, vec![*column as i32], props, blob);
+                }
+            }
         }
         w.finish(identity.properties())
     }
 
-    /// Parses a sidecar for a file whose row groups have `rows[rg]` rows and `columns` leaves.
-    /// Blobs of unknown types are skipped (newer writers may add some).
-    pub fn parse(location: &str, bytes: &[u8], rows: &[u64], columns: usize) -> Result<Sidecar> {
+    /// Opens the sidecar `source`, whose open read its last bytes (`tail`).
+    fn open(
+        source: Arc<dyn ByteSource>,
+        tail: Bytes,
+        rows: &[u64],
+        columns: usize,
+    ) -> Result<Sidecar> {
+        let location = source.location().to_string();
+        let len = source.identity().len;
+        let ctx = |e: Error| e.in_file(&location);
+        let needed = puffin::footer_bytes_needed(&tail, len).map_err(ctx)?;
+        let tail = if needed as usize > tail.len() && needed <= len {
+            let never = std::sync::atomic::AtomicBool::new(false);
+            let range = len - needed..len;
+            let read = source.read_ranges(std::slice::from_ref(&range), &never)?;
+            read.into_iter().next().unwrap_or_default()
+        } else {
+            tail
+        };
+        let fetched =
+            FetchedRanges::from_pieces(vec![(len - tail.len() as u64, tail.clone())], len);
+        Self::from_tail(&location, source, tail, fetched, rows, columns)
+    }
+
+    fn from_tail(
+        location: &str,
+        source: Arc<dyn ByteSource>,
+        tail: Bytes,
+        fetched: FetchedRanges,
+        rows: &[u64],
+        columns: usize,
+    ) -> Result<Sidecar> {
         let ctx = |e: Error| e.in_file(location);
-        let meta = puffin::read_footer(bytes).map_err(ctx)?;
+        let len = source.identity().len;
+        let meta = puffin::read_footer_tail(&tail, len).map_err(ctx)?;
         let prop = |k: &str| meta.properties.get(k);
         if prop(PROP_VERSION).map(String::as_str) != Some(FORMAT_VERSION) {
             return Err(ctx(Error::unsupported(format!(
@@ -163,40 +270,216 @@ impl Sidecar {
             })
         })()
         .ok_or_else(|| ctx(Error::corrupt("sidecar without the data file's identity")))?;
-        let mut page_blooms = HashMap::new();
-        for b in meta
-            .blobs
-            .iter()
-            .filter(|b| b.r#type == page_bloom::BLOB_TYPE)
-        {
+        let mut page_bloom_blobs = HashMap::new();
+        let mut rows_blobs = HashMap::new();
+        for b in &meta.blobs {
+            let kind = b.r#type.as_str();
+            if kind != page_bloom::BLOB_TYPE && kind != rows::BLOB_TYPE {
+                continue;
+            }
             let rg: usize = b
                 .properties
                 .get(PROP_ROW_GROUP)
                 .and_then(|r| r.parse().ok())
                 .filter(|&r| r < rows.len())
-                .ok_or_else(|| ctx(Error::corrupt("page Bloom blob without a valid row group")))?;
-            let column = match b.fields.as_slice() {
-                [c] if (*c as usize) < columns && *c >= 0 => *c as usize,
-                _ => {
-                    return Err(ctx(Error::corrupt(
-                        "page Bloom blob without a valid column",
+                .ok_or_else(|| {
+                    ctx(Error::corrupt(format!(
+                        "{kind} blob without a valid row group"
                     )))
+                })?;
+            let column = match b.fields.as_slice() {
+                [c] if *c >= 0 && (*c as usize) < columns => *c as usize,
+                _ => {
+                    return Err(ctx(Error::corrupt(format!(
+                        "{kind} blob without a valid column"
+                    ))))
                 }
             };
-            let blob = puffin::blob(bytes, b);
-            if b.properties.get(PROP_BLOB_HASH) != Some(&blob_hash(rg, column, blob)) {
-                return Err(ctx(Error::corrupt(format!(
-                    "page Bloom blob of row group {rg}, column {column}: checksum mismatch"
-                ))));
+            let hash =
+                b.properties.get(PROP_BLOB_HASH).cloned().ok_or_else(|| {
+                    ctx(Error::corrupt(format!("{kind} blob without a checksum")))
+                })?;
+            let range = b.offset..b.offset + b.length;
+            if kind == page_bloom::BLOB_TYPE {
+                page_bloom_blobs.insert((rg, column), (range, hash));
+            } else {
+                let fence_len = b
+                    .properties
+                    .get(PROP_FENCE_BYTES)
+                    .and_then(|f| f.parse::<u64>().ok())
+                    .filter(|&f| f <= b.length)
+                    .ok_or_else(|| ctx(Error::corrupt("rows blob without a valid fence length")))?;
+                rows_blobs.insert(
+                    (rg, column),
+                    RowsBlob {
+                        range,
+                        fence_len,
+                        fence_hash: hash,
+                    },
+                );
             }
-            let blooms = PageBlooms::decode(blob, rows[rg]).map_err(ctx)?;
-            page_blooms.insert((rg, column), blooms);
         }
         Ok(Sidecar {
             location: location.to_string(),
             identity: Some(identity),
-            page_blooms,
+            source,
+            tail: Arc::new(fetched),
+            page_bloom_blobs,
+            rows_blobs,
+            page_blooms: Mutex::default(),
+            fences: Mutex::default(),
+            rows: rows.to_vec(),
         })
+    }
+
+    /// Reads `ranges` of the sidecar for the scan that `scan_reader` reads for.
+    fn read(&self, scan_reader: &Reader, ranges: &[Range<u64>]) -> Result<FetchedRanges> {
+        scan_reader
+            .sibling(self.source.clone())
+            .with_cached(self.tail.clone())
+            .read_ranges(ranges)
+            .map_err(|e| e.in_file(&self.location))
+    }
+
+    /// Whether the sidecar has page filters or a rows index for `(row group, column)`.
+    pub fn has_page_blooms(&self, rg: usize, column: usize) -> bool {
+        self.page_bloom_blobs.contains_key(&(rg, column))
+    }
+
+    pub fn has_rows(&self, rg: usize, column: usize) -> bool {
+        self.rows_blobs.contains_key(&(rg, column))
+    }
+
+    /// The page filters of the given columns of row group `rg` (those the sidecar has), read in
+    /// one request on first use.
+    pub fn page_blooms(
+        &self,
+        scan_reader: &Reader,
+        rg: usize,
+        columns: &[usize],
+    ) -> Result<HashMap<usize, Arc<PageBlooms>>> {
+        let mut out = HashMap::new();
+        let mut missing = Vec::new();
+        {
+            let cache = self.page_blooms.lock().unwrap_or_else(|e| e.into_inner());
+            for &c in columns {
+                match (cache.get(&(rg, c)), self.page_bloom_blobs.get(&(rg, c))) {
+                    (Some(b), _) => {
+                        out.insert(c, b.clone());
+                    }
+                    (None, Some(blob)) => missing.push((c, blob)),
+                    (None, None) => {}
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let ranges: Vec<Range<u64>> = missing.iter().map(|(_, (r, _))| r.clone()).collect();
+        let fetched = self.read(scan_reader, &ranges)?;
+        let ctx = |e: Error| e.in_file(&self.location);
+        let mut cache = self.page_blooms.lock().unwrap_or_else(|e| e.into_inner());
+        for (c, (range, hash)) in missing {
+            let blob = fetched
+                .slice(range.clone())
+                .ok_or_else(|| Error::internal("a sidecar blob read went missing"))?;
+            if *hash != blob_hash(rg, c, &blob) {
+                return Err(ctx(Error::corrupt(format!(
+                    "page Bloom blob of row group {rg}, column {c}: checksum mismatch"
+                ))));
+            }
+            let rows = self.rows.get(rg).copied().unwrap_or(0);
+            let blooms = Arc::new(PageBlooms::decode(&blob, rows).map_err(ctx)?);
+            cache.insert((rg, c), blooms.clone());
+            out.insert(c, blooms);
+        }
+        Ok(out)
+    }
+
+    /// The rows of row group `rg` where `leaf` holds, from the rows index of its column —
+    /// `None` when there is none, the leaf is not one it answers (`=`, `IN`, ranges), or the
+    /// blocks it would read cost more than `max_bytes` (reading the column is then cheaper).
+    pub fn rows_matching(
+        &self,
+        scan_reader: &Reader,
+        rg: usize,
+        column: &LeafColumn,
+        leaf: &Leaf,
+        max_bytes: u64,
+    ) -> Result<Option<Bitmap>> {
+        let Some(blob) = self.rows_blobs.get(&(rg, column.index)) else {
+            return Ok(None);
+        };
+        let ctx = |e: Error| {
+            e.in_column(&column.path)
+                .in_row_group(rg)
+                .in_file(&self.location)
+        };
+        let fence = self.fence(scan_reader, rg, column, blob).map_err(ctx)?;
+        let Some(blocks) = fence.blocks_for(leaf) else {
+            return Ok(None);
+        };
+        let bytes: u64 = blocks
+            .iter()
+            .map(|&b| fence.blocks[b].range.end - fence.blocks[b].range.start)
+            .sum();
+        if bytes > max_bytes {
+            return Ok(None);
+        }
+        let rows = self.rows.get(rg).copied().unwrap_or(0) as usize;
+        let base = blob.range.start;
+        let ranges: Vec<Range<u64>> = blocks
+            .iter()
+            .map(|&b| base + fence.blocks[b].range.start..base + fence.blocks[b].range.end)
+            .collect();
+        let fetched = self.read(scan_reader, &ranges).map_err(ctx)?;
+        let mut out = Bitmap::new_zeroed(rows);
+        for (&b, range) in blocks.iter().zip(&ranges) {
+            let block = &fence.blocks[b];
+            let bytes = fetched
+                .slice(range.clone())
+                .ok_or_else(|| Error::internal("a sidecar block read went missing"))?;
+            if rows::block_hash(block.range.start, &bytes) != block.hash {
+                return Err(ctx(Error::corrupt(format!(
+                    "rows index block {b}: checksum mismatch"
+                ))));
+            }
+            rows::block_rows(&bytes, column, leaf, rows, &mut out).map_err(ctx)?;
+        }
+        Ok(Some(out))
+    }
+
+    fn fence(
+        &self,
+        scan_reader: &Reader,
+        rg: usize,
+        column: &LeafColumn,
+        blob: &RowsBlob,
+    ) -> Result<Arc<Fence>> {
+        let key = (rg, column.index);
+        if let Some(f) = self
+            .fences
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(f.clone());
+        }
+        let range = blob.range.start..blob.range.start + blob.fence_len;
+        let fetched = self.read(scan_reader, std::slice::from_ref(&range))?;
+        let bytes = fetched
+            .slice(range)
+            .ok_or_else(|| Error::internal("a sidecar fence read went missing"))?;
+        if blob.fence_hash != blob_hash(rg, column.index, &bytes) {
+            return Err(Error::corrupt("rows index fence: checksum mismatch"));
+        }
+        let blob_len = blob.range.end - blob.range.start;
+        let fence = Arc::new(Fence::decode(&bytes, blob_len, column)?);
+        self.fences
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, fence.clone());
+        Ok(fence)
     }
 }
 
@@ -249,12 +532,15 @@ pub fn write_sidecar(
     }
 }
 
-/// Reads a whole sidecar (beside `file`, or in `dir` by the data file's name), `None` when
-/// there is none.
-pub fn read_sidecar(
+/// Opens the sidecar beside `file` (or in `dir`, by the data file's name): one read of its
+/// end, which holds the footer. `None` when there is none. `rows` are the data file's row
+/// counts per row group and `columns` its leaf count, which every blob is checked against.
+pub fn open_sidecar(
     file: &FileRef,
     dir: Option<&std::path::Path>,
-) -> Result<Option<(String, Vec<u8>)>> {
+    rows: &[u64],
+    columns: usize,
+) -> Result<Option<Sidecar>> {
     let mut sidecar = sidecar_ref(file);
     if let Some(dir) = dir {
         let name = match &sidecar {
@@ -264,7 +550,6 @@ pub fn read_sidecar(
         let name = name.ok_or_else(|| Error::invalid("a data file without a name"))?;
         sidecar = FileRef::Local(dir.join(name));
     }
-    let location = sidecar.location();
     if let FileRef::Local(p) = &sidecar {
         if !p.exists() {
             return Ok(None);
@@ -275,16 +560,5 @@ pub fn read_sidecar(
         Err(e) if e.io_kind == Some(std::io::ErrorKind::NotFound) => return Ok(None),
         Err(e) => return Err(e),
     };
-    let len = source.identity().len;
-    let bytes = if tail.len() as u64 == len {
-        tail.to_vec()
-    } else {
-        let never = std::sync::atomic::AtomicBool::new(false);
-        let whole = source.read_ranges(std::slice::from_ref(&(0..len)), &never)?;
-        whole.into_iter().next().unwrap_or_default().to_vec()
-    };
-    if bytes.len() as u64 != len {
-        return Err(Error::new(ErrorKind::Io, "short read of the sidecar").in_file(&location));
-    }
-    Ok(Some((location, bytes)))
+    Sidecar::open(source, tail, rows, columns).map(Some)
 }

@@ -104,36 +104,63 @@ impl PuffinWriter {
 /// The footer of a whole Puffin file, every blob checked to lie between the header and the
 /// footer.
 pub fn read_footer(bytes: &[u8]) -> Result<FileMetadata> {
-    let bad = |what: &str| Error::corrupt(format!("not a valid Puffin file: {what}"));
-    if bytes.len() < 4 + 4 + FOOTER_TRAILER || &bytes[..4] != MAGIC {
-        return Err(bad("no magic at the start"));
+    if bytes.len() < 4 || &bytes[..4] != MAGIC {
+        return Err(Error::corrupt(
+            "not a valid Puffin file: no magic at the start",
+        ));
     }
-    let end = bytes.len();
-    if &bytes[end - 4..] != MAGIC {
+    read_footer_tail(bytes, bytes.len() as u64)
+}
+
+/// Bytes at the end of a file of `file_len` bytes that hold the footer: `tail` when they do
+/// (the usual case, one read at open), else how many are needed.
+pub fn footer_bytes_needed(tail: &[u8], file_len: u64) -> Result<u64> {
+    let bad = |what: &str| Error::corrupt(format!("not a valid Puffin file: {what}"));
+    if file_len < (4 + 4 + FOOTER_TRAILER) as u64 || tail.len() < FOOTER_TRAILER {
+        return Err(bad("too short"));
+    }
+    let end = tail.len();
+    let size = i32::from_le_bytes(tail[end - 12..end - 8].try_into().expect("4 bytes"));
+    let size = u64::try_from(size).map_err(|_| bad("negative footer size"))?;
+    Ok(size + 4 + FOOTER_TRAILER as u64)
+}
+
+/// The footer from the last bytes of a file of `file_len` bytes (`tail`, holding at least
+/// [`footer_bytes_needed`]), every blob checked to lie between the header and the footer.
+pub fn read_footer_tail(tail: &[u8], file_len: u64) -> Result<FileMetadata> {
+    let bad = |what: &str| Error::corrupt(format!("not a valid Puffin file: {what}"));
+    if file_len < (4 + 4 + FOOTER_TRAILER) as u64 || (tail.len() as u64) > file_len {
+        return Err(bad("too short"));
+    }
+    let end = tail.len();
+    if end < FOOTER_TRAILER || &tail[end - 4..] != MAGIC {
         return Err(bad("no magic at the end (truncated?)"));
     }
-    let flags = &bytes[end - 8..end - 4];
+    let flags = &tail[end - 8..end - 4];
     if flags[0] & 1 != 0 {
         return Err(Error::unsupported("a compressed Puffin footer"));
     }
-    let size = i32::from_le_bytes(bytes[end - 12..end - 8].try_into().expect("4 bytes"));
-    let size = usize::try_from(size).map_err(|_| bad("negative footer size"))?;
-    let payload_end = end - FOOTER_TRAILER;
-    let footer_start = payload_end
-        .checked_sub(size)
-        .and_then(|s| s.checked_sub(4))
-        .filter(|&s| s >= 4)
-        .ok_or_else(|| bad("footer size beyond the file"))?;
-    if &bytes[footer_start..footer_start + 4] != MAGIC {
+    let needed = footer_bytes_needed(tail, file_len)?;
+    // The footer, and the magic of the file's start before it.
+    if needed > file_len - 4 {
+        return Err(bad("footer size beyond the file"));
+    }
+    let footer_len = usize::try_from(needed).map_err(|_| bad("footer size beyond the file"))?;
+    let footer_start_in_tail = end
+        .checked_sub(footer_len)
+        .ok_or_else(|| bad("footer larger than the bytes given"))?;
+    let footer_start = file_len - needed;
+    let payload = &tail[footer_start_in_tail..end - FOOTER_TRAILER];
+    if &payload[..4] != MAGIC {
         return Err(bad("no magic before the footer"));
     }
-    let meta: FileMetadata = serde_json::from_slice(&bytes[footer_start + 4..payload_end])
-        .map_err(|e| bad(&format!("footer JSON: {e}")))?;
+    let meta: FileMetadata =
+        serde_json::from_slice(&payload[4..]).map_err(|e| bad(&format!("footer JSON: {e}")))?;
     for b in &meta.blobs {
         let inside = b.offset >= 4
             && b.offset
                 .checked_add(b.length)
-                .is_some_and(|e| e <= footer_start as u64);
+                .is_some_and(|e| e <= footer_start);
         if !inside {
             return Err(bad(&format!(
                 "blob '{}' at {}+{} lies outside the blob area",

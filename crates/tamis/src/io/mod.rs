@@ -131,6 +131,12 @@ impl Reader {
         }
     }
 
+    /// A reader of another source for the same scan (a sidecar index): same counters, same
+    /// cancellation.
+    pub fn sibling(&self, source: Arc<dyn ByteSource>) -> Reader {
+        Reader::new(source, self.stats.clone(), self.cancel.clone())
+    }
+
     /// Serves ranges inside `cached` from memory.
     pub fn with_cached(mut self, cached: Arc<FetchedRanges>) -> Self {
         self.cached = Some(cached);

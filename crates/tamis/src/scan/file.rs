@@ -21,7 +21,7 @@ use parquet::file::page_index::index_reader::{decode_column_index, decode_offset
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use crate::error::{Error, Result};
-use crate::index::{DataFileIdentity, Sidecar, SidecarState};
+use crate::index::{DataFileIdentity, SidecarState};
 use crate::io::location::FileRef;
 use crate::io::{ByteSource, FetchedRanges, Reader};
 use crate::schema::{leaf_columns, LeafColumn};
@@ -226,19 +226,18 @@ impl OpenedFile {
             Some((d, s)) if d.as_deref() == dir => return Ok(s.clone()),
             _ => {}
         }
-        let state = match crate::index::read_sidecar(&self.file, dir)? {
+        let rows: Vec<u64> = (self.metadata.row_groups().iter())
+            .map(|rg| rg.num_rows().max(0) as u64)
+            .collect();
+        let state = match crate::index::open_sidecar(&self.file, dir, &rows, self.leaves.len())? {
             None => SidecarState::Absent,
-            Some((location, bytes)) => {
-                let rows: Vec<u64> = (self.metadata.row_groups().iter())
-                    .map(|rg| rg.num_rows().max(0) as u64)
-                    .collect();
-                let sidecar = Sidecar::parse(&location, &bytes, &rows, self.leaves.len())?;
+            Some(sidecar) => {
                 let id = self.source.identity();
                 let own = DataFileIdentity::of(reader, id.etag.clone(), id.modified_ns)?;
                 if sidecar.identity.as_ref().is_some_and(|i| i.matches(&own)) {
                     SidecarState::Usable(Arc::new(sidecar))
                 } else {
-                    SidecarState::Stale(location)
+                    SidecarState::Stale(sidecar.location.clone())
                 }
             }
         };

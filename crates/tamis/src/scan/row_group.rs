@@ -108,6 +108,8 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
         .map(|o| o.as_slice());
     // Dictionaries of columns that are provably dictionary-encoded throughout.
     let mut dicts: HashMap<usize, Arc<Values>> = HashMap::new();
+    // Rows the sidecar's rows index decided (its leaves are then `True` in the predicate).
+    let mut by_rows_index: Option<Bitmap> = None;
     let predicate = match job.predicate {
         None => Predicate::True,
         Some(p) => {
@@ -121,6 +123,14 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 add_elapsed(&m.time_prune_ns, t);
                 return Ok(None);
             }
+            // The sidecar's rows index answers its leaves exactly: their columns are not read.
+            let (p, rows_by_index) = decide_by_rows_index(job, &p)?;
+            if rows_by_index.as_ref().is_some_and(|r| r.count_ones() == 0) {
+                add(&m.row_groups_pruned_index, 1);
+                add_elapsed(&m.time_prune_ns, t);
+                return Ok(None);
+            }
+            by_rows_index = rows_by_index;
             // One read for what this row group's pruning and pages need from the file's
             // metadata regions: page indexes of the needed columns, Bloom filters of the
             // columns probed by = / IN, dictionary pages of all-dictionary filter columns.
@@ -248,7 +258,7 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     let mut by_page_index = None;
     let candidates = match &predicate {
         Predicate::True => {
-            if job.predicate.is_some() {
+            if job.predicate.is_some() && by_rows_index.is_none() {
                 add(&m.row_groups_fully_matched, 1);
             }
             Bitmap::new_set(rows)
@@ -273,6 +283,13 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             }
             candidates
         }
+    };
+    let candidates = match by_rows_index {
+        Some(mut decided) => {
+            decided.and_inplace(&candidates);
+            decided
+        }
+        None => candidates,
     };
     add_elapsed(&m.time_prune_ns, t);
     add(&m.rows_candidate, candidates.count_ones() as u64);
@@ -588,17 +605,118 @@ fn narrow_by_sidecar(
         }
         SidecarState::Usable(s) => s,
     };
-    let blooms: HashMap<usize, &PageBlooms> = p
-        .columns()
-        .into_iter()
-        .filter_map(|c| Some((c, sidecar.page_blooms.get(&(job.rg, c))?)))
-        .collect();
+    let loaded = sidecar.page_blooms(job.reader, job.rg, &p.columns())?;
+    let blooms: HashMap<usize, &PageBlooms> =
+        loaded.iter().map(|(&c, b)| (c, b.as_ref())).collect();
     let n = rows.len();
     let Some(ranges) = page_bloom::page_ranges(p, leaves, n, &blooms) else {
         return Ok(None);
     };
     rows.and_inplace(&Bitmap::from_ranges(n, &ranges));
-    Ok(Some(blooms.into_values().cloned().collect()))
+    Ok(Some(
+        loaded.into_values().map(|b| b.as_ref().clone()).collect(),
+    ))
+}
+
+/// Index bytes a leaf may always read from the rows index, whatever the column's size.
+const INDEX_READ_FLOOR: u64 = 64 * 1024;
+
+/// Decides the leaves of `p` that the sidecar's rows index answers: each becomes `True` in the
+/// returned predicate, and its rows narrow the returned bitmap (so its column is not read at
+/// all). `None` when no leaf was decided. A leaf under OR is decided only when every branch
+/// of that OR is (their rows are then the union).
+fn decide_by_rows_index(
+    job: &RowGroupJob<'_>,
+    p: &Predicate,
+) -> Result<(Predicate, Option<Bitmap>)> {
+    if !job.pruning.sidecar_index {
+        return Ok((p.clone(), None));
+    }
+    let rg_meta = job.file.metadata.row_group(job.rg);
+    let decidable = |l: &crate::expr::Leaf| {
+        matches!(
+            l.op,
+            LeafOp::Cmp(op, _) if op != CmpOp::NotEq
+        ) || matches!(l.op, LeafOp::In { negated: false, .. })
+    };
+    let mut any = false;
+    p.visit_leaves(&mut |l| any |= decidable(l));
+    if !any {
+        return Ok((p.clone(), None));
+    }
+    let sidecar = match job.file.sidecar(job.reader, job.index_dir)? {
+        SidecarState::Usable(s) => s,
+        SidecarState::Absent | SidecarState::Stale(_) => return Ok((p.clone(), None)),
+    };
+    let mut decide_leaf = |l: &crate::expr::Leaf| -> Result<Option<Bitmap>> {
+        let column = &job.file.leaves[l.column];
+        if !decidable(l) || !sidecar.has_rows(job.rg, l.column) {
+            return Ok(None);
+        }
+        // Targeted reads while they cost less than a quarter of the column itself (or a few
+        // pages' worth, for small chunks); beyond, reading and evaluating the column is the
+        // cheaper plan (seed 004's switch between targeted and clustered reads).
+        let chunk_bytes = rg_meta.column(l.column).compressed_size().max(0) as u64;
+        let budget = (chunk_bytes / 4).max(INDEX_READ_FLOOR);
+        let rows = sidecar.rows_matching(job.reader, job.rg, column, l, budget)?;
+        if rows.is_some() {
+            add(&job.metrics.conjuncts_decided_index, 1);
+        }
+        Ok(rows)
+    };
+    decide(p, &mut decide_leaf)
+}
+
+/// `p` ≡ `rest ∧ (row ∈ rows)`, with the leaves `leaf` answers folded into `rows`.
+fn decide(
+    p: &Predicate,
+    leaf: &mut impl FnMut(&crate::expr::Leaf) -> Result<Option<Bitmap>>,
+) -> Result<(Predicate, Option<Bitmap>)> {
+    Ok(match p {
+        Predicate::Leaf(l) => match leaf(l)? {
+            Some(rows) => (Predicate::True, Some(rows)),
+            None => (p.clone(), None),
+        },
+        Predicate::And(children) => {
+            let mut rest = Vec::with_capacity(children.len());
+            let mut rows: Option<Bitmap> = None;
+            for c in children {
+                let (r, b) = decide(c, leaf)?;
+                if r != Predicate::True {
+                    rest.push(r);
+                }
+                if let Some(b) = b {
+                    match &mut rows {
+                        Some(acc) => acc.and_inplace(&b),
+                        None => rows = Some(b),
+                    }
+                }
+            }
+            let rest = match rest.len() {
+                0 => Predicate::True,
+                1 => rest.pop().expect("one element"),
+                _ => Predicate::And(rest),
+            };
+            (rest, rows)
+        }
+        Predicate::Or(children) => {
+            let mut union: Option<Bitmap> = None;
+            for c in children {
+                match decide(c, leaf)? {
+                    (Predicate::True, Some(b)) => match &mut union {
+                        Some(acc) => acc.or_inplace(&b),
+                        None => union = Some(b),
+                    },
+                    _ => return Ok((p.clone(), None)),
+                }
+            }
+            match union {
+                Some(rows) => (Predicate::True, Some(rows)),
+                None => (p.clone(), None),
+            }
+        }
+        Predicate::True | Predicate::False => (p.clone(), None),
+    })
 }
 
 /// Row spans of the pages a page-filter blob describes.
