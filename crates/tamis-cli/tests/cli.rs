@@ -544,6 +544,8 @@ fn index_builds_sidecars_that_scans_use() {
         "200",
         "--index",
         "l_partkey",
+        "--index-kind",
+        "page-bloom",
     ]));
     assert!(dir.path().join("small-pages.parquet.tamis.puffin").exists());
     let where_ = "l_partkey = 77";
@@ -572,15 +574,64 @@ fn index_builds_sidecars_that_scans_use() {
         "-o",
         s(&idx),
     ]));
+    let printed = stdout(&o);
     assert!(
-        stdout(&o).contains("small-pages.parquet.tamis.puffin"),
-        "{}",
-        stdout(&o)
+        printed.contains("small-pages.parquet.tamis.puffin"),
+        "{printed}"
+    );
+    // `auto` (the default) says what it chose per column and why: both keys are unsorted.
+    assert!(
+        printed.contains("l_partkey: rows") && printed.contains("unsorted"),
+        "{printed}"
     );
     let without = explain_json(&[s(&small), "--where", where_]);
     assert_eq!(without["pages_pruned_index"].as_u64(), Some(0));
+    assert_eq!(without["conjuncts_decided_index"].as_u64(), Some(0));
     let found = explain_json(&[s(&small), "--where", where_, "--index-dir", s(&idx)]);
-    assert!(found["pages_pruned_index"].as_u64().unwrap() > 0);
+    assert!(
+        found["conjuncts_decided_index"].as_u64().unwrap() > 0,
+        "{found}"
+    );
+    assert_eq!(found["rows_candidate"], found["rows_selected"], "{found}");
+    let text = stdout(&ok(tamis(&[
+        "explain",
+        s(&small),
+        "--where",
+        where_,
+        "--index-dir",
+        s(&idx),
+    ])));
+    assert!(
+        text.contains("answered by the sidecar's rows index"),
+        "{text}"
+    );
+    let sorted = |out: String| {
+        let mut lines: Vec<String> = out.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    let rows_dir = |path: &Path, idx: &Path| {
+        sorted(stdout(&ok(tamis(&[
+            "query",
+            s(path),
+            "--where",
+            "l_partkey BETWEEN 70 AND 90 OR l_suppkey = 5",
+            "--index-dir",
+            s(idx),
+            "--format",
+            "csv",
+        ]))))
+    };
+    let plain = sorted(stdout(&ok(tamis(&[
+        "query",
+        s(&file),
+        "--where",
+        "l_partkey BETWEEN 70 AND 90 OR l_suppkey = 5",
+        "--format",
+        "csv",
+    ]))));
+    assert!(plain.len() > 20, "{}", plain.len());
+    assert_eq!(rows_dir(&small, &idx), plain);
     // A column that cannot be indexed: one clear line.
     let o = tamis(&["index", s(&small), "--columns", "no_such"]);
     assert_eq!(o.status.code(), Some(1));

@@ -8,6 +8,7 @@ import random
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 import tamis
 
@@ -31,29 +32,40 @@ def _ids(table: pa.Table) -> list:
     return sorted(table.column("id").to_pylist())
 
 
-def test_index_prunes_pages_and_never_changes_rows(tmp_path):
+@pytest.mark.parametrize("kind", ["page-bloom", "rows", "auto"])
+def test_index_prunes_and_never_changes_rows(tmp_path, kind):
     path = tmp_path / "t.parquet"
     table = _write(path)
-    reports = tamis.index(path, ["key", "tag"])
+    reports = tamis.index(path, ["key", "tag"], kind=kind)
     assert len(reports) == 1 and reports[0]["sidecar"].endswith("t.parquet.tamis.puffin")
     assert (tmp_path / "t.parquet.tamis.puffin").exists()
     assert 0 < reports[0]["sidecar_bytes"] < reports[0]["data_bytes"]
-    pruned = 0
-    for where, mask in [
+    chosen = {c["column"]: c["kind"] for c in reports[0]["columns"]}
+    # Both columns are unsorted with many distinct values: auto takes the rows index.
+    assert chosen == ({"key": kind, "tag": kind} if kind != "auto"
+                      else {"key": "rows", "tag": "rows"}), reports[0]["columns"]
+    used = 0
+    cases = [
         ("key = 1234", pc.equal(table["key"], 1234)),
         ("key IN (7, 4999, 123456)", pc.is_in(table["key"], pa.array([7, 4999, 123456]))),
         ("tag = 't17' OR key = 3", pc.or_kleene(pc.equal(table["tag"], "t17"),
                                                pc.equal(table["key"], 3))),
-    ]:
+        ("key BETWEEN 100 AND 110 AND tag > 't5'",
+         pc.and_kleene(pc.and_kleene(pc.greater_equal(table["key"], 100),
+                                     pc.less_equal(table["key"], 110)),
+                       pc.greater(table["tag"], "t5"))),
+    ]
+    counter = "pages_pruned_index" if kind == "page-bloom" else "conjuncts_decided_index"
+    for where, mask in cases:
         want = _ids(table.filter(pc.fill_null(mask, False)))
         got = tamis.scan(path, where=where, columns=["id"])
         assert _ids(got) == want, where
         off = tamis.scan(path, where=where, columns=["id"], disable_pruning=["sidecar_index"])
         assert _ids(off) == want, where
-        pruned += tamis.explain(path, where=where)["pages_pruned_index"]
+        used += tamis.explain(path, where=where)[counter]
         assert tamis.explain(path, where=where,
-                             disable_pruning=["sidecar_index"])["pages_pruned_index"] == 0
-    assert pruned > 0
+                             disable_pruning=["sidecar_index"])[counter] == 0
+    assert used > 0
 
 
 def test_index_dir_finds_sidecars_written_elsewhere(tmp_path):
@@ -63,7 +75,7 @@ def test_index_dir_finds_sidecars_written_elsewhere(tmp_path):
     index_dir.mkdir()
     path = data / "t.parquet"
     table = _write(path)
-    tamis.index(data, ["key"], output=index_dir)
+    tamis.index(data, ["key"], output=index_dir, kind="page-bloom")
     assert not (data / "t.parquet.tamis.puffin").exists()
     assert (index_dir / "t.parquet.tamis.puffin").exists()
     want = _ids(table.filter(pc.equal(table["key"], 42)))

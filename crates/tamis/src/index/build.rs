@@ -205,7 +205,7 @@ pub fn build_index(
                         }
                         let mut f = sized_filter(page_values.len() as u64, fpp);
                         for v in page_values {
-                            f.insert(&v[..]);
+                            f.insert(v);
                         }
                         let mut bits = Vec::new();
                         f.write_bitset(&mut bits).map_err(|e| ctx(Error::from(e)))?;
