@@ -151,6 +151,8 @@ pub struct Sidecar {
     fences: Mutex<HashMap<(usize, usize), Arc<Fence>>>,
     /// Rows of each row group of the data file.
     rows: Vec<u64>,
+    /// Bytes and requests the open took (the scan that opens it counts them).
+    pub open_cost: (u64, u64),
 }
 
 /// Where a rows-index blob is and how to check its fence.
@@ -329,6 +331,7 @@ impl Sidecar {
             page_blooms: Mutex::default(),
             fences: Mutex::default(),
             rows: rows.to_vec(),
+            open_cost: (0, 0),
         })
     }
 

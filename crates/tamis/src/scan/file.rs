@@ -232,6 +232,9 @@ impl OpenedFile {
         let state = match crate::index::open_sidecar(&self.file, dir, &rows, self.leaves.len())? {
             None => SidecarState::Absent,
             Some(sidecar) => {
+                let (bytes, requests) = sidecar.open_cost;
+                crate::metrics::add(&reader.stats().bytes, bytes);
+                crate::metrics::add(&reader.stats().requests, requests);
                 let id = self.source.identity();
                 let own = DataFileIdentity::of(reader, id.etag.clone(), id.modified_ns)?;
                 if sidecar.identity.as_ref().is_some_and(|i| i.matches(&own)) {
