@@ -152,6 +152,10 @@ pub struct ScanArgs {
     /// not beside the data.
     #[arg(long, value_name = "DIR")]
     pub index_dir: Option<PathBuf>,
+    /// A sidecar index that cannot be read (truncated, corrupt): fail naming it, or ignore it
+    /// with a warning on stderr and read as if there were none. Rows are the same.
+    #[arg(long, value_enum, default_value_t = BrokenIndexArg::Fail)]
+    pub broken_index: BrokenIndexArg,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub threads: Option<u64>,
@@ -193,6 +197,12 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("expected KEY=VALUE, got '{s}'")),
     }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokenIndexArg {
+    Fail,
+    Ignore,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use arrow::record_batch::RecordBatch;
 
 use crate::output::BatchSink;
 use crate::{
-    explain, progress, CliError, CliResult, EvaluationArg, FilterOrderArg, Format, QueryArgs,
-    ScanArgs,
+    explain, progress, BrokenIndexArg, CliError, CliResult, EvaluationArg, FilterOrderArg, Format,
+    QueryArgs, ScanArgs,
 };
 
 /// Rows the table format shows when no --limit is given (the table is built in memory).
@@ -38,6 +38,10 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
     if let Some(dir) = &args.index_dir {
         scan = scan.index_dir(dir);
     }
+    scan = scan.broken_index(match args.broken_index {
+        BrokenIndexArg::Fail => tamis::BrokenIndex::Fail,
+        BrokenIndexArg::Ignore => tamis::BrokenIndex::Ignore,
+    });
     if let Some(threads) = args.threads {
         scan = scan.threads(threads as usize);
     }
@@ -73,7 +77,11 @@ pub fn drive(
     })();
     pb.finish_and_clear();
     result?;
-    Ok(stream.metrics())
+    let metrics = stream.metrics();
+    for w in &metrics.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(metrics)
 }
 
 pub fn run(args: &QueryArgs) -> CliResult<()> {

@@ -77,6 +77,8 @@ struct Request {
     memory_limit: Option<usize>,
     /// Directory of sidecar indexes, when not beside the files.
     index_dir: Option<String>,
+    /// `"fail"` or `"ignore"`: what a sidecar index that cannot be read does.
+    broken_index: Option<String>,
     /// Object-store options (endpoint, region, credentials, …).
     storage_options: Option<HashMap<String, String>>,
 }
@@ -147,6 +149,9 @@ impl Request {
         }
         if let Some(dir) = &self.index_dir {
             scan = scan.index_dir(dir);
+        }
+        if let Some(policy) = &self.broken_index {
+            scan = scan.broken_index(policy.parse::<tamis::BrokenIndex>()?);
         }
         scan.limit(self.limit).batches()
     }

@@ -98,3 +98,19 @@ def test_scan_batches_readers_raise_tamis_exceptions(tmp_path):
     # Without an error, the same rows as scan().
     got = tamis.scan_batches(path, where="key < 100", columns=["id"]).read_all()
     assert _ids(got) == _ids(tamis.scan(path, where="key < 100", columns=["id"]))
+
+
+def test_a_broken_sidecar_fails_or_is_ignored_by_option(tmp_path):
+    path = tmp_path / "t.parquet"
+    table = _write(path)
+    tamis.index(path, ["key"], kind="rows")
+    sidecar = tmp_path / "t.parquet.tamis.puffin"
+    sidecar.write_bytes(sidecar.read_bytes()[:-5])
+    with pytest.raises(tamis.CorruptFileError, match="t.parquet.tamis.puffin"):
+        tamis.scan(path, where="key = 42", columns=["id"])
+    want = _ids(table.filter(pc.equal(table["key"], 42)))
+    got = tamis.scan(path, where="key = 42", columns=["id"], broken_index="ignore")
+    assert _ids(got) == want
+    m = tamis.explain(path, where="key = 42", broken_index="ignore")
+    assert m["row_groups_index_broken"] > 0
+    assert len(m["warnings"]) == 1 and "t.parquet.tamis.puffin" in m["warnings"][0]

@@ -38,4 +38,4 @@ pub use dataset::Dataset;
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::{FilterStep, ScanMetrics};
 pub use scan::order::FilterOrder;
-pub use scan::{Canceller, Pruning, Scan, ScanStream};
+pub use scan::{BrokenIndex, Canceller, Pruning, Scan, ScanStream};

@@ -34,6 +34,9 @@ pub struct ScanMetrics {
     pub row_groups_pruned_index: u64,
     /// Conjuncts (leaves) the sidecar's rows index answered, so their column was not read.
     pub conjuncts_decided_index: u64,
+    /// Row groups whose sidecar index could not be read and was ignored
+    /// ([`crate::BrokenIndex::Ignore`]).
+    pub row_groups_index_broken: u64,
     /// Row groups whose file had a sidecar index built for another version of the file
     /// (ignored: it costs time, never rows).
     pub row_groups_index_stale: u64,
@@ -65,6 +68,8 @@ pub struct ScanMetrics {
     /// The filter order chosen for the first row group that evaluated filters (its top-level
     /// sequence: an AND's filters, or an OR's children under the negate flag).
     pub filter_order: Vec<FilterStep>,
+    /// What the scan ignored and the user should know (a broken sidecar index), first of each.
+    pub warnings: Vec<String>,
 }
 
 /// One filter of the reported order (see [`ScanMetrics::filter_order`]).
@@ -86,9 +91,24 @@ macro_rules! collector {
     ($($field:ident),* $(,)?) => {
         /// Shared, thread-safe counters behind [`ScanMetrics`].
         #[derive(Debug, Default)]
-        pub struct MetricsCollector { $(pub $field: AtomicU64,)* }
+        pub struct MetricsCollector {
+            $(pub $field: AtomicU64,)*
+            warnings: std::sync::Mutex<Vec<String>>,
+        }
 
         impl MetricsCollector {
+            /// Records a warning once (the same text from every row group is one warning).
+            pub fn warn(&self, text: String) {
+                let mut w = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+                if !w.contains(&text) {
+                    w.push(text);
+                }
+            }
+
+            pub fn warnings(&self) -> Vec<String> {
+                self.warnings.lock().unwrap_or_else(|e| e.into_inner()).clone()
+            }
+
             pub fn snapshot(&self) -> ScanMetrics {
                 ScanMetrics { $($field: self.$field.load(Relaxed),)* ..ScanMetrics::default() }
             }
@@ -110,6 +130,7 @@ collector!(
     pages_pruned_index,
     row_groups_pruned_index,
     conjuncts_decided_index,
+    row_groups_index_broken,
     row_groups_index_stale,
     pages_skipped_payload,
     pages_read,

@@ -120,6 +120,22 @@ fn scan(path: &Path, sql: &str, sidecar: bool) -> tamis::Result<(Vec<i64>, tamis
     Ok((ids, stream.metrics()))
 }
 
+/// A scan that ignores a broken sidecar.
+fn scan_ignoring(path: &Path, sql: &str) -> tamis::Result<(Vec<i64>, tamis::ScanMetrics)> {
+    let mut stream = tamis::Scan::open(path.to_str().unwrap())?
+        .filter(sql)?
+        .select(&["id"])?
+        .broken_index(tamis::BrokenIndex::Ignore)
+        .batches()?;
+    let mut ids = Vec::new();
+    for b in stream.by_ref() {
+        let b = b?;
+        let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        ids.extend(a.values().iter().copied());
+    }
+    Ok((ids, stream.metrics()))
+}
+
 /// A predicate's SQL and its row-wise truth (SQL semantics: NULL is not true).
 type Case = (String, Box<dyn Fn(usize) -> bool>);
 
@@ -253,11 +269,20 @@ fn broken_sidecar(kind: IndexKind) {
         .filter(|&i| d.k32[i] == Some(k))
         .map(|i| i as i64)
         .collect();
-    // Truncated: an error naming the sidecar.
+    // Truncated: an error naming the sidecar; or, by option, ignored with a warning.
     std::fs::write(&sidecar, &good[..good.len() - 3]).unwrap();
     let e = scan(&path, &format!("k32 = {k}"), true).unwrap_err();
     assert!(e.to_string().contains("t.parquet.tamis.puffin"), "{e}");
     assert_ne!(e.kind, tamis::ErrorKind::Internal, "{e}");
+    let (got, m) = scan_ignoring(&path, &format!("k32 = {k}")).unwrap();
+    assert_eq!(got, want);
+    assert!(m.row_groups_index_broken > 0, "{m:?}");
+    assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+    assert!(
+        m.warnings[0].contains("t.parquet.tamis.puffin"),
+        "{:?}",
+        m.warnings
+    );
     // Any flipped byte: the right rows or a clean error, never a panic or wrong rows.
     let mut rng = StdRng::seed_from_u64(5);
     for _ in 0..300 {
@@ -269,7 +294,12 @@ fn broken_sidecar(kind: IndexKind) {
             // Flips in the footer's JSON may leave it valid (e.g. a property name): the blobs'
             // checksums still hold.
             Ok((got, _)) => assert_eq!(got, want, "byte {i}"),
-            Err(e) => assert_ne!(e.kind, tamis::ErrorKind::Internal, "byte {i}: {e}"),
+            Err(e) => {
+                assert_ne!(e.kind, tamis::ErrorKind::Internal, "byte {i}: {e}");
+                // Ignored, it costs time, never rows.
+                let (got, _) = scan_ignoring(&path, &format!("k32 = {k}")).unwrap();
+                assert_eq!(got, want, "byte {i}, ignored");
+            }
         }
     }
 }

@@ -97,6 +97,9 @@ class ScanOptions:
             whose headers ask for more raises :class:`ResourceLimitError`.
         index_dir: directory holding the files' sidecar indexes (:func:`index` with
             ``output=``), when they are not beside the data.
+        broken_index: what a sidecar index that cannot be read (truncated, corrupt) does:
+            ``"fail"`` (raise :class:`CorruptFileError` naming it) or ``"ignore"`` (read as if
+            there were none; ``explain`` counts it and lists a warning). Same rows.
         storage_options: object-store options for ``s3://``, ``gs://``, ``az://`` and
             ``http(s)://`` paths: ``endpoint``, ``region``, ``access_key_id``,
             ``secret_access_key``, ``allow_http``, … (the ``object_store`` crate's keys), and
@@ -114,6 +117,7 @@ class ScanOptions:
     evaluation: str = "auto"
     memory_limit: Optional[Union[int, str]] = None
     index_dir: Optional[str] = None
+    broken_index: str = "fail"
     storage_options: Optional[Mapping[str, Any]] = None
 
     def replace(self, **changes: Any) -> "ScanOptions":
@@ -133,6 +137,7 @@ class ScanOptions:
             "evaluation": self.evaluation,
             "memory_limit": _size(self.memory_limit),
             "index_dir": None if self.index_dir is None else str(self.index_dir),
+            "broken_index": self.broken_index,
             "storage_options": None if storage is None else {
                 str(k): (str(v).lower() if isinstance(v, bool) else str(v))
                 for k, v in storage.items()

@@ -77,6 +77,7 @@ pub struct Scan {
     memory_limit: usize,
     /// Where sidecar indexes are, when not beside the files (see [`Scan::index_dir`]).
     index_dir: Option<Arc<std::path::PathBuf>>,
+    broken_index: BrokenIndex,
     metrics: Arc<MetricsCollector>,
     io: Arc<IoStats>,
 }
@@ -101,6 +102,29 @@ impl Listed {
             .collect();
         let refs: Vec<&str> = relative.iter().map(String::as_str).collect();
         discover_partitions(&refs, &self.types)
+    }
+}
+
+/// What a scan does with a sidecar index it cannot read (see [`Scan::broken_index`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BrokenIndex {
+    /// An error naming the sidecar.
+    #[default]
+    Fail,
+    /// Read as if there were none; counted, with a warning in the metrics.
+    Ignore,
+}
+
+impl std::str::FromStr for BrokenIndex {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "fail" => Ok(BrokenIndex::Fail),
+            "ignore" => Ok(BrokenIndex::Ignore),
+            other => Err(Error::invalid(format!(
+                "unknown broken-index policy '{other}' (fail or ignore)"
+            ))),
+        }
     }
 }
 
@@ -194,6 +218,7 @@ impl Scan {
             pruning: Pruning::default(),
             memory_limit: crate::budget::DEFAULT_MEMORY_LIMIT,
             index_dir: None,
+            broken_index: BrokenIndex::Fail,
             metrics: Arc::new(MetricsCollector::default()),
             io: Arc::new(IoStats::default()),
         }
@@ -389,6 +414,15 @@ impl Scan {
         self
     }
 
+    /// What a sidecar index that cannot be read (truncated, a checksum mismatch, an unknown
+    /// version) does: fail the scan naming it (default), or be ignored — the scan reads as if
+    /// there were none, counts it in [`ScanMetrics::row_groups_index_broken`] and keeps the
+    /// first error in [`ScanMetrics::warnings`]. Rows never change either way.
+    pub fn broken_index(mut self, policy: BrokenIndex) -> Scan {
+        self.broken_index = policy;
+        self
+    }
+
     /// Row-group workers: the thread count, times [`REMOTE_OVERLAP`] when a file is remote —
     /// there a row group mostly waits for its round trips, and overlapping several row groups'
     /// waits is what hides the latency.
@@ -466,6 +500,7 @@ impl Scan {
                 pruning: self.pruning,
                 memory_limit: self.memory_limit,
                 index_dir: self.index_dir,
+                broken_index: self.broken_index,
                 done: AtomicUsize::new(0),
                 cancelled,
             }),
@@ -496,6 +531,7 @@ struct Shared {
     pruning: Pruning,
     memory_limit: usize,
     index_dir: Option<Arc<std::path::PathBuf>>,
+    broken_index: BrokenIndex,
     done: AtomicUsize,
     cancelled: Arc<AtomicBool>,
 }
@@ -548,6 +584,7 @@ impl ScanStream {
         s.bytes_read = self.shared.io.bytes.load(Relaxed);
         s.requests = self.shared.io.requests.load(Relaxed);
         s.filter_order = self.shared.planner.report();
+        s.warnings = self.shared.metrics.warnings();
         s
     }
 
@@ -616,6 +653,7 @@ impl ScanStream {
                     pruning: shared.pruning,
                     memory_limit: shared.memory_limit,
                     index_dir: shared.index_dir.as_deref().map(|d| d.as_path()),
+                    broken_index: shared.broken_index,
                 };
                 let result =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))

@@ -947,6 +947,7 @@ mod tests {
                 pruning: Default::default(),
                 memory_limit: crate::budget::DEFAULT_MEMORY_LIMIT,
                 index_dir: None,
+                broken_index: Default::default(),
             };
             let rows = scan_row_group(&job).unwrap().map_or(0, |b| b.num_rows());
             let order: Vec<String> = planner

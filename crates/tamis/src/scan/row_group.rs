@@ -37,7 +37,7 @@ use crate::values::Values;
 use super::fallback;
 use super::file::OpenedFile;
 use super::order::{and_filters, or_filters, Estimates, Filter, FilterKind, Planner};
-use super::Pruning;
+use super::{BrokenIndex, Pruning};
 
 /// What a row group task needs besides its file.
 pub struct RowGroupJob<'a> {
@@ -63,6 +63,8 @@ pub struct RowGroupJob<'a> {
     pub memory_limit: usize,
     /// Where sidecar indexes are, when not beside the file.
     pub index_dir: Option<&'a std::path::Path>,
+    /// What a sidecar that cannot be read does.
+    pub broken_index: BrokenIndex,
 }
 
 /// Runs the row group; returns the selected rows of the projected columns.
@@ -597,15 +599,17 @@ fn narrow_by_sidecar(
     if !job.pruning.sidecar_index || !page_bloom::probes_anything(p, leaves) {
         return Ok(None);
     }
-    let sidecar = match job.file.sidecar(job.reader, job.index_dir)? {
-        SidecarState::Absent => return Ok(None),
-        SidecarState::Stale(_) => {
+    let sidecar = match readable(job, job.file.sidecar(job.reader, job.index_dir))? {
+        None | Some(SidecarState::Absent) => return Ok(None),
+        Some(SidecarState::Stale(_)) => {
             add(&job.metrics.row_groups_index_stale, 1);
             return Ok(None);
         }
-        SidecarState::Usable(s) => s,
+        Some(SidecarState::Usable(s)) => s,
     };
-    let loaded = sidecar.page_blooms(job.reader, job.rg, &p.columns())?;
+    let Some(loaded) = readable(job, sidecar.page_blooms(job.reader, job.rg, &p.columns()))? else {
+        return Ok(None);
+    };
     let blooms: HashMap<usize, &PageBlooms> =
         loaded.iter().map(|(&c, b)| (c, b.as_ref())).collect();
     let n = rows.len();
@@ -644,9 +648,9 @@ fn decide_by_rows_index(
     if !any {
         return Ok((p.clone(), None));
     }
-    let sidecar = match job.file.sidecar(job.reader, job.index_dir)? {
-        SidecarState::Usable(s) => s,
-        SidecarState::Absent | SidecarState::Stale(_) => return Ok((p.clone(), None)),
+    let sidecar = match readable(job, job.file.sidecar(job.reader, job.index_dir))? {
+        Some(SidecarState::Usable(s)) => s,
+        _ => return Ok((p.clone(), None)),
     };
     let mut decide_leaf = |l: &crate::expr::Leaf| -> Result<Option<Bitmap>> {
         let column = &job.file.leaves[l.column];
@@ -658,7 +662,11 @@ fn decide_by_rows_index(
         // cheaper plan (seed 004's switch between targeted and clustered reads).
         let chunk_bytes = rg_meta.column(l.column).compressed_size().max(0) as u64;
         let budget = (chunk_bytes / 4).max(INDEX_READ_FLOOR);
-        let rows = sidecar.rows_matching(job.reader, job.rg, column, l, budget)?;
+        let rows = readable(
+            job,
+            sidecar.rows_matching(job.reader, job.rg, column, l, budget),
+        )?;
+        let rows = rows.flatten();
         if rows.is_some() {
             add(&job.metrics.conjuncts_decided_index, 1);
         }
@@ -717,6 +725,25 @@ fn decide(
         }
         Predicate::True | Predicate::False => (p.clone(), None),
     })
+}
+
+/// A sidecar read's result under the scan's [`BrokenIndex`] policy: a sidecar that cannot be
+/// read (corrupt, or of an unsupported version) is an error, or — ignored — `None`, counted
+/// and warned about. Other errors (I/O, cancellation) are errors either way.
+fn readable<T>(job: &RowGroupJob<'_>, read: Result<T>) -> Result<Option<T>> {
+    match read {
+        Ok(x) => Ok(Some(x)),
+        Err(e)
+            if job.broken_index == BrokenIndex::Ignore
+                && matches!(e.kind, ErrorKind::CorruptFile | ErrorKind::Unsupported) =>
+        {
+            add(&job.metrics.row_groups_index_broken, 1);
+            job.metrics
+                .warn(format!("ignored a broken sidecar index: {e}"));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Row spans of the pages a page-filter blob describes.
