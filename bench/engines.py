@@ -7,6 +7,7 @@ its pool size from the environment at import), see run.py.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -62,7 +63,12 @@ class Tamis:
 
         self.tamis = tamis
         self.threads = threads
+        # Options are ScanOptions' fields (scan takes them as keywords); older builds named
+        # them in scan's signature.
+        options = getattr(tamis, "ScanOptions", None)
         self.scan_options = set(inspect.signature(tamis.scan).parameters)
+        if options is not None and dataclasses.is_dataclass(options):
+            self.scan_options |= {f.name for f in dataclasses.fields(options)}
 
     def run(self, q: Query) -> Outcome:
         missing = sorted(set(q.tamis_options) - self.scan_options)

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engines import Query
-from pred import col_cmp
+from pred import col_cmp, isin
 
 SEED = 20260002
 TYPES = ["int32", "int64", "float", "double", "string"]
@@ -67,6 +67,23 @@ def tpch_queries(data_dir: str, args) -> List[Query]:
                            check=True)
         out.append(Query(f"l_partkey = 100000, {label}", path, col_cmp("l_partkey", "=", 100000),
                          None))
+    # Sidecar indexes of the original file (issue 17), kept apart with --output so the other
+    # queries read the file as generated; tamis finds them through index_dir, peers read the
+    # same file without them.
+    keys = [100000, 1, 77777, 150001, 199999]
+    for kind in ("page-bloom", "rows"):
+        idx = os.path.join(folder, f"sidecar-{kind}")
+        sidecar = os.path.join(idx, os.path.basename(original) + ".tamis.puffin")
+        if not os.path.exists(sidecar) or os.path.getmtime(sidecar) < os.path.getmtime(original):
+            os.makedirs(idx, exist_ok=True)
+            subprocess.run([args.tamis_cli, "index", original, "--columns", "l_partkey,l_suppkey",
+                            "--kind", kind, "--output", idx], check=True, stdout=subprocess.DEVNULL)
+        opts = {"index_dir": idx}
+        out.append(Query(f"l_partkey = 100000, original + {kind} sidecar", original,
+                         col_cmp("l_partkey", "=", 100000), None, tamis_options=opts))
+        out.append(Query(f"l_partkey IN (5 keys), original + {kind} sidecar", original,
+                         isin("l_partkey", keys), None, tamis_options=opts))
+    out.append(Query("l_partkey IN (5 keys), original", original, isin("l_partkey", keys), None))
     return out
 
 
