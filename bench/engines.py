@@ -145,16 +145,16 @@ class DataFusion:
                 "datafusion.execution.parquet.reorder_filters", "true"
             )
         self.ctx = SessionContext(config)
-        self.registered: Dict[str, str] = {}
 
     def run(self, q: Query) -> Outcome:
-        table = self.registered.get(q.path)
-        if table is None:
-            table = f"t{len(self.registered)}"
-            self.ctx.register_parquet(table, q.path)
-            self.registered[q.path] = table
-        where = f" WHERE {q.where.sql()}" if q.where else ""
-        t = self.ctx.sql(f"SELECT {select_list(q)} FROM {table}{where}").to_arrow_table()
+        # Registered anew for every run, like every other engine opens its files per query: a
+        # table kept registered would let DataFusion reuse listings and footers no peer keeps.
+        self.ctx.register_parquet("t", q.path)
+        try:
+            where = f" WHERE {q.where.sql()}" if q.where else ""
+            t = self.ctx.sql(f"SELECT {select_list(q)} FROM t{where}").to_arrow_table()
+        finally:
+            self.ctx.deregister_table("t")
         return Outcome(t, t.num_rows)
 
 

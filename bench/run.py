@@ -10,10 +10,13 @@ parquet crate's RowFilter reader, on the same files, with the same thread counts
 
 Each thread count runs in its own worker process (Polars fixes its pool size at import). Inside
 a worker, every repetition runs each engine once, in turn (interleaved), the first repetition
-being a warm-up; the reported time is the median of the others. Cold-cache runs drop the files
+being a warm-up; the reported time is the median of the others, with their range (min–max).
+Each repetition starts with another engine (the order rotates), the previous result is freed
+before the timer starts, and no engine keeps metadata between runs (DataFusion's table is
+registered per run). Cold-cache runs drop the files
 from the page cache (posix_fadvise DONTNEED) before every run and record read_bytes from
 /proc/self/io. Every engine's row count must agree, and for small results the rows themselves
-(for larger ones a per-column fingerprint: nulls, values, sum); otherwise the run fails. An
+(for larger ones the whole tables, sorted, with types unified); otherwise the run fails. An
 engine that cannot run a query as asked (a missing tamis option; a peer that cannot read a list
 column) is reported as skipped, with the reason, under the table.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gc
 import json
 import os
 import platform
@@ -150,22 +154,90 @@ def fingerprints_agree(a: List[tuple], b: List[tuple]) -> bool:
     return True
 
 
+def normalized(table):
+    """`table` with engine-specific types unified (dictionaries decoded; strings and binaries as
+    large_binary; dates as days, timestamps as ns; decimals and floats as float64; integers and
+    booleans as int64), its rows sorted by every column: equal results compare equal."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for c in table.columns:
+        c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+        t = c.type
+        if pa.types.is_dictionary(t):
+            c, t = c.cast(t.value_type), t.value_type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t) \
+                or pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+            c = c.cast(pa.large_binary())
+        elif pa.types.is_date(t):
+            c = c.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())
+        elif pa.types.is_timestamp(t):
+            c = c.cast(pa.timestamp("ns", tz=t.tz)).cast(pa.int64())
+        elif pa.types.is_decimal(t) or pa.types.is_floating(t):
+            c = c.cast(pa.float64())
+        elif pa.types.is_integer(t) or pa.types.is_boolean(t):
+            c = c.cast(pa.int64())
+        columns.append(c)
+    names = [f"c{i}" for i in range(len(columns))]
+    t = pa.table(columns, names=names)
+    if not names:
+        return t
+    order = pc.sort_indices(t, sort_keys=[(n, "ascending", "at_end") for n in names])
+    return t.take(order)
+
+
+def tables_agree(a, b) -> bool:
+    """Equal normalized tables; floats may differ by summation order (relative 1e-9), NaN = NaN."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if a.num_columns != b.num_columns or a.num_rows != b.num_rows:
+        return False
+    for x, y in zip(a.columns, b.columns):
+        x, y = x.combine_chunks(), y.combine_chunks()
+        if x.type != y.type:
+            return False
+        if not pa.types.is_floating(x.type):
+            if not x.equals(y):
+                return False
+            continue
+        both_nan = pc.and_(pc.is_nan(x), pc.is_nan(y))
+        close = pc.less_equal(
+            pc.abs(pc.subtract(x, y)),
+            pc.multiply(pc.max_element_wise(pc.max_element_wise(pc.abs(x), pc.abs(y)), 1.0), 1e-9),
+        )
+        ok = pc.fill_null(pc.or_(both_nan, close), True)
+        nulls_match = pc.equal(pc.is_null(x), pc.is_null(y))
+        if not pc.all(ok).as_py() or not pc.all(nulls_match).as_py():
+            return False
+    return True
+
+
 def check_agreement(query, outcomes: Dict[str, object]) -> None:
     counts = {name: o.rows for name, o in outcomes.items()}
     if len(set(counts.values())) != 1:
         raise SystemExit(f"bench: engines disagree on the row count of {query.name!r}: {counts}")
     rows = next(iter(counts.values()))
     if rows > SMALL_RESULT:
+        # Whole results, sorted and with types unified (rows beyond SMALL_RESULT are too many
+        # to compare as Python tuples).
+        # Nested columns cannot be sorted: those results compare by per-column fingerprints.
+        import pyarrow as pa
+
         reference_name, reference = None, None
         for name, o in outcomes.items():
             if o.table is None:
                 continue
-            got = [column_fingerprint(c) for c in o.table.columns]
+            nested = any(pa.types.is_nested(c.type) for c in o.table.columns)
+            got = ([column_fingerprint(c) for c in o.table.columns] if nested
+                   else normalized(o.table))
             if reference is None:
                 reference_name, reference = name, got
-            elif not fingerprints_agree(got, reference):
-                raise SystemExit(f"bench: {name} and {reference_name} return different columns for "
-                                 f"{query.name!r} (nulls, values, sum): {got} vs {reference}")
+            elif not (fingerprints_agree(got, reference) if nested
+                      else tables_agree(got, reference)):
+                raise SystemExit(f"bench: {name} and {reference_name} return different rows for "
+                                 f"{query.name!r}")
         return
     reference_name, reference = None, None
     for name, o in outcomes.items():
@@ -232,10 +304,19 @@ def worker(args) -> None:
             for cache in caches:
                 times: Dict[str, List[float]] = {n: [] for n in running}
                 io: Dict[str, List[int]] = {n: [] for n in running}
+                order = list(running.items())
+                out = None
                 for rep in range(args.runs + 1):
-                    for n, e in running.items():
+                    # Each repetition starts with another engine, so none always runs first
+                    # (cooler caches) or right after a given peer.
+                    shift = rep % len(order)
+                    for n, e in order[shift:] + order[:shift]:
                         if cache == "cold":
                             drop_cache(q.path)
+                        # The previous result is freed before the timer starts: otherwise each
+                        # engine pays for freeing the one before it.
+                        out = None
+                        gc.collect()
                         before = read_bytes()
                         start = time.perf_counter_ns()
                         out = e.run(q)
@@ -259,6 +340,7 @@ def worker(args) -> None:
                         continue
                     results.append(dict(
                         common, times_ms=times[n], median_ms=statistics.median(times[n]),
+                        min_ms=min(times[n]), max_ms=max(times[n]),
                         read_bytes=statistics.median(io[n]) if io[n] else None,
                         tamis_bytes_read=metrics.get("bytes_read") if n == "tamis" else None,
                         tamis_explain={k: v for k, v in metrics.items() if "order" in k}
@@ -338,6 +420,13 @@ def fmt_bytes(v) -> str:
     return f"{v / 2**20:.1f} MiB"
 
 
+def spread(r: dict) -> str:
+    """The median with the runs' range, `12.3 (11.9–13.0)`; results of older runs have no range."""
+    if r.get("min_ms") is None:
+        return fmt_ms(r["median_ms"])
+    return f"{fmt_ms(r['median_ms'])} ({fmt_ms(r['min_ms'])}–{fmt_ms(r['max_ms'])})"
+
+
 def table_md(results: List[dict], suite: str, threads: int, cache: str, engines: List[str]) -> str:
     rows = [r for r in results if r["suite"] == suite and r["threads"] == threads and r["cache"] == cache]
     queries = list(dict.fromkeys(r["query"] for r in rows))
@@ -357,7 +446,7 @@ def table_md(results: List[dict], suite: str, threads: int, cache: str, engines:
         ratio = by["tamis"]["median_ms"] / peers[best] if best and "tamis" in by else float("nan")
         cells = [q, str(next(iter(everyone.values()))["rows"])]
         for e in engines:
-            cell = fmt_ms(by[e]["median_ms"]) if e in by else ("skipped" if e in everyone else "–")
+            cell = spread(by[e]) if e in by else ("skipped" if e in everyone else "–")
             cells.append(f"**{cell}**" if e == best else cell)
         verdict = f"{ratio:.2f}x" + (" (slower)" if ratio > 1.0 else "") if ratio == ratio else "–"
         cells += [verdict, best or "–"]

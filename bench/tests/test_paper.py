@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import paper  # noqa: E402
-from run import column_fingerprint, fingerprints_agree  # noqa: E402
+from run import column_fingerprint, fingerprints_agree, normalized, tables_agree  # noqa: E402
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 12])
@@ -141,3 +141,28 @@ def test_skips_and_filter_order_notes():
     notes = notes_md(results, "order")
     assert notes[0] == "- tamis skipped on `a`: no filter_order"
     assert "`l_shipdate >= ...` (k=12, s=0.152) → `l_quantity < 24` (k=6, s=0.460)" in notes[1]
+
+
+def test_whole_results_compare_across_engine_types_and_orders():
+    """Large results are compared whole: the same rows in another order and with other types
+    (dictionary, large strings, decimals, int32) agree; one changed value does not."""
+    import decimal
+
+    a = pa.table({
+        "k": pa.array([3, 1, 2, 2], pa.int64()),
+        "s": pa.array(["x", "", None, "y"]),
+        "f": pa.array([0.1, float("nan"), None, 2.5]),
+        "d": pa.array([decimal.Decimal("1.10"), decimal.Decimal("2.00"), None,
+                       decimal.Decimal("0.01")], pa.decimal128(10, 2)),
+    })
+    b = pa.table({
+        "k": pa.array([2, 2, 1, 3], pa.int32()),
+        "s": pa.array(["y", None, "", "x"], pa.large_string()).dictionary_encode(),
+        "f": pa.array([2.5, None, float("nan"), 0.1 + 1e-12]),
+        "d": pa.array([0.01, None, 2.0, 1.1]),
+    })
+    assert tables_agree(normalized(a), normalized(b))
+    c = b.set_column(0, "k", pa.array([2, 2, 1, 4], pa.int32()))
+    assert not tables_agree(normalized(a), normalized(c))
+    d = b.set_column(2, "f", pa.array([2.5, None, float("nan"), 0.2]))
+    assert not tables_agree(normalized(a), normalized(d))

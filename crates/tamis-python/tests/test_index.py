@@ -114,3 +114,37 @@ def test_a_broken_sidecar_fails_or_is_ignored_by_option(tmp_path):
     m = tamis.explain(path, where="key = 42", broken_index="ignore")
     assert m["row_groups_index_broken"] > 0
     assert len(m["warnings"]) == 1 and "t.parquet.tamis.puffin" in m["warnings"][0]
+
+
+def test_sidecars_read_through_a_second_puffin_reader(tmp_path):
+    """pyiceberg's Puffin reader (an independent implementation of the container) lists the
+    blobs tamis wrote, with the spec's fields, and returns their bytes."""
+    puffin = pytest.importorskip("pyiceberg.table.puffin")
+    path = tmp_path / "t.parquet"
+    _write(path)
+    both = tmp_path / "both"
+    both.mkdir()
+    report = tamis.index(path, ["id", "key"], kind="auto", output=both)[0]
+    kinds = {c["column"]: c["kind"] for c in report["columns"]}
+    assert kinds == {"id": "page-bloom", "key": "rows"}, report["columns"]
+    meta = pq.ParquetFile(path).metadata
+    f = puffin.PuffinFile((both / "t.parquet.tamis.puffin").read_bytes())
+    assert f.footer.properties["tamis.format-version"] == "1"
+    assert f.footer.properties["tamis.data-file.length"] == str(path.stat().st_size)
+    blobs = {(b.type, b.properties["row-group"], b.properties["column"]): b
+             for b in f.footer.blobs}
+    assert len(blobs) == 2 * meta.num_row_groups
+    for rg in range(meta.num_row_groups):
+        bloom = blobs[("tamis-page-bloom-v1", str(rg), "id")]
+        rows = blobs[("tamis-rows-v1", str(rg), "key")]
+        assert bloom.fields == [0] and rows.fields == [1]
+        assert bloom.snapshot_id == -1 and bloom.sequence_number == -1
+        # A page-filter blob: u32 pages, then 12 bytes per page, then whole 32-byte blocks.
+        payload = f.get_blob_payload(bloom)
+        pages = int.from_bytes(payload[:4], "little")
+        assert pages >= 1 and (len(payload) - 4 - 12 * pages) % 32 == 0
+        # A rows blob starts with its fence: blocks, distinct values, rows with a value.
+        payload = f.get_blob_payload(rows)
+        fence = int(rows.properties["tamis.fence-bytes"])
+        assert 20 <= fence <= len(payload)
+        assert int.from_bytes(payload[12:20], "little") == meta.row_group(rg).num_rows
