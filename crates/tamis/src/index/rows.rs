@@ -9,9 +9,10 @@
 //! ```text
 //! fence   u32 blocks, u64 distinct values, u64 indexed (non-null) rows,
 //!         per block: u64 offset in the blob, u32 length, u64 xxHash64, first value
-//! block   u32 values, the values, (values + 1) × u32 row-list offsets, the row lists
-//! value   u32 length + the value's plain encoding (as Parquet's Bloom filters hash it)
-//! rows    runs of consecutive row ids: varint gap from the previous run's end, varint length-1
+//! block   u32 values, then per value: the value, varint runs, the runs
+//! value   the value's plain encoding (as Parquet's Bloom filters hash it); byte arrays are
+//!         preceded by their varint length, fixed-width values are bare
+//! runs    consecutive row ids: varint gap from the previous run's end, varint length - 1
 //! ```
 //!
 //! Values are sorted in the column's domain order ([`Scalar::compare`], the order every
@@ -43,6 +44,7 @@ pub fn encode(
     column: &LeafColumn,
     mut values: Vec<(ValueBytes, Vec<u32>)>,
 ) -> Result<(Vec<u8>, usize)> {
+    let width = fixed_width(column);
     let mut keyed = Vec::with_capacity(values.len());
     for (bytes, rows) in values.drain(..) {
         let scalar = value_scalar(column, &bytes).ok_or_else(|| {
@@ -56,34 +58,20 @@ pub fn encode(
     keyed.sort_by(|a, b| a.0.compare(&b.0).unwrap_or(Ordering::Equal));
     let indexed: u64 = keyed.iter().map(|(_, _, r)| r.len() as u64).sum();
     let mut blocks: Vec<Vec<u8>> = Vec::new();
-    let mut firsts: Vec<&[u8]> = Vec::new();
+    let mut firsts: Vec<Vec<u8>> = Vec::new();
     for chunk in keyed.chunks(BLOCK_VALUES) {
         let mut block = Vec::new();
         block.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-        for (_, bytes, _) in chunk {
-            put_value(&mut block, bytes);
+        for (_, bytes, rows) in chunk {
+            put_value(&mut block, width, bytes);
+            put_rows(&mut block, rows);
         }
-        let mut lists = Vec::new();
-        let mut offsets = Vec::with_capacity(chunk.len() + 1);
-        for (_, _, rows) in chunk {
-            offsets.push(lists.len() as u32);
-            put_rows(&mut lists, rows);
-        }
-        offsets.push(lists.len() as u32);
-        for o in offsets {
-            block.extend_from_slice(&o.to_le_bytes());
-        }
-        block.extend_from_slice(&lists);
-        firsts.push(&chunk[0].1);
+        let mut first = Vec::new();
+        put_value(&mut first, width, &chunk[0].1);
+        firsts.push(first);
         blocks.push(block);
     }
-    let fence_len = 4
-        + 8
-        + 8
-        + firsts
-            .iter()
-            .map(|f| 8 + 4 + 8 + 4 + f.len())
-            .sum::<usize>();
+    let fence_len = 4 + 8 + 8 + firsts.iter().map(|f| 8 + 4 + 8 + f.len()).sum::<usize>();
     let mut out = Vec::with_capacity(fence_len + blocks.iter().map(Vec::len).sum::<usize>());
     out.extend_from_slice(&(blocks.len() as u32).to_le_bytes());
     out.extend_from_slice(&(keyed.len() as u64).to_le_bytes());
@@ -93,7 +81,7 @@ pub fn encode(
         out.extend_from_slice(&offset.to_le_bytes());
         out.extend_from_slice(&(block.len() as u32).to_le_bytes());
         out.extend_from_slice(&block_hash(offset, block).to_le_bytes());
-        put_value(&mut out, first);
+        out.extend_from_slice(first);
         offset += block.len() as u64;
     }
     debug_assert_eq!(out.len(), fence_len);
@@ -103,13 +91,25 @@ pub fn encode(
     Ok((out, fence_len))
 }
 
+/// The byte width of the column's values, `None` for byte arrays (stored with their length).
+fn fixed_width(column: &LeafColumn) -> Option<usize> {
+    match column.physical {
+        PhysicalType::INT32 | PhysicalType::FLOAT => Some(4),
+        PhysicalType::INT64 | PhysicalType::DOUBLE => Some(8),
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => Some(column.type_length),
+        _ => None,
+    }
+}
+
 /// A block's checksum, seeded by its offset so that a block moved in the blob does not pass.
 pub fn block_hash(offset: u64, block: &[u8]) -> u64 {
     twox_hash::XxHash64::oneshot(offset, block)
 }
 
-fn put_value(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+fn put_value(out: &mut Vec<u8>, width: Option<usize>, bytes: &[u8]) {
+    if width.is_none() {
+        put_varint(out, bytes.len() as u64);
+    }
     out.extend_from_slice(bytes);
 }
 
@@ -121,8 +121,10 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// Ascending row ids as runs: (gap from the previous run's end, length - 1).
+/// Ascending row ids as their run count, then the runs: (gap from the previous run's end,
+/// length - 1).
 fn put_rows(out: &mut Vec<u8>, rows: &[u32]) {
+    let mut runs = Vec::new();
     let mut end = 0u64;
     let mut i = 0;
     while i < rows.len() {
@@ -131,10 +133,14 @@ fn put_rows(out: &mut Vec<u8>, rows: &[u32]) {
         while j < rows.len() && rows[j] as u64 == start + (j - i) as u64 {
             j += 1;
         }
-        put_varint(out, start - end);
-        put_varint(out, (j - i - 1) as u64);
+        runs.push((start - end, (j - i - 1) as u64));
         end = start + (j - i) as u64;
         i = j;
+    }
+    put_varint(out, runs.len() as u64);
+    for (gap, len) in runs {
+        put_varint(out, gap);
+        put_varint(out, len);
     }
 }
 
@@ -166,8 +172,11 @@ impl<'a> Cursor<'a> {
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
-    fn value(&mut self) -> Result<&'a [u8]> {
-        let n = self.u32()? as usize;
+    fn value(&mut self, width: Option<usize>) -> Result<&'a [u8]> {
+        let n = match width {
+            Some(w) => w,
+            None => usize::try_from(self.varint()?).map_err(|_| bad("a value length"))?,
+        };
         self.take(n)
     }
     fn varint(&mut self) -> Result<u64> {
@@ -208,8 +217,8 @@ impl Fence {
         let n = c.u32()? as usize;
         let distinct = c.u64()?;
         let indexed_rows = c.u64()?;
-        // Each fence entry takes at least 24 bytes: a count the bytes cannot hold is corrupt.
-        if n > bytes.len() / 24 {
+        // Each fence entry takes at least 20 bytes: a count the bytes cannot hold is corrupt.
+        if n > bytes.len() / 20 {
             return Err(bad("more blocks than the fence holds"));
         }
         let mut blocks: Vec<BlockRef> = Vec::with_capacity(n);
@@ -218,7 +227,8 @@ impl Fence {
             let offset = c.u64()?;
             let len = c.u32()? as u64;
             let hash = c.u64()?;
-            let first = value_scalar(column, c.value()?).ok_or_else(|| bad("a malformed value"))?;
+            let first = value_scalar(column, c.value(fixed_width(column))?)
+                .ok_or_else(|| bad("a malformed value"))?;
             if offset != expected || offset.checked_add(len).is_none_or(|e| e > blob_len) {
                 return Err(bad("a block outside the blob or out of order"));
             }
@@ -294,39 +304,24 @@ pub fn block_rows(
     rows: usize,
     out: &mut Bitmap,
 ) -> Result<()> {
+    let width = fixed_width(column);
     let mut c = Cursor {
         bytes: block,
         at: 0,
     };
     let n = c.u32()? as usize;
-    if n > block.len() / 8 {
-        return Err(bad("more values than the block holds"));
-    }
-    let mut matches = Vec::with_capacity(n);
     for _ in 0..n {
-        let v = value_scalar(column, c.value()?).ok_or_else(|| bad("a malformed value"))?;
-        matches.push(satisfies(leaf, &v));
-    }
-    let mut offsets = Vec::with_capacity(n + 1);
-    for _ in 0..=n {
-        offsets.push(c.u32()? as usize);
-    }
-    let lists = &block[c.at..];
-    if offsets[0] != 0 || offsets[n] != lists.len() || offsets.windows(2).any(|w| w[0] > w[1]) {
-        return Err(bad("row-list offsets out of order"));
-    }
-    for (i, &hit) in matches.iter().enumerate() {
-        if !hit {
-            continue;
+        let v = value_scalar(column, c.value(width)?).ok_or_else(|| bad("a malformed value"))?;
+        let hit = satisfies(leaf, &v);
+        let runs = c.varint()?;
+        // Every run takes at least two bytes: a count the block cannot hold is corrupt.
+        if runs > (block.len() - c.at) as u64 / 2 {
+            return Err(bad("more runs than the block holds"));
         }
-        let mut r = Cursor {
-            bytes: &lists[offsets[i]..offsets[i + 1]],
-            at: 0,
-        };
         let mut end = 0u64;
-        while r.at < r.bytes.len() {
-            let start = end.checked_add(r.varint()?);
-            let len = r.varint()?.checked_add(1);
+        for _ in 0..runs {
+            let start = end.checked_add(c.varint()?);
+            let len = c.varint()?.checked_add(1);
             let (Some(start), Some(len)) = (start, len) else {
                 return Err(bad("a row run overflows"));
             };
@@ -334,8 +329,13 @@ pub fn block_rows(
                 .checked_add(len)
                 .filter(|&e| e <= rows as u64)
                 .ok_or_else(|| bad("a row id beyond the row group"))?;
-            out.set_range(start as usize, end as usize);
+            if hit {
+                out.set_range(start as usize, end as usize);
+            }
         }
+    }
+    if c.at != block.len() {
+        return Err(bad("bytes after the block's last value"));
     }
     Ok(())
 }
@@ -383,7 +383,9 @@ mod tests {
         let mut c = Cursor { bytes: &out, at: 0 };
         let mut got = Vec::new();
         let mut end = 0;
-        while c.at < out.len() {
+        let runs = c.varint().unwrap();
+        assert_eq!(runs, 4);
+        for _ in 0..runs {
             let start = end + c.varint().unwrap();
             let len = c.varint().unwrap() + 1;
             got.extend((start..start + len).map(|r| r as u32));
