@@ -9,6 +9,7 @@ pub mod alloc;
 pub mod corpus;
 pub mod mutate;
 pub mod predicate;
+pub mod targets;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -25,8 +26,8 @@ pub struct Request {
 }
 
 /// Where a scan's error came from: binding the request to the file's schema may legitimately
-/// fail without naming the file (a corrupted column name is an unknown column); nothing else
-/// may.
+/// fail without naming the file (a corrupted column name is an unknown column, a predicate the
+/// column's type does not support); nothing else may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
     Open,
@@ -69,7 +70,8 @@ pub fn judge_error(stage: Stage, e: &tamis::Error, file: &str) -> Result<(), Str
         return Err(format!("error over several lines: {line:?}"));
     }
     let named = line.contains(file);
-    if !named && (stage != Stage::Bind || e.kind != ErrorKind::InvalidArgument) {
+    let request_error = matches!(e.kind, ErrorKind::InvalidArgument | ErrorKind::Unsupported);
+    if !named && (stage != Stage::Bind || !request_error) {
         return Err(format!("error does not name the file: {line}"));
     }
     Ok(())
