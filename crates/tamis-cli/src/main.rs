@@ -118,6 +118,13 @@ enum Command {
     /// Generate benchmark data.
     #[command(subcommand)]
     Gen(GenCommand),
+    /// Print the kernel instruction-set paths this CPU and build support (one per line, fastest
+    /// last; any can be forced with TAMIS_FORCE_ISA), then the one this process uses and why.
+    Kernels {
+        /// Only the supported paths, one per line (for scripts).
+        #[arg(long)]
+        list: bool,
+    },
 }
 
 /// What to scan: shared by `query` and `explain`.
@@ -283,6 +290,15 @@ fn main() -> ExitCode {
         Command::Optimize(args) => optimize::run(&args),
         Command::Index(args) => index::run(&args),
         Command::Gen(GenCommand::Tpch(args)) => gen::run(&args),
+        Command::Kernels { list } => {
+            for isa in tamis::kernels::supported() {
+                println!("{}", isa.name());
+            }
+            if !list {
+                println!("in use: {}", tamis::kernels::describe());
+            }
+            Ok(())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -637,3 +637,38 @@ fn index_builds_sidecars_that_scans_use() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no_such"), "{}", stderr(&o));
 }
+
+/// `tamis kernels --list` names the paths the kernels can take here, scalar first, and the
+/// default run uses the last (fastest) one; the CI instruction-set loop depends on this.
+#[test]
+fn kernels_lists_the_supported_paths() {
+    let o = ok(tamis(&["kernels", "--list"]));
+    let paths: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(
+        paths.first().map(String::as_str),
+        Some("scalar"),
+        "{paths:?}"
+    );
+    for p in &paths {
+        assert!(
+            ["scalar", "bmi2", "avx512"].contains(&p.as_str()),
+            "{paths:?}"
+        );
+    }
+    let all = stdout(&ok(tamis(&["kernels"])));
+    assert!(all.contains("in use: "), "{all}");
+    // Forcing each listed path is honoured, not reported as unsupported.
+    for p in &paths {
+        let o = ok(Command::new(TAMIS)
+            .args(["kernels"])
+            .env("TAMIS_FORCE_ISA", p)
+            .output()
+            .unwrap());
+        assert!(
+            stdout(&o).contains("forced by TAMIS_FORCE_ISA"),
+            "{p}: {}",
+            stdout(&o)
+        );
+        assert!(stderr(&o).is_empty(), "{p}: {}", stderr(&o));
+    }
+}

@@ -206,19 +206,85 @@ fn drive(
         .map_err(|_| to_py_err(py, Error::internal("the scan thread panicked")))
 }
 
-/// A `ScanStream` as an Arrow `RecordBatchReader` (for the C stream export).
+/// A `ScanStream` as an Arrow `RecordBatchReader` (for the C stream export), pulled lazily.
+///
+/// pyarrow calls `next` without the GIL and Python runs no signal handler until it returns,
+/// which for a selective filter can be the whole scan. So the stream runs on a helper thread,
+/// one batch ahead, and `next` waits in [`SIGNAL_POLL`] slices, checking for Ctrl-C between
+/// them (with the GIL, on the calling thread). On a signal the scan is cancelled, the Python
+/// exception is kept in `interrupt` for the Python wrapper to raise (`ArrowStream.interrupt`),
+/// and the stream ends with a cancelled error. Dropping the reader cancels the scan too.
 struct ScanReader {
-    stream: ScanStream,
+    rx: Receiver<tamis::Result<RecordBatch>>,
+    canceller: tamis::Canceller,
+    interrupt: std::sync::Arc<Mutex<Option<PyErr>>>,
     schema: SchemaRef,
+    done: bool,
+}
+
+impl ScanReader {
+    fn new(stream: ScanStream, interrupt: std::sync::Arc<Mutex<Option<PyErr>>>) -> PyResult<Self> {
+        let schema = stream.schema();
+        let canceller = stream.canceller();
+        let (tx, rx) = sync_channel::<tamis::Result<RecordBatch>>(1);
+        std::thread::Builder::new()
+            .name("tamis-stream".to_string())
+            .spawn(move || {
+                for item in stream {
+                    let failed = item.is_err();
+                    if tx.send(item).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| PyOSError::new_err(format!("cannot start the scan thread: {e}")))?;
+        Ok(ScanReader {
+            rx,
+            canceller,
+            interrupt,
+            schema,
+            done: false,
+        })
+    }
+}
+
+impl Drop for ScanReader {
+    fn drop(&mut self) {
+        self.canceller.cancel();
+    }
 }
 
 impl Iterator for ScanReader {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.stream
-            .next()
-            .map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        if self.done {
+            return None;
+        }
+        loop {
+            match self.rx.recv_timeout(SIGNAL_POLL) {
+                Ok(item) => {
+                    self.done = item.is_err();
+                    return Some(item.map_err(|e| ArrowError::ExternalError(Box::new(e))));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            // Only the main thread runs Python's signal handlers; elsewhere this is a no-op.
+            if let Err(interrupt) = Python::attach(|py| py.check_signals()) {
+                self.canceller.cancel();
+                if let Ok(mut slot) = self.interrupt.lock() {
+                    *slot = Some(interrupt);
+                }
+                self.done = true;
+                return Some(Err(ArrowError::ExternalError(Box::new(
+                    tamis::io::cancelled(),
+                ))));
+            }
+        }
     }
 }
 
@@ -232,13 +298,26 @@ impl RecordBatchReader for ScanReader {
 #[pyclass(module = "tamis._tamis", name = "ArrowStream")]
 struct ArrowStream {
     reader: Mutex<Option<Box<dyn RecordBatchReader + Send>>>,
+    /// The exception a signal handler raised while the stream was read (see [`ScanReader`]).
+    interrupt: std::sync::Arc<Mutex<Option<PyErr>>>,
 }
 
 impl ArrowStream {
     fn new(reader: Box<dyn RecordBatchReader + Send>) -> Self {
         ArrowStream {
             reader: Mutex::new(Some(reader)),
+            interrupt: Default::default(),
         }
+    }
+
+    /// A lazy stream over a scan that stops on Ctrl-C.
+    fn scanning(stream: ScanStream) -> PyResult<Self> {
+        let interrupt = std::sync::Arc::default();
+        let reader = ScanReader::new(stream, std::sync::Arc::clone(&interrupt))?;
+        Ok(ArrowStream {
+            reader: Mutex::new(Some(Box::new(reader))),
+            interrupt,
+        })
     }
 }
 
@@ -260,6 +339,14 @@ impl ArrowStream {
             .take()
             .ok_or_else(|| PyValueError::new_err("this tamis stream was already consumed"))?;
         PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(reader), c"arrow_array_stream")
+    }
+
+    /// Raises the exception (usually `KeyboardInterrupt`) that stopped the stream, if one did.
+    fn raise_interrupt(&self) -> PyResult<()> {
+        match self.interrupt.lock().ok().and_then(|mut slot| slot.take()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -287,8 +374,7 @@ fn scan_stream(py: Python<'_>, path: String, options: Request) -> PyResult<Arrow
     let stream = py
         .detach(|| options.open(&path))
         .map_err(|e| to_py_err(py, e))?;
-    let schema = stream.schema();
-    Ok(ArrowStream::new(Box::new(ScanReader { stream, schema })))
+    ArrowStream::scanning(stream)
 }
 
 /// Runs the scan, discards the rows and returns the metrics as JSON: the same object as
@@ -354,8 +440,7 @@ impl PyDataset {
         let stream = py
             .detach(|| options.configure(self.inner.scan()))
             .map_err(|e| to_py_err(py, e))?;
-        let schema = stream.schema();
-        Ok(ArrowStream::new(Box::new(ScanReader { stream, schema })))
+        ArrowStream::scanning(stream)
     }
 
     fn explain_json(&self, py: Python<'_>, options: Request) -> PyResult<String> {

@@ -303,6 +303,39 @@ def test_ctrl_c_interrupts_a_long_scan(big_dir):
     assert latency < 2.0, latency
 
 
+def test_ctrl_c_interrupts_a_scan_batches_reader(big_dir):
+    """Ctrl-C while a reader waits for a batch that a selective filter keeps from coming: the
+    reader raises KeyboardInterrupt promptly, not after the scan."""
+    script = textwrap.dedent(
+        f"""
+        import sys, time, tamis
+        reader = tamis.scan_batches({big_dir!r}, where="s LIKE '%words%nothing%'", threads=1)
+        print("start", flush=True)
+        t = time.perf_counter()
+        try:
+            rows = sum(b.num_rows for b in reader)
+            print("finished", time.perf_counter() - t, rows, flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", time.perf_counter() - t, flush=True)
+        except BaseException as e:
+            print("raised", type(e).__name__, e, flush=True)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "start"
+        time.sleep(1.0)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        line = proc.stdout.readline().split()
+        latency = time.perf_counter() - sent
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert line and line[0] == "interrupted", line
+    assert latency < 2.0, latency
+
+
 def mixed_filter(table):
     """Three filters on three columns, one an OR; the SQL and the rows pyarrow keeps for it."""
     where = "bucket < 50 AND status <> 'open' AND (amount > 40 OR name IS NULL)"

@@ -219,6 +219,9 @@ def _reader(stream: Any) -> pa.RecordBatchReader:
                 except StopIteration:
                     return
                 except pa.ArrowException as e:
+                    # Ctrl-C (or another signal handler's exception) while the native side
+                    # waited: it cancelled the scan and kept the exception for us.
+                    stream.raise_interrupt()
                     message = str(e)
                     message = message.split("External error: ", 1)[-1]
                     cls = _ERROR_CLASSES.get(message.split(":", 1)[0])

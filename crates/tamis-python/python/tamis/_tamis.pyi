@@ -8,6 +8,7 @@ class ArrowStream:
     """Record batches behind the Arrow PyCapsule stream interface; can be exported once."""
 
     def __arrow_c_stream__(self, requested_schema: Optional[Any] = None) -> Any: ...
+    def raise_interrupt(self) -> None: ...
 
 class Dataset:
     def __init__(self, path: str, storage_options: Optional[Dict[str, str]] = None,

@@ -76,10 +76,31 @@ impl<'a> ChunkPages<'a> {
         offset_index: Option<&'a OffsetIndexMetaData>,
         rg_rows: usize,
     ) -> Self {
+        // Pages must also lie inside the chunk, in order: the `parquet` crate's page reader
+        // subtracts the chunk start from the first page's offset (an overflow panic in a debug
+        // build when the page is before it; found by `tamis-fuzz`).
+        let (start, len) = meta.byte_range();
+        let inside = |oi: &&OffsetIndexMetaData| {
+            let mut at = start;
+            oi.page_locations().iter().all(|l| {
+                let (Ok(offset), Ok(size)) = (
+                    u64::try_from(l.offset),
+                    u64::try_from(l.compressed_page_size),
+                ) else {
+                    return false;
+                };
+                let ok = offset >= at
+                    && offset
+                        .checked_add(size)
+                        .is_some_and(|e| e <= start.saturating_add(len));
+                at = offset.saturating_add(size);
+                ok
+            })
+        };
         ChunkPages {
             meta,
             reader,
-            offset_index: usable_offset_index(offset_index, rg_rows),
+            offset_index: usable_offset_index(offset_index, rg_rows).filter(inside),
             rg_rows,
             fetched: FetchedRanges::from_pieces(Vec::new(), reader.len()),
             dictionary_fetched: false,
@@ -218,11 +239,11 @@ impl<'a> ChunkPages<'a> {
         // Read it without the offset index: the page reader then starts at the chunk start.
         let reader = Arc::new(self.fetched.clone());
         let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
-        match pages.peek_next_page() {
+        match guard(|| pages.peek_next_page()) {
             Ok(Some(m)) if m.is_dict => {}
             _ => return Ok(false),
         }
-        match pages.get_next_page()? {
+        match guard(|| pages.get_next_page())? {
             Some(page) => visitor.dictionary(page)?,
             None => return Ok(false),
         }
@@ -287,24 +308,24 @@ impl<'a> ChunkPages<'a> {
             // reads nothing.
             match dict_range {
                 Some(_) => {
-                    if let Some(page) = pages.get_next_page()? {
+                    if let Some(page) = guard(|| pages.get_next_page())? {
                         visitor.dictionary(page)?;
                     }
                 }
-                None => pages.skip_next_page()?,
+                None => guard(|| pages.skip_next_page())?,
             }
         }
         let mut want = wanted.iter().peekable();
         for i in 0..=last {
             if want.peek() == Some(&&i) {
                 want.next();
-                let page = pages.get_next_page()?.ok_or_else(|| {
+                let page = guard(|| pages.get_next_page())?.ok_or_else(|| {
                     Error::corrupt(format!("page {i} announced by the offset index is missing"))
                 })?;
                 add(&metrics.pages_read, 1);
                 visitor.page(i, page).map_err(|e| e.in_page(i))?;
             } else {
-                pages.skip_next_page()?;
+                guard(|| pages.skip_next_page())?;
             }
         }
         Ok(())
@@ -328,9 +349,9 @@ impl<'a> ChunkPages<'a> {
         let reader = Arc::new(self.fetched.clone());
         let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
         let mut i = 0usize;
-        while let Some(meta) = pages.peek_next_page()? {
+        while let Some(meta) = guard(|| pages.peek_next_page())? {
             if meta.is_dict {
-                if let Some(page) = pages.get_next_page()? {
+                if let Some(page) = guard(|| pages.get_next_page())? {
                     visitor.dictionary(page)?;
                 }
                 continue;
@@ -342,12 +363,26 @@ impl<'a> ChunkPages<'a> {
                 add(&metrics.pages_read, 1);
                 visitor.page(i, page).map_err(|e| e.in_page(i))?;
             } else {
-                pages.skip_next_page()?;
+                guard(|| pages.skip_next_page())?;
                 visitor.skipped(i, &meta).map_err(|e| e.in_page(i))?;
             }
             i += 1;
         }
         Ok(())
+    }
+}
+
+/// Runs one call of the `parquet` crate's page reader, turning a panic into a corrupt-file error.
+///
+/// Its `peek_next_page` unwraps a page header's `data_page_header` (v1 or v2) when the header's
+/// type says there is one: a flipped page type panics inside the crate (found by `tamis-fuzz`).
+/// The crate's own panic message still goes to the panic hook; the scan gets an error.
+fn guard<T>(call: impl FnOnce() -> parquet::errors::Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(r) => Ok(r?),
+        Err(_) => Err(Error::corrupt(
+            "malformed page header (its type and contents disagree)",
+        )),
     }
 }
 

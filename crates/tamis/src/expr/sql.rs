@@ -20,8 +20,52 @@ use super::{CmpOp, Leaf, LeafOp, LikePattern, Predicate, Scalar};
 use crate::error::{Error, Result};
 use crate::schema::{Domain, LeafColumn, LogicalKind, Unit};
 
+/// The most AND / OR operators a predicate may have. sqlparser builds `a AND b AND c …` as a
+/// tree as deep as the chain is long, and binding it (and dropping it) recurses that deep: a
+/// chain of 20 000 overflowed the stack (found by `tamis-fuzz`). Nesting is bounded by
+/// sqlparser's own recursion limit; this bounds the chains.
+pub const MAX_BOOLEAN_OPERATORS: usize = 1000;
+
+/// Counts the AND / OR keywords outside quotes without tokenizing: sqlparser's tokens take about
+/// 30 times the text, so a few megabytes of chain would take ~100 MB before being refused.
+fn check_operator_count(text: &str) -> Result<()> {
+    let mut n = 0usize;
+    let mut quote: Option<u8> = None;
+    let mut word_start: Option<usize> = None;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().chain(std::iter::once(&b' ')).enumerate() {
+        if let Some(q) = quote {
+            if b == q {
+                quote = None;
+            }
+            continue;
+        }
+        if b.is_ascii_alphanumeric() || b == b'_' {
+            word_start.get_or_insert(i);
+            continue;
+        }
+        if let Some(w) = word_start.take() {
+            let word = &bytes[w..i];
+            if word.eq_ignore_ascii_case(b"and") || word.eq_ignore_ascii_case(b"or") {
+                n += 1;
+            }
+        }
+        if matches!(b, b'\'' | b'"' | b'`') {
+            quote = Some(b);
+        }
+    }
+    if n > MAX_BOOLEAN_OPERATORS {
+        return Err(Error::invalid(format!(
+            "predicate has {n} AND/OR operators; at most {MAX_BOOLEAN_OPERATORS} are supported \
+             (use IN for long lists of values)"
+        )));
+    }
+    Ok(())
+}
+
 /// Parses `text` (a SQL boolean expression) and binds it to `columns`.
 pub fn parse_predicate(text: &str, columns: &[LeafColumn]) -> Result<Predicate> {
+    check_operator_count(text)?;
     let dialect = GenericDialect {};
     let perr = |e: sqlparser::parser::ParserError| {
         Error::invalid(format!("cannot parse predicate `{}`: {e}", text.trim()))
@@ -46,6 +90,7 @@ pub fn parse_predicate(text: &str, columns: &[LeafColumn]) -> Result<Predicate> 
 /// not parse. Used to prune a dataset's files by partition values before any footer is read,
 /// when the files' own columns are not known yet.
 pub fn parse_implied(text: &str, columns: &[LeafColumn]) -> Option<Predicate> {
+    check_operator_count(text).ok()?;
     let dialect = GenericDialect {};
     let mut parser = Parser::new(&dialect).try_with_sql(text).ok()?;
     let expr = parser.parse_expr().ok()?;
