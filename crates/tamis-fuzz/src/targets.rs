@@ -248,7 +248,7 @@ fn footer_len(bytes: &[u8]) -> usize {
         .min(n.saturating_sub(8))
 }
 
-/// Writes `sample` into `dir` and builds its sidecar (page Bloom filters on `i64` and `s`).
+/// Writes `sample` into `dir` and builds its sidecar (`auto` indexes of `i64` and `s`).
 fn sidecar_seed(dir: &Path, sample: &Sample) -> SidecarSeed {
     let data = dir.join("indexed.parquet");
     std::fs::write(&data, &sample.bytes).expect("write the indexed file");
@@ -258,7 +258,12 @@ fn sidecar_seed(dir: &Path, sample: &Sample) -> SidecarSeed {
         data.to_str().unwrap(),
         &Default::default(),
         &["i64".to_string(), "s".to_string()],
-        0.05,
+        // Auto: each column gets the kind its data favours, so the corpus holds both blob
+        // kinds when the columns differ in sortedness.
+        tamis::index::build::IndexOptions {
+            kind: tamis::index::build::IndexKind::Auto,
+            fpp: 0.05,
+        },
         Some(&out),
     )
     .expect("index the corpus file");

@@ -221,6 +221,45 @@ impl Sidecar {
         w.finish(identity.properties())
     }
 
+    /// Parses a whole sidecar held in memory (tools, the fuzzer), checking every blob now
+    /// rather than on first use: page filters decoded, rows-index fences and blocks checked
+    /// against their checksums. `rows` and `columns` describe the data file.
+    pub fn parse(location: &str, bytes: &[u8], rows: &[u64], columns: usize) -> Result<Sidecar> {
+        let whole = Bytes::copy_from_slice(bytes);
+        if bytes.len() < 4 || &bytes[..4] != puffin::MAGIC {
+            return Err(
+                Error::corrupt("not a valid Puffin file: no magic at the start").in_file(location),
+            );
+        }
+        let source: Arc<dyn ByteSource> = Arc::new(crate::io::memory::MemorySource::new(
+            location,
+            whole.clone(),
+        ));
+        let sidecar = Self::open(source, whole, rows, columns)?;
+        let reader = Reader::new(
+            sidecar.source.clone(),
+            Default::default(),
+            Default::default(),
+        );
+        let ctx = |e: Error| e.in_file(location);
+        let mut keys: Vec<(usize, usize)> = sidecar.page_bloom_blobs.keys().copied().collect();
+        keys.sort_unstable();
+        for (rg, c) in keys {
+            sidecar.page_blooms(&reader, rg, &[c])?;
+        }
+        for ((rg, c), blob) in &sidecar.rows_blobs {
+            let fence = blob.range.start..blob.range.start + blob.fence_len;
+            let fetched = sidecar.read(&reader, std::slice::from_ref(&fence))?;
+            let fence = fetched.slice(fence).unwrap_or_default();
+            if blob.fence_hash != blob_hash(*rg, *c, &fence) {
+                return Err(ctx(Error::corrupt(format!(
+                    "rows index fence of row group {rg}, column {c}: checksum mismatch"
+                ))));
+            }
+        }
+        Ok(sidecar)
+    }
+
     /// Opens the sidecar `source`, whose open read its last bytes (`tail`).
     fn open(
         source: Arc<dyn ByteSource>,

@@ -11,6 +11,7 @@
 
 pub mod local;
 pub mod location;
+pub mod memory;
 pub mod object;
 
 use std::fmt;
