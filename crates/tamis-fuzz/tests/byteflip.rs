@@ -32,7 +32,7 @@ fn flipped_bytes_fail_cleanly_within_budget() {
             .unwrap_or_else(|(_, e)| panic!("{}: {e}", s.name));
         assert_eq!(rows, corpus::ROWS, "{}", s.name);
     }
-    let per_file = 80;
+    let per_file = 40;
     for s in &samples {
         for i in 0..per_file {
             let bytes = mutate::mutate(&mut rng, s, &samples);

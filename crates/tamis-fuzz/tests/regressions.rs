@@ -92,3 +92,21 @@ fn offset_index_before_its_chunk_is_not_used() {
         }
     }
 }
+
+/// A data page header with a negative value count (a mutated BYTE_STREAM_SPLIT file, kept as
+/// `inputs/negative_page_row_count.parquet`): the count, cast to usize, overflowed the row
+/// arithmetic of the page walk (a panic, reported as an internal error). Now a clean error.
+#[test]
+fn negative_page_row_count_is_a_clean_error() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/inputs/negative_page_row_count.parquet"
+    );
+    match tamis_fuzz::scan(path, &Request::default()) {
+        Ok(_) => {}
+        Err((_, e)) => {
+            assert_ne!(e.kind, ErrorKind::Internal, "{e}");
+            assert!(e.to_string().contains("negative_page_row_count"), "{e}");
+        }
+    }
+}

@@ -315,7 +315,8 @@ struct FlatPages<'v, R: RowSet> {
 impl<R: RowSet> FlatPages<'_, R> {
     fn advance(&mut self, rows: usize) -> Result<()> {
         self.walked.push((self.row, rows));
-        self.row += rows;
+        // A header's count is an i32 cast to usize: a negative one is near usize::MAX.
+        self.row = self.row.saturating_add(rows);
         if self.row > self.rg_rows {
             return Err(Error::corrupt(format!(
                 "pages hold more rows than the row group ({})",
@@ -339,7 +340,8 @@ impl<R: RowSet> PageVisitor for FlatPages<'_, R> {
         let rows = meta.num_rows.or(meta.num_levels);
         Ok(!self.pages.contains_key(&i)
             && match rows {
-                Some(n) => self.needed.any_in(self.row, self.row + n),
+                // Saturating: a negative count in the header (found by `tamis-fuzz`) is huge.
+                Some(n) => self.needed.any_in(self.row, self.row.saturating_add(n)),
                 None => true,
             })
     }
