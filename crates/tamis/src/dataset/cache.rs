@@ -77,6 +77,11 @@ impl Dataset {
         Scan::over(self.plan.clone())
     }
 
+    /// The files, their footers, schema and leaves (for statistics and planning).
+    pub fn plan(&self) -> &DatasetPlan {
+        &self.plan
+    }
+
     /// The files' paths or URLs.
     pub fn files(&self) -> Vec<String> {
         self.plan.files.iter().map(|f| f.location.clone()).collect()

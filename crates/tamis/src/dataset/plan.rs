@@ -32,7 +32,7 @@ use super::partition::{
 };
 use super::schema::{conform, unify, UnifiedSchema};
 use crate::error::{Error, Result};
-use crate::expr::{sql, Predicate};
+use crate::expr::{bind, Expr, Predicate};
 use crate::io::location::{FileRef, Listing};
 use crate::io::Identity;
 use crate::metrics::{add, MetricsCollector};
@@ -202,25 +202,36 @@ impl DatasetPlan {
     }
 
     /// Plans the scan: which files and row groups to read and how. `predicate` is the dataset
-    /// predicate (bound to [`DatasetPlan::leaves`]) and its text; `projection` indexes
+    /// predicate (bound to [`DatasetPlan::leaves`]) and its tree; `only` restricts the scan to
+    /// some row groups of some files (by location); `projection` indexes
     /// [`DatasetPlan::schema`]. Counts files, files pruned by partition and row groups pruned by
     /// statistics here, before any file is reopened.
     pub fn bind(
         self,
-        predicate: Option<(&Predicate, &str)>,
+        predicate: Option<(&Predicate, &Expr)>,
+        only: Option<&[(String, std::ops::Range<usize>)]>,
         projection: &[usize],
         statistics: bool,
         metrics: &MetricsCollector,
     ) -> Result<Vec<ScanFile>> {
         let start = std::time::Instant::now();
         let mut out = Vec::new();
-        // Consecutive files usually share a schema: bind the SQL again only when it changes.
+        // Consecutive files usually share a schema: bind the tree again only when it changes.
         let mut last: Option<(usize, Predicate)> = None;
         for fi in 0..self.files.len() {
             let f = &self.files[fi];
+            let ranges: Option<Vec<&std::ops::Range<usize>>> = only.map(|o| {
+                o.iter()
+                    .filter(|(l, _)| *l == f.location)
+                    .map(|(_, r)| r)
+                    .collect()
+            });
+            if ranges.as_ref().is_some_and(|r| r.is_empty()) {
+                continue;
+            }
             let predicate = match predicate {
                 None => None,
-                Some((p, text)) => {
+                Some((p, expr)) => {
                     let first = self.first_partition_leaf;
                     let by_partition =
                         partition_verdict(p, first, &self.leaves[first..], &f.partition)
@@ -230,7 +241,7 @@ impl DatasetPlan {
                     } else {
                         let same = last.as_ref().is_some_and(|(l, _)| self.same_layout(*l, fi));
                         if !same {
-                            let unfolded = self.bind_file_unfolded(fi, text)?;
+                            let unfolded = self.bind_file_unfolded(fi, expr)?;
                             last = Some((fi, unfolded));
                         }
                         let (_, unfolded) = last.as_ref().expect("set above");
@@ -253,6 +264,12 @@ impl DatasetPlan {
                 .map(|o| o.as_slice());
             let mut row_groups = Vec::new();
             for (rg, meta) in f.metadata.row_groups().iter().enumerate() {
+                if ranges
+                    .as_ref()
+                    .is_some_and(|r| !r.iter().any(|r| r.contains(&rg)))
+                {
+                    continue;
+                }
                 let pruned = statistics
                     && predicate.as_ref().is_some_and(|p| {
                         statistics_verdict_with_orders(p, &f.leaves, meta, column_orders)
@@ -291,11 +308,11 @@ impl DatasetPlan {
         Ok(out)
     }
 
-    /// `sql_text` bound to file `fi`'s leaves, then its missing columns' and partition leaves
+    /// `expr` bound to file `fi`'s leaves, then its missing columns' and partition leaves
     /// (see [`DatasetPlan::file_leaves`]); depends only on the file's layout.
-    fn bind_file_unfolded(&self, fi: usize, sql_text: &str) -> Result<Predicate> {
+    fn bind_file_unfolded(&self, fi: usize, expr: &Expr) -> Result<Predicate> {
         let (leaves, _) = self.file_leaves(fi)?;
-        sql::parse_predicate(sql_text, &leaves).map_err(|e| e.in_file(&self.files[fi].location))
+        bind::bind(expr, &leaves).map_err(|e| e.in_file(&self.files[fi].location))
     }
 
     /// Folds file `fi`'s constants (missing columns are NULL, partition values) into `p`: the

@@ -1,27 +1,34 @@
-//! Predicates: SQL text → bound, normalized predicate tree → evaluation.
+//! Predicates: SQL text or a built [`Expr`] → bound, normalized predicate tree → evaluation.
 //!
 //! ```text
 //! "a > 5 AND NOT (b LIKE 'x%' OR c IS NULL)"
-//!    └─ sql.rs     parse with sqlparser, bind names to leaf columns, convert literals into each
-//!                  column's Domain, push NOT down to the leaves (NNF, De Morgan), BETWEEN → two
+//!    └─ parse.rs   sqlparser → unbound tree (tree.rs: `Expr`, also built directly by programs)
+//!    └─ bind.rs    bind names to one file's leaf columns, convert literals into each column's
+//!                  Domain, push NOT down to the leaves (NNF, De Morgan), BETWEEN → two
 //!                  comparisons, fold constants
 //!         → Predicate::And([Leaf(a > 5), Leaf(b NOT LIKE 'x%'), Leaf(c IS NOT NULL)])
 //!    └─ eval.rs    a leaf on dense decoded values (a page, or a dictionary once) → Bitmap
 //!    └─ like.rs    LIKE patterns compiled to prefix / suffix / contains / general matchers
+//!    └─ render.rs  bound predicate → SQL text for explain output
 //! ```
 //!
 //! Because NOT sits only on leaves (absorbed into each leaf's operator), the tree is monotone:
 //! evaluating every leaf to true/false with SQL's unknown (NULL) mapped to false gives exactly the
 //! rows whose three-valued result is TRUE. A NULL value satisfies no leaf except `IS NULL`.
 
+pub mod bind;
 pub mod eval;
 pub mod like;
+pub mod parse;
+pub mod render;
 pub mod sql;
+pub mod tree;
 pub mod verdict;
 
 use std::cmp::Ordering;
 
 pub use like::LikePattern;
+pub use tree::{col, lit, Expr, Literal};
 pub use verdict::Verdict;
 
 /// A comparison operator.

@@ -10,6 +10,7 @@ pub mod order;
 pub mod row_group;
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
@@ -26,7 +27,7 @@ use crate::dataset::{
 };
 use crate::dataset::{DatasetPlan, ScanFile};
 use crate::error::{Error, Result};
-use crate::expr::{sql, Predicate};
+use crate::expr::{bind, parse, sql, Expr, Predicate};
 use crate::io::location::{list, Listing};
 use crate::io::{IoStats, Reader, StorageOptions};
 use crate::metrics::{add, MetricsCollector, ScanMetrics};
@@ -60,9 +61,9 @@ pub struct Scan {
     /// A hive-partitioned listing, kept so that a filter on partition columns prunes files
     /// before their footers are read (`None` for a single file or a [`crate::Dataset`]).
     listed: Option<Listed>,
-    /// Bound to the dataset's leaves; each file binds the text again to its own.
+    /// Bound to the dataset's leaves; each file binds the tree again to its own.
     predicate: Option<Predicate>,
-    predicate_text: Option<String>,
+    predicate_expr: Option<Expr>,
     /// Columns of the dataset schema (file columns, then partition columns).
     projection: Vec<usize>,
     /// The columns `select` named (else: every column of the plan), kept to project again
@@ -78,6 +79,8 @@ pub struct Scan {
     /// Where sidecar indexes are, when not beside the files (see [`Scan::index_dir`]).
     index_dir: Option<Arc<std::path::PathBuf>>,
     broken_index: BrokenIndex,
+    /// Only these (file location, row-group range) parts are read (see [`Scan::row_groups`]).
+    only: Option<Arc<Vec<(String, Range<usize>)>>>,
     metrics: Arc<MetricsCollector>,
     io: Arc<IoStats>,
 }
@@ -91,7 +94,7 @@ struct Listed {
     /// Files pruned by partition values before their footers were read.
     pruned: u64,
     /// The filter the open files were chosen by: `None` not opened yet, `Some(None)` all files.
-    opened_for: Option<Option<String>>,
+    opened_for: Option<Option<Expr>>,
 }
 
 impl Listed {
@@ -207,7 +210,7 @@ impl Scan {
             dataset: OnceCell::new(),
             listed: None,
             predicate: None,
-            predicate_text: None,
+            predicate_expr: None,
             projection: Vec::new(),
             selected: None,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -219,6 +222,7 @@ impl Scan {
             memory_limit: crate::budget::DEFAULT_MEMORY_LIMIT,
             index_dir: None,
             broken_index: BrokenIndex::Fail,
+            only: None,
             metrics: Arc::new(MetricsCollector::default()),
             io: Arc::new(IoStats::default()),
         }
@@ -226,7 +230,7 @@ impl Scan {
 
     /// Takes `plan`, just opened (for the files `filter` leaves, or all of them), counting its
     /// footer reads and projecting its schema again.
-    fn opened(&mut self, plan: DatasetPlan, filter: Option<&str>) -> Result<()> {
+    fn opened(&mut self, plan: DatasetPlan, filter: Option<&Expr>) -> Result<()> {
         let (bytes, requests, ns) = plan.open_cost;
         add(&self.io.bytes, bytes);
         add(&self.io.requests, requests);
@@ -236,7 +240,7 @@ impl Scan {
             None => (0..plan.schema.fields().len()).collect(),
         };
         if let Some(listed) = &mut self.listed {
-            listed.opened_for = Some(filter.map(str::to_string));
+            listed.opened_for = Some(filter.cloned());
         }
         self.dataset = OnceCell::new();
         let _ = self.dataset.set(plan);
@@ -257,7 +261,7 @@ impl Scan {
     /// Opens the listed files that `filter`'s partition conjuncts leave (all of them without a
     /// filter; the first one when none is left, for the schema), with the partition types
     /// discovered over the whole listing so that pruning does not change them.
-    fn open_listed(&mut self, filter: Option<&str>) -> Result<DatasetPlan> {
+    fn open_listed(&mut self, filter: Option<&Expr>) -> Result<DatasetPlan> {
         let listed = self
             .listed
             .as_mut()
@@ -265,7 +269,7 @@ impl Scan {
         let partitions = listed.partitions()?;
         let listing = &listed.listing;
         let leaves = partition_leaves(&partitions.schema, 0, 0)?;
-        let implied = filter.and_then(|text| sql::parse_implied(text, &leaves));
+        let implied = filter.and_then(|e| bind::bind_implied(e, &leaves));
         let mut keep = Vec::with_capacity(listing.files.len());
         for (f, values) in listing.files.iter().zip(&partitions.values) {
             let pruned = match &implied {
@@ -298,19 +302,33 @@ impl Scan {
     /// name only partition columns prune files by their paths, then the footers of the files
     /// left are read, and the schema is theirs (the first file's when none is left). Call it
     /// before [`Scan::select`], which would read every footer.
-    pub fn filter(mut self, sql_text: &str) -> Result<Scan> {
+    pub fn filter(self, sql_text: &str) -> Result<Scan> {
+        let e = parse::parse(sql_text)?;
+        self.filter_expr(e)
+    }
+
+    /// [`Scan::filter`] with a built expression instead of SQL text:
+    ///
+    /// ```no_run
+    /// use tamis::expr::{col, lit};
+    /// # fn main() -> tamis::Result<()> {
+    /// let scan = tamis::Scan::open("lineitem.parquet")?
+    ///     .filter_expr(col("l_quantity").lt(lit(24i64)).and(col("l_returnflag").eq(lit("R"))))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn filter_expr(mut self, e: Expr) -> Result<Scan> {
         // Files opened for another filter may lack some this one needs; all files do not.
         let reopen = self
             .listed
             .as_ref()
             .is_some_and(|l| !matches!(l.opened_for, Some(None)));
         if reopen {
-            let plan = self.open_listed(Some(sql_text))?;
-            self.opened(plan, Some(sql_text))?;
+            let plan = self.open_listed(Some(&e))?;
+            self.opened(plan, Some(&e))?;
         }
-        let p = sql::parse_predicate(sql_text, &self.plan()?.leaves)?;
+        let p = bind::bind(&e, &self.plan()?.leaves)?;
         self.predicate = Some(p);
-        self.predicate_text = Some(sql_text.to_string());
+        self.predicate_expr = Some(e);
         Ok(self)
     }
 
@@ -327,8 +345,8 @@ impl Scan {
             listed.partitions()?;
             listed.opened_for = None;
             self.dataset = OnceCell::new();
-            if let Some(text) = self.predicate_text.clone() {
-                return self.filter(&text);
+            if let Some(e) = self.predicate_expr.clone() {
+                return self.filter_expr(e);
             }
             return Ok(self);
         }
@@ -339,8 +357,8 @@ impl Scan {
         plan.partition_types(&types)?;
         plan.open_cost = (0, 0, 0);
         self.opened(plan, None)?;
-        if let Some(text) = self.predicate_text.clone() {
-            self.predicate = Some(sql::parse_predicate(&text, &self.plan()?.leaves)?);
+        if let Some(e) = self.predicate_expr.clone() {
+            self.predicate = Some(bind::bind(&e, &self.plan()?.leaves)?);
         }
         Ok(self)
     }
@@ -423,6 +441,14 @@ impl Scan {
         self
     }
 
+    /// Reads only the given row groups: `(file, range)` pairs, the file as [`Scan::files`]
+    /// names it. Files not named are skipped. For engines that split one scan into partitions
+    /// (each partition a scan of its own row groups); pruning and filters apply as usual.
+    pub fn row_groups(mut self, parts: Vec<(String, Range<usize>)>) -> Scan {
+        self.only = Some(Arc::new(parts));
+        self
+    }
+
     /// Row-group workers: the thread count, times [`REMOTE_OVERLAP`] when a file is remote —
     /// there a row group mostly waits for its round trips, and overlapping several row groups'
     /// waits is what hides the latency.
@@ -475,9 +501,10 @@ impl Scan {
             .thread_name(|i| format!("tamis-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("cannot start threads: {e}")))?;
-        let predicate = self.predicate.as_ref().zip(self.predicate_text.as_deref());
+        let predicate = self.predicate.as_ref().zip(self.predicate_expr.as_ref());
         let mut files = plan.bind(
             predicate,
+            self.only.as_deref().map(Vec::as_slice),
             &self.projection,
             self.pruning.statistics,
             &self.metrics,
