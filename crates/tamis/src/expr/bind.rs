@@ -175,7 +175,7 @@ impl Binder<'_> {
                     )));
                 }
                 let target = *value;
-                let is = !*negated != neg;
+                let is = *negated == neg;
                 let eq = leaf(col, LeafOp::Cmp(CmpOp::Eq, Scalar::Bool(target)));
                 Ok(if is {
                     eq

@@ -39,6 +39,9 @@ use row_group::{scan_row_group, RowGroupJob};
 /// Row groups in flight per thread on remote sources (see `Scan::workers`).
 const REMOTE_OVERLAP: usize = 8;
 
+/// Row groups of some files: `(file location, row-group range)` pairs (see [`Scan::row_groups`]).
+pub type RowGroupParts = Vec<(String, Range<usize>)>;
+
 /// A scan over Parquet files, configured with a builder:
 ///
 /// ```no_run
@@ -80,7 +83,7 @@ pub struct Scan {
     index_dir: Option<Arc<std::path::PathBuf>>,
     broken_index: BrokenIndex,
     /// Only these (file location, row-group range) parts are read (see [`Scan::row_groups`]).
-    only: Option<Arc<Vec<(String, Range<usize>)>>>,
+    only: Option<Arc<RowGroupParts>>,
     metrics: Arc<MetricsCollector>,
     io: Arc<IoStats>,
 }
@@ -444,7 +447,7 @@ impl Scan {
     /// Reads only the given row groups: `(file, range)` pairs, the file as [`Scan::files`]
     /// names it. Files not named are skipped. For engines that split one scan into partitions
     /// (each partition a scan of its own row groups); pruning and filters apply as usual.
-    pub fn row_groups(mut self, parts: Vec<(String, Range<usize>)>) -> Scan {
+    pub fn row_groups(mut self, parts: RowGroupParts) -> Scan {
         self.only = Some(Arc::new(parts));
         self
     }
