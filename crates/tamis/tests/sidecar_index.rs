@@ -101,6 +101,15 @@ fn index_kind(path: &Path, columns: &[&str], kind: IndexKind) -> tamis::index::b
 }
 
 fn scan(path: &Path, sql: &str, sidecar: bool) -> tamis::Result<(Vec<i64>, tamis::ScanMetrics)> {
+    scan_with(path, sql, sidecar, tamis::BrokenIndex::Fail)
+}
+
+fn scan_with(
+    path: &Path,
+    sql: &str,
+    sidecar: bool,
+    broken: tamis::BrokenIndex,
+) -> tamis::Result<(Vec<i64>, tamis::ScanMetrics)> {
     let pruning = tamis::Pruning {
         sidecar_index: sidecar,
         ..tamis::Pruning::default()
@@ -109,6 +118,7 @@ fn scan(path: &Path, sql: &str, sidecar: bool) -> tamis::Result<(Vec<i64>, tamis
         .filter(sql)?
         .select(&["id"])?
         .pruning(pruning)
+        .broken_index(broken)
         .threads(2)
         .batches()?;
     let mut ids = Vec::new();
@@ -122,18 +132,7 @@ fn scan(path: &Path, sql: &str, sidecar: bool) -> tamis::Result<(Vec<i64>, tamis
 
 /// A scan that ignores a broken sidecar.
 fn scan_ignoring(path: &Path, sql: &str) -> tamis::Result<(Vec<i64>, tamis::ScanMetrics)> {
-    let mut stream = tamis::Scan::open(path.to_str().unwrap())?
-        .filter(sql)?
-        .select(&["id"])?
-        .broken_index(tamis::BrokenIndex::Ignore)
-        .batches()?;
-    let mut ids = Vec::new();
-    for b in stream.by_ref() {
-        let b = b?;
-        let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-        ids.extend(a.values().iter().copied());
-    }
-    Ok((ids, stream.metrics()))
+    scan_with(path, sql, true, tamis::BrokenIndex::Ignore)
 }
 
 /// A predicate's SQL and its row-wise truth (SQL semantics: NULL is not true).

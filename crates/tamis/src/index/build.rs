@@ -178,7 +178,15 @@ pub fn build_index(
             let ctx = |e: Error| e.in_column(&file.leaves[c].path).in_file(&file.location);
             let first_rows = page_first_rows(file, rg, c);
             let values = column_values(file, &reader, rg, c, rows).map_err(ctx)?;
-            let pages = first_rows.as_ref().map(|f| pages_per_value(&values, f));
+            // Page value sets only where page filters are built or `auto` is still to choose.
+            let wants_pages = match kinds.get(&c) {
+                Some((kind, _)) => *kind == IndexKind::PageBloom,
+                None => options.kind != IndexKind::Rows,
+            };
+            let pages = first_rows
+                .as_ref()
+                .filter(|_| wants_pages)
+                .map(|f| pages_per_value(&values, f));
             let (kind, _) = kinds
                 .entry(c)
                 .or_insert_with(|| match options.kind {

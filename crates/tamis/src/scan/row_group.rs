@@ -594,7 +594,7 @@ fn narrow_by_sidecar(
     job: &RowGroupJob<'_>,
     p: &Predicate,
     rows: &mut Bitmap,
-) -> Result<Option<Vec<PageBlooms>>> {
+) -> Result<Option<Vec<Arc<PageBlooms>>>> {
     let leaves = &job.file.leaves;
     if !job.pruning.sidecar_index || !page_bloom::probes_anything(p, leaves) {
         return Ok(None);
@@ -617,9 +617,7 @@ fn narrow_by_sidecar(
         return Ok(None);
     };
     rows.and_inplace(&Bitmap::from_ranges(n, &ranges));
-    Ok(Some(
-        loaded.into_values().map(|b| b.as_ref().clone()).collect(),
-    ))
+    Ok(Some(loaded.into_values().collect()))
 }
 
 /// Index bytes a leaf may always read from the rows index, whatever the column's size.
