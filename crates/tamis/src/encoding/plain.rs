@@ -397,7 +397,7 @@ mod tests {
 
     use crate::expr::eval::eval_dense;
     use crate::expr::sql::tests::test_columns;
-    use crate::expr::{to_scalar, CmpOp, LikePattern, PhysicalRef, Scalar};
+    use crate::expr::{to_scalar, CmpOp, KeyFilter, LikePattern, PhysicalRef, Scalar};
 
     fn column(name: &str) -> LeafColumn {
         test_columns().into_iter().find(|c| c.path == name).unwrap()
@@ -518,6 +518,32 @@ mod tests {
                     });
                 }
             }
+        }
+        // A join-key filter over every other literal.
+        let half: Vec<&Scalar> = lits.iter().step_by(2).collect();
+        let ints: Vec<i64> = half
+            .iter()
+            .filter_map(|s| match s {
+                Scalar::Int(x) => Some(*x),
+                Scalar::UInt(x) => Some(*x as i64),
+                _ => None,
+            })
+            .collect();
+        let bytes: Vec<&[u8]> = half
+            .iter()
+            .filter_map(|s| match s {
+                Scalar::Bytes(b) => Some(b.as_slice()),
+                _ => None,
+            })
+            .collect();
+        match col.domain() {
+            Domain::Int | Domain::UInt => ops.push(LeafOp::InKeys(std::sync::Arc::new(
+                KeyFilter::from_ints(&ints, "test").without_adapting(),
+            ))),
+            Domain::Bytes => ops.push(LeafOp::InKeys(std::sync::Arc::new(
+                KeyFilter::from_bytes(bytes.into_iter(), "test").without_adapting(),
+            ))),
+            _ => {}
         }
         ops
     }

@@ -12,6 +12,7 @@
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use parquet::basic::Type as PhysicalType;
 
+use super::key_filter::KeyKind;
 use super::tree::{Column, Expr, Literal as Lit};
 use super::{CmpOp, Leaf, LeafOp, LikePattern, Predicate, Scalar, Verdict};
 use crate::error::{Error, Result};
@@ -234,6 +235,27 @@ impl Binder<'_> {
             } => {
                 let col = self.filterable(self.require_column(expr, e)?)?;
                 self.in_list(col, list, *negated != neg)
+            }
+            Expr::InKeys { expr, filter } => {
+                let col = self.filterable(self.require_column(expr, e)?)?;
+                let fits = match filter.kind() {
+                    KeyKind::Int => matches!(col.domain(), Domain::Int | Domain::UInt),
+                    KeyKind::Bytes => col.domain() == Domain::Bytes,
+                };
+                if !fits {
+                    return Err(Error::invalid(format!(
+                        "type mismatch: column '{}' is {}, join keys '{}' are {:?}",
+                        col.path,
+                        type_name(col),
+                        filter.label(),
+                        filter.kind()
+                    )));
+                }
+                Ok(if neg {
+                    Predicate::True
+                } else {
+                    leaf(col, LeafOp::InKeys(filter.clone()))
+                })
             }
             Expr::Like {
                 negated,

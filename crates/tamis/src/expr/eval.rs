@@ -8,7 +8,8 @@
 use std::cell::Cell;
 use std::cmp::Ordering;
 
-use super::{cmp_f64, i128_from_be, CmpOp, LeafOp, Scalar};
+use super::key_filter::KeyKind;
+use super::{cmp_f64, i128_from_be, CmpOp, KeyFilter, LeafOp, Scalar};
 use crate::error::{Error, Result};
 use crate::schema::{Domain, LeafColumn, LogicalKind};
 use crate::selection::Bitmap;
@@ -29,7 +30,7 @@ pub fn eval_dense(op: &LeafOp, column: &LeafColumn, values: &Values) -> Result<B
                 Bitmap::new_zeroed(n)
             })
         }
-        LeafOp::Like { .. } => {
+        LeafOp::Like { .. } | LeafOp::InKeys(_) if matches!(values, Values::Bytes(_)) => {
             let Values::Bytes(b) = values else {
                 return Err(mismatch(op, column, values));
             };
@@ -121,6 +122,13 @@ pub(crate) fn eval_i32(
     column: &LeafColumn,
     vals: impl Dense<Item = i32>,
 ) -> Option<Bitmap> {
+    if let LeafOp::InKeys(f) = op {
+        return match column.domain() {
+            Domain::Int => keys_kernel(f, vals, |x| x as i64),
+            Domain::UInt => keys_kernel(f, vals, |x| x as u32 as i64),
+            _ => None,
+        };
+    }
     match column.domain() {
         Domain::Int => Some(ord_kernel(vals, |x| x as i64, &int_op(op)?)),
         Domain::UInt => Some(ord_kernel(vals, |x| x as u32 as u64, &uint_op(op)?)),
@@ -134,6 +142,12 @@ pub(crate) fn eval_i64(
     column: &LeafColumn,
     vals: impl Dense<Item = i64>,
 ) -> Option<Bitmap> {
+    if let LeafOp::InKeys(f) = op {
+        return match column.domain() {
+            Domain::Int | Domain::UInt => keys_kernel(f, vals, |x| x),
+            _ => None,
+        };
+    }
     match column.domain() {
         Domain::Int => Some(ord_kernel(vals, |x| x, &int_op(op)?)),
         Domain::UInt => Some(ord_kernel(vals, |x| x as u64, &uint_op(op)?)),
@@ -176,6 +190,17 @@ pub(crate) fn eval_byte_values<'a>(
         let neg = *negated;
         return Some(from_iter(n, vals.map(|v| pattern.matches(v) != neg)));
     }
+    if let LeafOp::InKeys(f) = op {
+        if f.kind() != KeyKind::Bytes {
+            return None;
+        }
+        if !f.active() {
+            return Some(Bitmap::new_set(n));
+        }
+        let out = from_iter(n, vals.map(|v| f.may_contain_bytes(v)));
+        f.observe(n as u64, out.count_ones() as u64);
+        return Some(out);
+    }
     let lit = map_op(op, |s| {
         if let Scalar::Bytes(x) = s {
             Some(x.as_slice())
@@ -201,6 +226,21 @@ fn mismatch(op: &LeafOp, column: &LeafColumn, values: &Values) -> Error {
         column.path,
         column.domain()
     ))
+}
+
+/// A join-key filter over integer values: probes while the filter is active and reports
+/// what passed, so the filter can decide whether probing still pays.
+fn keys_kernel<D: Dense>(f: &KeyFilter, vals: D, key: impl Fn(D::Item) -> i64) -> Option<Bitmap> {
+    if f.kind() != KeyKind::Int {
+        return None;
+    }
+    let n = vals.len();
+    if !f.active() {
+        return Some(Bitmap::new_set(n));
+    }
+    let out = vals.pack(|v| f.may_contain_int(key(v)));
+    f.observe(n as u64, out.count_ones() as u64);
+    Some(out)
 }
 
 /// A comparison or IN list with the literal(s) extracted into the kernel's key type.
@@ -483,6 +523,12 @@ pub fn eval_scalar(op: &LeafOp, value: &Scalar) -> bool {
             Scalar::Bytes(b) => pattern.matches(b) != *negated,
             _ => false,
         },
+        LeafOp::InKeys(f) => match value {
+            Scalar::Int(x) => f.may_contain_int(*x),
+            Scalar::UInt(x) => f.may_contain_int(*x as i64),
+            Scalar::Bytes(b) => f.may_contain_bytes(b),
+            _ => false,
+        },
     }
 }
 
@@ -549,6 +595,34 @@ mod tests {
                 negated,
             });
             leaf_ops.push(LeafOp::IsNull { negated });
+        }
+        // Join-key filters over the literals and every fifth value (so both hits and misses).
+        let keys: Vec<&Scalar> = literals.iter().chain(scalars.iter().step_by(5)).collect();
+        match column.domain() {
+            Domain::Int | Domain::UInt => {
+                let ints: Vec<i64> = keys
+                    .iter()
+                    .filter_map(|s| match s {
+                        Scalar::Int(x) => Some(*x),
+                        Scalar::UInt(x) => Some(*x as i64),
+                        _ => None,
+                    })
+                    .collect();
+                let f = KeyFilter::from_ints(&ints, "test").without_adapting();
+                leaf_ops.push(LeafOp::InKeys(std::sync::Arc::new(f)));
+            }
+            Domain::Bytes => {
+                let bytes: Vec<&[u8]> = keys
+                    .iter()
+                    .filter_map(|s| match s {
+                        Scalar::Bytes(b) => Some(b.as_slice()),
+                        _ => None,
+                    })
+                    .collect();
+                let f = KeyFilter::from_bytes(bytes.into_iter(), "test").without_adapting();
+                leaf_ops.push(LeafOp::InKeys(std::sync::Arc::new(f)));
+            }
+            _ => {}
         }
         for op in &leaf_ops {
             let got = eval_dense(op, column, values).unwrap();

@@ -18,6 +18,7 @@
 
 pub mod bind;
 pub mod eval;
+pub mod key_filter;
 pub mod like;
 pub mod parse;
 pub mod render;
@@ -27,6 +28,7 @@ pub mod verdict;
 
 use std::cmp::Ordering;
 
+pub use key_filter::KeyFilter;
 pub use like::LikePattern;
 pub use tree::{col, lit, Expr, Literal};
 pub use verdict::Verdict;
@@ -143,6 +145,10 @@ pub enum LeafOp {
     IsNull { negated: bool },
     /// `column [NOT] LIKE pattern` (Domain::Bytes only)
     Like { pattern: LikePattern, negated: bool },
+    /// `column` may be one of a join's keys ([`KeyFilter`]; Domain::Int / UInt / Bytes). A
+    /// superset test: true for every key and for a few other values, so a predicate holding
+    /// it selects a superset of the rows that join (the join removes the rest).
+    InKeys(std::sync::Arc<KeyFilter>),
 }
 
 impl LeafOp {

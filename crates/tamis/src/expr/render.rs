@@ -45,6 +45,7 @@ fn render_leaf(l: &Leaf, columns: &[LeafColumn]) -> String {
         LeafOp::IsNull { negated } => {
             format!("{name} IS {}NULL", if *negated { "NOT " } else { "" })
         }
+        LeafOp::InKeys(f) => format!("{name} IN KEYS({}: {} keys)", f.label(), f.keys()),
         LeafOp::Like { pattern, negated } => {
             let esc = pattern
                 .escape()

@@ -171,6 +171,14 @@ pub enum Expr {
         list: Vec<Expr>,
         negated: bool,
     },
+    /// `expr` may be one of a join's keys: a Bloom filter test that passes every key and a
+    /// few other values ([`crate::expr::KeyFilter`]). A filter holding it selects a superset
+    /// of the exact rows; under NOT it binds to TRUE (the complement of a superset would drop
+    /// rows).
+    InKeys {
+        expr: Box<Expr>,
+        filter: std::sync::Arc<crate::expr::KeyFilter>,
+    },
     /// `expr [NOT] BETWEEN low AND high`
     Between {
         expr: Box<Expr>,
@@ -268,6 +276,13 @@ impl Expr {
             expr: Box::new(self),
             list: list.into_iter().map(Into::into).collect(),
             negated,
+        }
+    }
+    /// `self` may be one of the keys in `filter` (see [`Expr::InKeys`]).
+    pub fn in_keys(self, filter: std::sync::Arc<crate::expr::KeyFilter>) -> Expr {
+        Expr::InKeys {
+            expr: Box::new(self),
+            filter,
         }
     }
     pub fn between(self, low: impl Into<Expr>, high: impl Into<Expr>) -> Expr {
@@ -427,6 +442,13 @@ impl fmt::Display for Expr {
                     items.join(", ")
                 )
             }
+            Expr::InKeys { expr, filter } => write!(
+                f,
+                "{} IN KEYS({}: {} keys)",
+                operand(expr),
+                filter.label(),
+                filter.keys()
+            ),
             Expr::Between {
                 expr,
                 low,

@@ -190,6 +190,8 @@ pub fn leaf_verdict(op: &LeafOp, b: &Bounds) -> Verdict {
     let range = Interval::new(b);
     let v = match op {
         LeafOp::IsNull { .. } => unreachable!("handled above"),
+        // Bounds of a Bloom filter's keys are not kept: a join's own min/max conjuncts prune.
+        LeafOp::InKeys(_) => Verdict::Unknown,
         LeafOp::Cmp(cmp, lit) => range.cmp(*cmp, lit),
         // IN ≡ OR of equalities; NOT IN ≡ AND of inequalities.
         LeafOp::In {

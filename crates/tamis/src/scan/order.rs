@@ -86,6 +86,8 @@ pub const DEFAULT_EQ: f64 = 0.1;
 pub const DEFAULT_RANGE: f64 = 0.5;
 /// Selectivity of a `LIKE` with a wildcard (`NOT LIKE`: the complement).
 pub const DEFAULT_LIKE: f64 = 0.1;
+/// Share of values a join-key filter is expected to pass before any scan has probed it.
+pub const DEFAULT_IN_KEYS: f64 = 0.1;
 
 /// What Eq. 1 knows about one filter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -513,6 +515,15 @@ fn values_selectivity(info: &ColumnInfo, domain: Domain, leaves: &[&Leaf]) -> f6
                 s *= if *negated { 1.0 - m } else { m };
             }
             LeafOp::IsNull { .. } => {}
+            // What the join's filter has passed so far, over every scan probing it.
+            LeafOp::InKeys(f) => {
+                let (probed, passed) = f.counts();
+                s *= if probed == 0 {
+                    DEFAULT_IN_KEYS
+                } else {
+                    passed as f64 / probed as f64
+                };
+            }
         }
     }
     if ranged {
