@@ -110,3 +110,27 @@ fn negative_page_row_count_is_a_clean_error() {
         }
     }
 }
+
+/// A DATA_PAGE_V2 header whose definition and repetition level lengths sum past `i32::MAX` (a
+/// mutated gzip file found with seed 7, kept as `inputs/v2_level_lengths_overflow.parquet`): the
+/// `parquet` crate's page decoding adds them as `i32` and panicked with an overflow, outside the
+/// guard around the page reader (reported as an internal error). Now a corrupt-file error.
+#[test]
+fn v2_level_lengths_overflow_is_a_clean_error() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/inputs/v2_level_lengths_overflow.parquet"
+    );
+    let request = Request {
+        select: Some(vec!["i32".into(), "i64".into(), "f32".into(), "fx".into()]),
+        memory_limit: Some(16 << 20),
+        ..Request::default()
+    };
+    match tamis_fuzz::scan(path, &request) {
+        Ok(_) => panic!("the damaged page was read"),
+        Err((_, e)) => {
+            assert_ne!(e.kind, ErrorKind::Internal, "{e}");
+            assert!(e.to_string().contains("v2_level_lengths_overflow"), "{e}");
+        }
+    }
+}

@@ -357,8 +357,7 @@ impl<'a> ChunkPages<'a> {
                 continue;
             }
             if visitor.want(i, &meta).map_err(|e| e.in_page(i))? {
-                let page = pages
-                    .get_next_page()?
+                let page = guard(|| pages.get_next_page())?
                     .ok_or_else(|| Error::corrupt("page vanished"))?;
                 add(&metrics.pages_read, 1);
                 visitor.page(i, page).map_err(|e| e.in_page(i))?;
@@ -375,13 +374,15 @@ impl<'a> ChunkPages<'a> {
 /// Runs one call of the `parquet` crate's page reader, turning a panic into a corrupt-file error.
 ///
 /// Its `peek_next_page` unwraps a page header's `data_page_header` (v1 or v2) when the header's
-/// type says there is one: a flipped page type panics inside the crate (found by `tamis-fuzz`).
-/// The crate's own panic message still goes to the panic hook; the scan gets an error.
+/// type says there is one: a flipped page type panics inside the crate; its page decoding adds a
+/// v2 header's two level lengths as `i32` and overflows on large ones (both found by
+/// `tamis-fuzz`). The crate's own panic message still goes to the panic hook; the scan gets an
+/// error.
 fn guard<T>(call: impl FnOnce() -> parquet::errors::Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
         Ok(r) => Ok(r?),
         Err(_) => Err(Error::corrupt(
-            "malformed page header (its type and contents disagree)",
+            "malformed page header (the parquet crate's page reader cannot read it)",
         )),
     }
 }
