@@ -39,13 +39,15 @@ fn on_over_cap(size: usize) {
 struct Args {
     targets: Vec<String>,
     seconds: f64,
+    /// Inputs per target instead of a time: the same inputs on any machine (CI).
+    iterations: Option<u64>,
     seed: u64,
     out: PathBuf,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: tamis-fuzz [--target all|{}] [--seconds N] [--seed N] [--out DIR]",
+        "usage: tamis-fuzz [--target all|{}] [--seconds N | --iterations N] [--seed N] [--out DIR]",
         NAMES.join("|")
     );
     std::process::exit(2)
@@ -55,6 +57,7 @@ fn args() -> Args {
     let mut a = Args {
         targets: NAMES.iter().map(|s| s.to_string()).collect(),
         seconds: 60.0,
+        iterations: None,
         seed: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
@@ -72,6 +75,7 @@ fn args() -> Args {
                 }
             }
             "--seconds" => a.seconds = value.parse().unwrap_or_else(|_| usage()),
+            "--iterations" => a.iterations = Some(value.parse().unwrap_or_else(|_| usage())),
             "--seed" => a.seed = value.parse().unwrap_or_else(|_| usage()),
             "--out" => a.out = value.into(),
             _ => usage(),
@@ -117,7 +121,10 @@ fn main() {
         let mut rng = StdRng::seed_from_u64(args.seed.wrapping_add(t as u64));
         let mut totals = Totals::default();
         let start = Instant::now();
-        while start.elapsed() < per_target {
+        while match args.iterations {
+            Some(n) => totals.iterations < n,
+            None => start.elapsed() < per_target,
+        } {
             let run = fuzz.run(target, &mut rng);
             totals.iterations += 1;
             if let Err(why) = &run.verdict {
