@@ -8,6 +8,7 @@ mod optimize;
 mod output;
 mod progress;
 mod query;
+mod sql;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -107,6 +108,8 @@ struct Cli {
 enum Command {
     /// Scan Parquet files with a filter and a projection; write the result.
     Query(QueryArgs),
+    /// Run SQL (joins, aggregates) over Parquet tables: DataFusion on tamis scans.
+    Sql(SqlArgs),
     /// Run a scan, discard the rows and print the pruning funnel.
     Explain(ExplainArgs),
     /// Print a Parquet file's schema, row groups, column chunks and indexes.
@@ -261,6 +264,35 @@ pub struct QueryArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct SqlArgs {
+    /// The query, e.g. "SELECT l_returnflag, count(*) FROM lineitem GROUP BY 1" (it may start
+    /// with a `--` comment).
+    #[arg(allow_hyphen_values = true)]
+    pub query: String,
+    /// A table NAME=PATH (repeatable); PATH as for `query`: file, directory, glob or URL.
+    #[arg(long, value_name = "NAME=PATH", value_parser = parse_key_value)]
+    pub table: Vec<(String, String)>,
+    /// A directory whose NAME.parquet files and NAME/ subdirectories become tables (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub tables: Vec<PathBuf>,
+    /// Object-store option KEY=VALUE (repeatable), for every table.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub storage_options: Vec<(String, String)>,
+    /// Worker threads and DataFusion partitions (default: all cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub threads: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the result to FILE instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Do not push join keys into the scans (runtime filters): same rows, more read.
+    #[arg(long)]
+    pub no_runtime_filters: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct ExplainArgs {
     #[command(flatten)]
     pub scan: ScanArgs,
@@ -285,6 +317,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Query(args) => query::run(&args),
+        Command::Sql(args) => sql::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Inspect(args) => inspect::run(&args.file),
         Command::Optimize(args) => optimize::run(&args),

@@ -181,7 +181,12 @@ pub fn run(args: &QueryArgs) -> CliResult<()> {
 
 /// stdout, or the --output file, buffered.
 fn open_output(args: &QueryArgs) -> CliResult<Box<dyn Write>> {
-    Ok(match &args.output {
+    open_writer(args.output.as_deref())
+}
+
+/// stdout, or `output`, buffered.
+pub fn open_writer(output: Option<&std::path::Path>) -> CliResult<Box<dyn Write>> {
+    Ok(match output {
         Some(path) => Box::new(BufWriter::new(File::create(path).map_err(|e| {
             CliError::msg(format!("cannot create {}: {e}", path.display()))
         })?)),

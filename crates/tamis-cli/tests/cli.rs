@@ -672,3 +672,96 @@ fn kernels_lists_the_supported_paths() {
         assert!(stderr(&o).is_empty(), "{p}: {}", stderr(&o));
     }
 }
+
+/// Columns `names` of every row of a file, as display strings (the parquet crate's reader).
+fn column_strings(path: &Path, names: &[&str]) -> Vec<Vec<String>> {
+    let file = File::open(path).expect("open parquet");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("parquet metadata")
+        .build()
+        .expect("parquet reader");
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.expect("batch");
+        let columns: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let c = batch.column_by_name(n).expect("column");
+                arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
+                    .unwrap()
+            })
+            .collect();
+        for i in 0..batch.num_rows() {
+            rows.push(columns.iter().map(|f| f.value(i).to_string()).collect());
+        }
+    }
+    rows
+}
+
+#[test]
+fn sql_joins_tables_of_a_directory_with_and_without_runtime_filters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    ok(tamis(&[
+        "gen",
+        "tpch",
+        "--scale-factor",
+        "0.002",
+        "--output",
+        s(dir.path()),
+    ]));
+    // The oracle: the join and count computed here from the parquet crate's rows.
+    let priority: std::collections::HashMap<String, String> = column_strings(
+        &dir.path().join("orders.parquet"),
+        &["o_orderkey", "o_orderpriority"],
+    )
+    .into_iter()
+    .map(|r| (r[0].clone(), r[1].clone()))
+    .collect();
+    let mut expected: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in column_strings(
+        &dir.path().join("lineitem.parquet"),
+        &["l_orderkey", "l_shipmode"],
+    ) {
+        if r[1] == "AIR" {
+            *expected.entry(priority[&r[0]].clone()).or_default() += 1;
+        }
+    }
+    let expected: Vec<String> = std::iter::once("o_orderpriority,n".to_string())
+        .chain(expected.iter().map(|(p, n)| format!("{p},{n}")))
+        .collect();
+    let query = "SELECT o_orderpriority, count(*) AS n FROM orders JOIN lineitem \
+                 ON l_orderkey = o_orderkey WHERE l_shipmode = 'AIR' GROUP BY 1 ORDER BY 1";
+    for extra in [&[][..], &["--no-runtime-filters"][..]] {
+        let mut args = vec![
+            "sql",
+            query,
+            "--tables",
+            s(dir.path()),
+            "--format",
+            "csv",
+            "--threads",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        let out = stdout(&ok(tamis(&args)));
+        assert_eq!(out.lines().collect::<Vec<_>>(), expected, "{extra:?}");
+    }
+    // --table overrides a directory's table of the same name.
+    let out = stdout(&ok(tamis(&[
+        "sql",
+        "SELECT count(*) AS n FROM lineitem",
+        "--tables",
+        s(dir.path()),
+        "--table",
+        &format!("lineitem={}", s(&dir.path().join("orders.parquet"))),
+        "--format",
+        "csv",
+    ])));
+    let orders = parquet_rows(&dir.path().join("orders.parquet"));
+    assert_eq!(out.lines().nth(1), Some(orders.to_string().as_str()));
+    // A query that does not plan: one line, exit code 1.
+    let o = tamis(&["sql", "SELECT nope FROM orders", "--tables", s(dir.path())]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("error: ") && stderr(&o).contains("nope"));
+}

@@ -529,6 +529,45 @@ fn index_json(
     py.detach(run).map_err(|e| to_py_err(py, e))
 }
 
+/// Runs a SQL query over named tables (DataFusion on tamis scans) and returns the result as one
+/// stream. Errors: `tamis.errors.SqlError` with DataFusion's message on one line; a tamis
+/// error (missing file, corrupt file…) as its own class.
+#[pyfunction]
+#[pyo3(signature = (query, tables, storage_options=None, threads=None, runtime_filters=true))]
+fn sql(
+    py: Python<'_>,
+    query: String,
+    tables: Vec<(String, String)>,
+    storage_options: Option<HashMap<String, String>>,
+    threads: Option<usize>,
+    runtime_filters: bool,
+) -> PyResult<ArrowStream> {
+    let options = storage(&storage_options);
+    let threads = threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let result = py
+        .detach(|| tamis_datafusion::sql::run(&query, &tables, &options, threads, runtime_filters));
+    match result {
+        Ok((schema, batches)) => {
+            let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+            Ok(ArrowStream::new(Box::new(reader)))
+        }
+        Err(message) => {
+            let exception = py
+                .import("tamis.errors")
+                .and_then(|m| m.getattr("SqlError"))
+                .and_then(|c| c.call1((message,)));
+            Err(match exception {
+                Ok(value) => PyErr::from_value(value),
+                Err(import_failed) => import_failed,
+            })
+        }
+    }
+}
+
 #[pymodule]
 fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -539,5 +578,6 @@ fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(explain_json, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_json, m)?)?;
     m.add_function(wrap_pyfunction!(index_json, m)?)?;
+    m.add_function(wrap_pyfunction!(sql, m)?)?;
     Ok(())
 }

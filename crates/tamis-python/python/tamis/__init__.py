@@ -29,6 +29,7 @@ from .errors import (
     InternalError,
     InvalidArgumentError,
     ResourceLimitError,
+    SqlError,
     TamisError,
     UnsupportedError,
 )
@@ -358,6 +359,46 @@ def index(
     return json.loads(text)
 
 
+def sql(query: str, tables: Mapping[str, PathLike], *,
+        storage_options: Optional[Mapping[str, Any]] = None,
+        threads: Optional[int] = None, runtime_filters: bool = True) -> pa.Table:
+    """Run a SQL query (joins, aggregates, subqueries) over Parquet tables and return the result
+    as a :class:`pyarrow.Table`.
+
+    ``tables`` maps each table name to a path as :func:`scan` takes it (a file, a directory or
+    glob of ``*.parquet`` files, a hive-partitioned prefix, an object-store URL). DataFusion
+    plans and executes the query; tamis scans the tables, with the query's filters, projection
+    and limit pushed into the scan. ``threads`` is the number of partitions and workers
+    (default: all cores). With ``runtime_filters`` (the default), a hash join's build-side
+    keys are pushed into the other side's scan before it reads (min/max, key lists, Bloom
+    filters); the result is the same without them.
+
+    Raises:
+        SqlError: the query does not parse, plan or run (a ``ValueError``); the message is
+            one line. Errors reading a table (missing or corrupt file…) raise tamis's class
+            for them, as :func:`scan` does.
+    """
+    if not tables:
+        raise InvalidArgumentError("invalid argument: tables must name at least one table")
+    named = []
+    for name, path in tables.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"invalid argument: bad table name {name!r}")
+        named.append((name, os.fspath(path)))
+    storage = {k: str(v) for k, v in (storage_options or {}).items()}
+    try:
+        stream = _tamis.sql(query, named, storage or None, threads, runtime_filters)
+    except SqlError as e:
+        message = str(e)
+        # A table that cannot be read: tamis's own class, as for `scan`.
+        after_table = message.split("': ", 1)[-1] if message.startswith("table '") else message
+        cls = _ERROR_CLASSES.get(after_table.split(":", 1)[0])
+        if cls is not None:
+            raise cls(message) from None
+        raise
+    return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
 __all__ = [
     "ScanOptions",
     "Dataset",
@@ -366,6 +407,7 @@ __all__ = [
     "explain",
     "optimize",
     "index",
+    "sql",
     "TamisError",
     "InvalidArgumentError",
     "UnsupportedError",
@@ -373,5 +415,6 @@ __all__ = [
     "ResourceLimitError",
     "InternalError",
     "CancelledError",
+    "SqlError",
     "__version__",
 ]

@@ -1,6 +1,6 @@
 """Type stubs of the native module; the documented API is in ``tamis/__init__.py``."""
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 __version__: str
 
@@ -34,3 +34,5 @@ def optimize_json(
     memory_limit: Optional[int] = None,
     temp_dir: Optional[str] = None,
 ) -> str: ...
+def sql(query: str, tables: List[Tuple[str, str]], storage_options: Optional[Dict[str, str]] = None,
+        threads: Optional[int] = None, runtime_filters: bool = True) -> ArrowStream: ...

@@ -30,6 +30,10 @@ class InternalError(TamisError, RuntimeError):
     """A bug in tamis; please report it with the message."""
 
 
+class SqlError(TamisError, ValueError):
+    """A SQL query (``tamis.sql``) does not parse, plan or run; the message is one line."""
+
+
 class CancelledError(TamisError, RuntimeError):
     """The scan was stopped before it ended (its reader was closed, or Ctrl-C)."""
 
@@ -42,4 +46,5 @@ __all__ = [
     "ResourceLimitError",
     "InternalError",
     "CancelledError",
+    "SqlError",
 ]

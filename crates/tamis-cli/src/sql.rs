@@ -1,0 +1,70 @@
+//! `tamis sql`: SQL (joins, aggregates) over Parquet tables, DataFusion on tamis scans.
+
+use std::fs::File;
+use std::io::Write;
+
+use crate::output::BatchSink;
+use crate::query::open_writer;
+use crate::{CliError, CliResult, Format, SqlArgs};
+
+pub fn run(args: &SqlArgs) -> CliResult<()> {
+    if matches!(args.format, Format::Parquet | Format::Arrow) && args.output.is_none() {
+        return Err(CliError::msg(
+            "this --format writes a binary file: give it a path with --output FILE",
+        ));
+    }
+    let mut tables: Vec<(String, String)> = Vec::new();
+    for dir in &args.tables {
+        tables.extend(tamis_datafusion::sql::tables_in_dir(dir).map_err(CliError::msg)?);
+    }
+    for (name, path) in &args.table {
+        tables.retain(|(n, _)| n != name);
+        tables.push((name.clone(), path.clone()));
+    }
+    let options: tamis::io::StorageOptions = args.storage_options.iter().cloned().collect();
+    let threads = args.threads.map(|t| t as usize).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let (schema, batches) = tamis_datafusion::sql::run(
+        &args.query,
+        &tables,
+        &options,
+        threads,
+        !args.no_runtime_filters,
+    )
+    .map_err(CliError::msg)?;
+    match args.format {
+        Format::Table => {
+            // With the schema, so that an empty result still prints its header.
+            let table = arrow::util::pretty::pretty_format_batches_with_schema(schema, &batches)?;
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            let mut out = open_writer(args.output.as_deref())?;
+            writeln!(out, "{table}")?;
+            writeln!(out, "{rows} row(s)")?;
+            out.flush()?;
+        }
+        Format::Parquet | Format::Arrow => {
+            let path = args
+                .output
+                .as_ref()
+                .ok_or_else(|| CliError::msg("--output is required"))?;
+            let file = File::create(path)
+                .map_err(|e| CliError::msg(format!("cannot create {}: {e}", path.display())))?;
+            let mut sink = BatchSink::file(args.format, file, schema)?;
+            for b in &batches {
+                sink.write(b)?;
+            }
+            sink.finish()?;
+        }
+        format => {
+            let mut sink = BatchSink::text(format, open_writer(args.output.as_deref())?)?;
+            for b in &batches {
+                sink.write(b)?;
+            }
+            sink.finish()?;
+        }
+    }
+    Ok(())
+}

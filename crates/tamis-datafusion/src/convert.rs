@@ -1,0 +1,414 @@
+//! DataFusion filter expressions → tamis predicate trees, and how exact each one is.
+//!
+//! tamis evaluates a filter in the scan; DataFusion re-applies every filter the provider did
+//! not call `Exact`. So a converted filter must select a superset of DataFusion's rows, and is
+//! `Exact` only where the semantics are identical:
+//!
+//! - comparisons, BETWEEN, IN, IS [NOT] NULL, IS [NOT] TRUE/FALSE, AND/OR/NOT on columns of
+//!   integer, decimal, string, binary, boolean, date and timestamp types with literals of the
+//!   matching type: tamis converts the literal exactly (see `tamis::expr::bind`), so these are
+//!   `Exact`;
+//! - floats are never exact: arrow orders floats totally (-0.0 < 0.0, NaN = NaN, negative NaN
+//!   below every number) while tamis has -0.0 = 0.0 and NaN above every number. A float leaf is
+//!   widened to `(leaf) OR col = 0.0 OR col = NaN`, which holds for every row DataFusion keeps,
+//!   and is `Inexact`;
+//! - `LIKE` is exact without ESCAPE and without backslashes in the pattern (arrow reads `\` as
+//!   an escape, tamis does not without ESCAPE); otherwise not converted;
+//! - NOT is pushed down here, so widened leaves only ever appear un-negated (a negated
+//!   superset would be a subset); a conjunct that cannot be converted is dropped (`Inexact`), a
+//!   disjunction with such a part is not converted at all;
+//! - anything else (casts of columns, functions, arithmetic, column-to-column comparisons) is
+//!   `Unsupported`.
+
+use arrow::datatypes::{DataType, Schema};
+use chrono::{DateTime, NaiveDate, TimeDelta};
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{
+    expr::{InList, Like},
+    Between, BinaryExpr, Expr, Operator,
+};
+use tamis::expr::tree::{self, Expr as T, Literal};
+use tamis::expr::CmpOp;
+
+/// A converted filter: the tamis tree and whether it selects exactly DataFusion's rows (else
+/// a superset).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Converted {
+    pub expr: T,
+    pub exact: bool,
+}
+
+/// Converts `e` (a filter over `schema`'s columns); `None` if no useful part converts.
+pub fn convert(e: &Expr, schema: &Schema) -> Option<Converted> {
+    conv(e, schema, false).map(|(expr, exact)| Converted { expr, exact })
+}
+
+/// `NOT e` when `neg`; `(tree, exact)`.
+fn conv(e: &Expr, schema: &Schema, neg: bool) -> Option<(T, bool)> {
+    match e {
+        Expr::Not(inner) => conv(inner, schema, !neg),
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::And | Operator::Or => {
+                let conj = (*op == Operator::And) != neg;
+                let l = conv(left, schema, neg);
+                let r = conv(right, schema, neg);
+                match (l, r, conj) {
+                    (Some((a, ea)), Some((b, eb)), true) => Some((a.and(b), ea && eb)),
+                    (Some((a, ea)), Some((b, eb)), false) => Some((a.or(b), ea && eb)),
+                    // Dropping a conjunct only weakens the filter.
+                    (Some((a, _)), None, true) | (None, Some((a, _)), true) => Some((a, false)),
+                    _ => None,
+                }
+            }
+            _ => {
+                let op = cmp_op(*op)?;
+                let (column, op, value) = match (column(left, schema), column(right, schema)) {
+                    (Some(c), None) => (c, op, right),
+                    (None, Some(c)) => (c, op.flip(), left),
+                    _ => return None,
+                };
+                let op = if neg { op.negate() } else { op };
+                let lit = literal(value, column.1)?;
+                let leaf = tree::col(column.0).cmp_op(op, lit.clone());
+                Some(widen(leaf, column, &[lit]))
+            }
+        },
+        Expr::IsNull(x) | Expr::IsNotNull(x) => {
+            let (name, _) = column(x, schema)?;
+            let not = matches!(e, Expr::IsNotNull(_)) != neg;
+            let c = tree::col(name);
+            Some((if not { c.is_not_null() } else { c.is_null() }, true))
+        }
+        Expr::IsTrue(x) | Expr::IsFalse(x) | Expr::IsNotTrue(x) | Expr::IsNotFalse(x) => {
+            let (name, dt) = column(x, schema)?;
+            if *dt != DataType::Boolean {
+                return None;
+            }
+            let value = matches!(e, Expr::IsTrue(_) | Expr::IsNotTrue(_));
+            let negated = matches!(e, Expr::IsNotTrue(_) | Expr::IsNotFalse(_)) != neg;
+            Some((
+                T::IsBool {
+                    expr: Box::new(tree::col(name)),
+                    value,
+                    negated,
+                },
+                true,
+            ))
+        }
+        Expr::Column(_) => {
+            let (name, dt) = column(e, schema)?;
+            if *dt != DataType::Boolean {
+                return None;
+            }
+            let c = tree::col(name);
+            Some((if neg { c.not() } else { c }, true))
+        }
+        Expr::Literal(ScalarValue::Boolean(b), _) => {
+            let l = tree::lit(match b {
+                Some(b) => Literal::Bool(*b),
+                None => Literal::Null,
+            });
+            Some((if neg { l.not() } else { l }, true))
+        }
+        Expr::Between(Between {
+            expr,
+            negated,
+            low,
+            high,
+        }) => {
+            let c = column(expr, schema)?;
+            let (lo, hi) = (literal(low, c.1)?, literal(high, c.1)?);
+            let t = T::Between {
+                expr: Box::new(tree::col(c.0)),
+                low: Box::new(tree::lit(lo.clone())),
+                high: Box::new(tree::lit(hi.clone())),
+                negated: *negated != neg,
+            };
+            Some(widen(t, c, &[lo, hi]))
+        }
+        Expr::InList(InList {
+            expr,
+            list,
+            negated,
+        }) => {
+            let c = column(expr, schema)?;
+            let values: Vec<Literal> = list
+                .iter()
+                .map(|v| literal(v, c.1))
+                .collect::<Option<_>>()?;
+            let t = tree::col(c.0).in_list(values.clone(), *negated != neg);
+            Some(widen(t, c, &values))
+        }
+        Expr::Like(Like {
+            negated,
+            expr,
+            pattern,
+            escape_char: None,
+            case_insensitive: false,
+        }) => {
+            let (name, dt) = column(expr, schema)?;
+            if !is_string(dt) {
+                return None;
+            }
+            let pattern = match literal(pattern, dt)? {
+                Literal::String(p) if !p.contains('\\') => Literal::String(p),
+                Literal::Null => Literal::Null,
+                _ => return None,
+            };
+            Some((
+                T::Like {
+                    expr: Box::new(tree::col(name)),
+                    pattern: Box::new(tree::lit(pattern)),
+                    escape: None,
+                    negated: *negated != neg,
+                },
+                true,
+            ))
+        }
+        _ => None,
+    }
+}
+
+trait CmpExt {
+    fn cmp_op(self, op: CmpOp, other: Literal) -> T;
+}
+
+impl CmpExt for T {
+    fn cmp_op(self, op: CmpOp, other: Literal) -> T {
+        T::Compare(Box::new(self), op, Box::new(T::Literal(other)))
+    }
+}
+
+/// Floats: `(leaf) OR col = 0.0 OR col = NaN` (see the module comment), `IS NOT NULL` when a
+/// literal is NaN (a negative NaN sorts below every number in arrow, above in tamis).
+fn widen(leaf: T, (name, dt): (&str, &DataType), values: &[Literal]) -> (T, bool) {
+    if !is_float(dt) {
+        return (leaf, true);
+    }
+    let nan = values
+        .iter()
+        .any(|v| matches!(v, Literal::Float(f) if f.is_nan()));
+    let c = || tree::col(name);
+    if nan {
+        return (c().is_not_null(), false);
+    }
+    let widened = leaf
+        .or(c().eq(Literal::Float(0.0)))
+        .or(c().eq(Literal::Float(f64::NAN)));
+    (widened, false)
+}
+
+fn cmp_op(op: Operator) -> Option<CmpOp> {
+    Some(match op {
+        Operator::Eq => CmpOp::Eq,
+        Operator::NotEq => CmpOp::NotEq,
+        Operator::Lt => CmpOp::Lt,
+        Operator::LtEq => CmpOp::LtEq,
+        Operator::Gt => CmpOp::Gt,
+        Operator::GtEq => CmpOp::GtEq,
+        _ => return None,
+    })
+}
+
+/// The table column `e` names, with its type, if tamis can filter that type.
+fn column<'s>(e: &Expr, schema: &'s Schema) -> Option<(&'s str, &'s DataType)> {
+    let Expr::Column(c) = e else { return None };
+    let field = schema.field_with_name(&c.name).ok()?;
+    let dt = field.data_type();
+    let ok = dt.is_integer()
+        || is_float(dt)
+        || is_string(dt)
+        || is_binary(dt)
+        || matches!(
+            dt,
+            DataType::Boolean
+                | DataType::Date32
+                | DataType::Decimal128(..)
+                | DataType::Timestamp(..)
+        );
+    ok.then_some((field.name().as_str(), dt))
+}
+
+pub(crate) fn is_float(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Float16 | DataType::Float32 | DataType::Float64
+    )
+}
+
+fn is_string(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+fn is_binary(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+    )
+}
+
+/// `e` as a literal for a column of type `dt`: only literals of the column's own type family
+/// (DataFusion's type coercion has made them so), converted exactly; NULL of any type.
+fn literal(e: &Expr, dt: &DataType) -> Option<Literal> {
+    let Expr::Literal(v, _) = e else { return None };
+    if v.is_null() {
+        return Some(Literal::Null);
+    }
+    scalar_literal(v, dt)
+}
+
+/// A non-null scalar as a literal for a column of type `dt` (see [`literal`]).
+pub(crate) fn scalar_literal(v: &ScalarValue, dt: &DataType) -> Option<Literal> {
+    use ScalarValue as S;
+    let int = |v: &S| -> Option<Literal> {
+        Some(match v {
+            S::Int8(Some(x)) => (*x).into(),
+            S::Int16(Some(x)) => (*x).into(),
+            S::Int32(Some(x)) => (*x).into(),
+            S::Int64(Some(x)) => (*x).into(),
+            S::UInt8(Some(x)) => (*x).into(),
+            S::UInt16(Some(x)) => (*x).into(),
+            S::UInt32(Some(x)) => (*x).into(),
+            S::UInt64(Some(x)) => (*x).into(),
+            _ => return None,
+        })
+    };
+    match dt {
+        _ if dt.is_integer() => int(v),
+        DataType::Decimal128(..) => match v {
+            S::Decimal128(Some(x), _, s) => Some(Literal::decimal(*x, *s)),
+            _ => int(v),
+        },
+        _ if is_float(dt) => match v {
+            S::Float32(Some(x)) => Some(Literal::Float(*x as f64)),
+            S::Float64(Some(x)) => Some(Literal::Float(*x)),
+            _ => None,
+        },
+        _ if is_string(dt) => match v {
+            S::Utf8(Some(s)) | S::LargeUtf8(Some(s)) | S::Utf8View(Some(s)) => {
+                Some(Literal::String(s.clone()))
+            }
+            _ => None,
+        },
+        _ if is_binary(dt) => match v {
+            S::Binary(Some(b)) | S::LargeBinary(Some(b)) | S::BinaryView(Some(b)) => {
+                Some(Literal::Binary(b.clone()))
+            }
+            _ => None,
+        },
+        DataType::Boolean => match v {
+            S::Boolean(Some(b)) => Some(Literal::Bool(*b)),
+            _ => None,
+        },
+        DataType::Date32 => match v {
+            S::Date32(Some(d)) => {
+                let day = NaiveDate::default().checked_add_signed(TimeDelta::days(*d as i64))?;
+                Some(Literal::Date(day))
+            }
+            _ => None,
+        },
+        DataType::Timestamp(_, col_tz) => {
+            let (value, per_second, tz) = match v {
+                S::TimestampSecond(Some(x), tz) => (*x, 1, tz),
+                S::TimestampMillisecond(Some(x), tz) => (*x, 1_000, tz),
+                S::TimestampMicrosecond(Some(x), tz) => (*x, 1_000_000, tz),
+                S::TimestampNanosecond(Some(x), tz) => (*x, 1_000_000_000, tz),
+                _ => return None,
+            };
+            if tz.is_some() != col_tz.is_some() {
+                return None;
+            }
+            let secs = value.div_euclid(per_second);
+            let nanos = value.rem_euclid(per_second) * (1_000_000_000 / per_second);
+            let t = DateTime::from_timestamp(secs, nanos as u32)?.naive_utc();
+            // Instants of zoned columns are UTC; naive ones are wall clock.
+            Some(Literal::Timestamp(t, tz.as_ref().map(|_| 0)))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::{Field, TimeUnit};
+    use datafusion::logical_expr::{col, lit};
+
+    fn schema() -> Schema {
+        Schema::new(vec![
+            Field::new("i", DataType::Int32, true),
+            Field::new("f", DataType::Float64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("b", DataType::Boolean, true),
+            Field::new(
+                "t",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
+        ])
+    }
+
+    fn conv(e: Expr) -> Option<(String, bool)> {
+        convert(&e, &schema()).map(|c| (c.expr.to_string(), c.exact))
+    }
+
+    #[test]
+    fn exact_where_semantics_agree() {
+        assert_eq!(conv(col("i").lt(lit(5i32))), Some(("i < 5".into(), true)));
+        assert_eq!(conv(lit(5i32).lt(col("i"))), Some(("i > 5".into(), true)));
+        assert_eq!(
+            conv(col("s").eq(lit("a")).and(col("i").is_null())),
+            Some(("s = 'a' AND i IS NULL".into(), true))
+        );
+        assert_eq!(
+            conv(col("i").lt(lit(5i32)).or(col("b"))).map(|c| c.1),
+            Some(true)
+        );
+        assert_eq!(conv(col("s").like(lit("a%"))).map(|c| c.1), Some(true));
+        // Backslash: arrow's escape, not tamis's.
+        assert_eq!(conv(col("s").like(lit("a\\%"))), None);
+        assert_eq!(
+            conv(Expr::Not(Box::new(col("i").gt_eq(lit(3i32))))),
+            Some(("i < 3".into(), true))
+        );
+    }
+
+    #[test]
+    fn floats_are_widened_and_inexact() {
+        let (text, exact) = conv(col("f").lt(lit(1.5f64))).unwrap();
+        assert!(!exact);
+        assert_eq!(text, "f < 1.5 OR f = 0.0 OR f = CAST('NaN' AS DOUBLE)");
+        // Negated: the leaf is negated before widening, never a negated superset.
+        let (text, _) = conv(Expr::Not(Box::new(col("f").eq(lit(0.0f64))))).unwrap();
+        assert!(text.starts_with("f <> 0.0 OR"), "{text}");
+        assert_eq!(
+            conv(col("f").gt(lit(f64::NAN))),
+            Some(("f IS NOT NULL".into(), false))
+        );
+    }
+
+    #[test]
+    fn unconvertible_parts() {
+        // A conjunct that cannot convert is dropped: inexact.
+        let e = col("i").lt(lit(5i32)).and(col("i").eq(col("i")));
+        assert_eq!(conv(e), Some(("i < 5".into(), false)));
+        // A disjunct that cannot convert drops the disjunction.
+        assert_eq!(conv(col("i").lt(lit(5i32)).or(col("i").eq(col("i")))), None);
+        assert_eq!(conv(col("zz").eq(lit(1i32))), None);
+        assert_eq!(conv(col("s").eq(lit(1i32))), None);
+        let ts = Expr::Literal(
+            ScalarValue::TimestampMicrosecond(Some(1), Some("UTC".into())),
+            None,
+        );
+        assert_eq!(
+            conv(col("t").gt_eq(ts)),
+            Some((
+                "t >= TIMESTAMPTZ '1970-01-01 00:00:00.000001+00:00'".into(),
+                true
+            ))
+        );
+    }
+}

@@ -1,0 +1,256 @@
+//! Runtime join filters: DataFusion's dynamic filters (a hash join's build-side keys, a TopK
+//! bound) → tamis predicate trees, read when the scan starts.
+//!
+//! A hash join pushes a `DynamicFilterPhysicalExpr` into its probe side and fills it once its
+//! build side is complete: `key >= min AND key <= max AND key IN (keys…)` for a small build
+//! side, a lookup into its hash table for a large one, wrapped in a `CASE` over the hash
+//! partition when the join is partitioned. The scan starts when the join first asks for rows,
+//! which is after the build — so the filter is complete by then — and converts its current
+//! state:
+//!
+//! - min/max become comparisons: row groups and pages outside them are pruned by statistics
+//!   and the page index;
+//! - a short key list ([`EXACT_KEYS`] or fewer) becomes `IN (…)`, which also probes the file's
+//!   own Bloom filters and dictionaries;
+//! - a longer one becomes a [`tamis::expr::KeyFilter`] (a blocked Bloom filter), probed once per
+//!   dictionary entry on dictionary-encoded keys and per value otherwise; filters are shared by
+//!   every scan of the table on the same column and keys ([`KeyFilters`]);
+//! - a `CASE` over partitions becomes the OR of its branches (each row's branch is one of
+//!   them), and what cannot be converted (the hash-table lookup) is left out.
+//!
+//! Every conversion selects a superset of the rows the filter keeps; the join above removes the
+//! rest, so these filters are never reported to DataFusion as applied. Results are the same with
+//! runtime filters on and off; only the rows read differ.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use arrow::datatypes::{DataType, Schema};
+use datafusion::common::{Result, ScalarValue};
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::expressions::{
+    BinaryExpr, CaseExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, Literal as Lit,
+};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
+use tamis::expr::tree::{self, Expr as T, Literal};
+use tamis::expr::{CmpOp, KeyFilter};
+
+use crate::convert;
+
+/// Key lists up to this long become an exact `IN (…)`; longer ones a Bloom filter.
+pub const EXACT_KEYS: usize = 64;
+
+/// Bloom filters built from join keys, per (column, keys), so that every scan of the table
+/// on the same column and keys probes one filter (TPC-H Q17 scans `lineitem` twice on
+/// `l_partkey`: paper 000, T16) and shares its run-time counts and on/off decision.
+#[derive(Debug, Default)]
+pub struct KeyFilters {
+    built: Mutex<HashMap<FilterId, Arc<KeyFilter>>>,
+}
+
+/// A filter's column and its distinct, sorted keys.
+type FilterId = (String, Vec<ScalarValue>);
+
+impl KeyFilters {
+    /// The filter for `column` over `keys`, built once.
+    fn get(&self, column: &str, keys: &[ScalarValue], dt: &DataType) -> Option<Arc<KeyFilter>> {
+        // Keyed by the distinct keys themselves, not a hash of them: two key sets never share
+        // a filter, and the same set in another order (or with repeats) is the same filter.
+        let mut distinct: Vec<ScalarValue> =
+            keys.iter().filter(|k| !k.is_null()).cloned().collect();
+        distinct.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        distinct.dedup();
+        let keys = distinct.as_slice();
+        let id = (column.to_string(), distinct.clone());
+        let mut built = self.built.lock().ok()?;
+        if let Some(f) = built.get(&id) {
+            return Some(f.clone());
+        }
+        let f = Arc::new(build(column, keys, dt)?);
+        built.insert(id, f.clone());
+        Some(f)
+    }
+
+    /// Every filter built so far (for metrics and tests).
+    pub fn all(&self) -> Vec<Arc<KeyFilter>> {
+        self.built
+            .lock()
+            .map(|b| b.values().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// A Bloom filter of `keys` (non-null values of the column's type), or `None` for key types
+/// the filter does not take (floats, decimals, timestamps…: those keep min/max only).
+fn build(column: &str, keys: &[ScalarValue], dt: &DataType) -> Option<KeyFilter> {
+    use ScalarValue as S;
+    let label = format!("join keys on {column}");
+    if dt.is_integer() || *dt == DataType::Date32 {
+        let ints: Vec<i64> = keys
+            .iter()
+            .filter_map(|k| {
+                Some(match k {
+                    S::Int8(Some(x)) => *x as i64,
+                    S::Int16(Some(x)) => *x as i64,
+                    S::Int32(Some(x)) => *x as i64,
+                    S::Int64(Some(x)) => *x,
+                    S::UInt8(Some(x)) => *x as i64,
+                    S::UInt16(Some(x)) => *x as i64,
+                    S::UInt32(Some(x)) => *x as i64,
+                    S::UInt64(Some(x)) => *x as i64,
+                    S::Date32(Some(x)) => *x as i64,
+                    _ => return None,
+                })
+            })
+            .collect();
+        return Some(KeyFilter::from_ints(&ints, label));
+    }
+    let bytes: Vec<&[u8]> = keys
+        .iter()
+        .filter_map(|k| match k {
+            S::Utf8(Some(s)) | S::LargeUtf8(Some(s)) | S::Utf8View(Some(s)) => Some(s.as_bytes()),
+            S::Binary(Some(b)) | S::LargeBinary(Some(b)) | S::BinaryView(Some(b)) => {
+                Some(b.as_slice())
+            }
+            _ => None,
+        })
+        .collect();
+    let takes_bytes = matches!(
+        dt,
+        DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+    );
+    takes_bytes.then(|| KeyFilter::from_bytes(bytes.into_iter(), label))
+}
+
+/// The current state of a dynamic filter as a tamis tree over `schema`'s columns (a superset
+/// of its rows); `None` when nothing of it converts (or it is still `true`).
+pub fn convert_dynamic(
+    filter: &Arc<dyn PhysicalExpr>,
+    schema: &Schema,
+    filters: &KeyFilters,
+) -> Result<Option<T>> {
+    let current = snapshot_physical_expr(Arc::clone(filter))?;
+    Ok(conv(&current, schema, filters))
+}
+
+fn conv(e: &Arc<dyn PhysicalExpr>, schema: &Schema, filters: &KeyFilters) -> Option<T> {
+    if let Some(b) = e.downcast_ref::<BinaryExpr>() {
+        return match b.op() {
+            Operator::And => {
+                match (
+                    conv(b.left(), schema, filters),
+                    conv(b.right(), schema, filters),
+                ) {
+                    (Some(l), Some(r)) => Some(l.and(r)),
+                    // Dropping a conjunct only widens the filter.
+                    (Some(x), None) | (None, Some(x)) => Some(x),
+                    (None, None) => None,
+                }
+            }
+            Operator::Or => {
+                Some(conv(b.left(), schema, filters)?.or(conv(b.right(), schema, filters)?))
+            }
+            op => compare(b.left(), *op, b.right(), schema),
+        };
+    }
+    if let Some(l) = e.downcast_ref::<Lit>() {
+        return match l.value() {
+            // `false` (an empty build side) keeps nothing; `true` is no filter.
+            ScalarValue::Boolean(Some(false)) => Some(tree::lit(Literal::Bool(false))),
+            _ => None,
+        };
+    }
+    if let Some(c) = e.downcast_ref::<CaseExpr>() {
+        // Each row takes one branch: the OR of all branches holds wherever the CASE does.
+        let mut branches = c.when_then_expr().iter().map(|(_, then)| then);
+        let first = conv(branches.next()?, schema, filters)?;
+        let mut out = first;
+        for then in branches.chain(c.else_expr()) {
+            out = out.or(conv(then, schema, filters)?);
+        }
+        return Some(out);
+    }
+    if let Some(i) = e.downcast_ref::<InListExpr>() {
+        if i.negated() {
+            return None;
+        }
+        let (name, dt) = column(i.expr(), schema)?;
+        let keys: Vec<ScalarValue> = i
+            .list()
+            .iter()
+            .map(|v| v.downcast_ref::<Lit>().map(|l| l.value().clone()))
+            .collect::<Option<_>>()?;
+        if keys.len() <= EXACT_KEYS {
+            let values: Vec<Literal> = keys
+                .iter()
+                .filter(|k| !k.is_null())
+                .map(|k| convert::scalar_literal(k, dt))
+                .collect::<Option<_>>()?;
+            if convert::is_float(dt) {
+                // Float equality differs between arrow and tamis (-0.0, NaN): not converted.
+                return None;
+            }
+            return Some(tree::col(name).in_list(values, false));
+        }
+        let f = filters.get(name, &keys, dt)?;
+        return Some(tree::col(name).in_keys(f));
+    }
+    if let Some(n) = e.downcast_ref::<IsNullExpr>() {
+        let (name, _) = column(n.arg(), schema)?;
+        return Some(tree::col(name).is_null());
+    }
+    if let Some(n) = e.downcast_ref::<IsNotNullExpr>() {
+        let (name, _) = column(n.arg(), schema)?;
+        return Some(tree::col(name).is_not_null());
+    }
+    None
+}
+
+/// `column op literal` (either side), for column types whose comparison tamis evaluates as
+/// arrow does (not floats).
+fn compare(
+    left: &Arc<dyn PhysicalExpr>,
+    op: Operator,
+    right: &Arc<dyn PhysicalExpr>,
+    schema: &Schema,
+) -> Option<T> {
+    let op = match op {
+        Operator::Eq => CmpOp::Eq,
+        Operator::NotEq => CmpOp::NotEq,
+        Operator::Lt => CmpOp::Lt,
+        Operator::LtEq => CmpOp::LtEq,
+        Operator::Gt => CmpOp::Gt,
+        Operator::GtEq => CmpOp::GtEq,
+        _ => return None,
+    };
+    let (col, op, value) = match (column(left, schema), column(right, schema)) {
+        (Some(c), None) => (c, op, right),
+        (None, Some(c)) => (c, op.flip(), left),
+        _ => return None,
+    };
+    if convert::is_float(col.1) {
+        return None;
+    }
+    let value = value.downcast_ref::<Lit>()?.value();
+    if value.is_null() {
+        return None;
+    }
+    let lit = convert::scalar_literal(value, col.1)?;
+    Some(T::Compare(
+        Box::new(tree::col(col.0)),
+        op,
+        Box::new(T::Literal(lit)),
+    ))
+}
+
+fn column<'s>(e: &Arc<dyn PhysicalExpr>, schema: &'s Schema) -> Option<(&'s str, &'s DataType)> {
+    let c = e.downcast_ref::<Column>()?;
+    let field = schema.field_with_name(c.name()).ok()?;
+    Some((field.name().as_str(), field.data_type()))
+}

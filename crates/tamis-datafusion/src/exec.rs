@@ -1,0 +1,533 @@
+//! The physical scan: partitions of whole row groups, each a tamis scan on its own thread.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arrow::array::{RecordBatch, RecordBatchOptions};
+use arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Result, Statistics};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::statistics::StatisticsArgs;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+
+use crate::df_error;
+use crate::dynamic::{convert_dynamic, KeyFilters};
+use crate::stats::TableStats;
+
+/// Batches in flight between a partition's scan thread and DataFusion.
+const CHANNEL_BATCHES: usize = 2;
+
+/// Row groups of some files, read by one partition.
+type Part = Vec<(String, Range<usize>)>;
+
+/// Scans a tamis dataset: projection, filter and limit pushed into the scan.
+pub struct TamisExec {
+    dataset: Arc<tamis::Dataset>,
+    table_schema: SchemaRef,
+    stats: Arc<TableStats>,
+    /// Table columns read, in output order.
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    filter: Option<tamis::expr::Expr>,
+    limit: Option<usize>,
+    partitions: Vec<Part>,
+    /// Runtime filters pushed in by joins (and TopK): read when a partition starts.
+    dynamic: Vec<Arc<dyn PhysicalExpr>>,
+    /// Whether to take runtime filters at all (`tamis.runtime_filters`).
+    runtime_filters: bool,
+    /// Join-key Bloom filters shared by the table's scans.
+    key_filters: Arc<KeyFilters>,
+    metrics: ExecutionPlanMetricsSet,
+    properties: Arc<PlanProperties>,
+}
+
+impl Clone for TamisExec {
+    fn clone(&self) -> Self {
+        TamisExec {
+            dataset: self.dataset.clone(),
+            table_schema: self.table_schema.clone(),
+            stats: self.stats.clone(),
+            projection: self.projection.clone(),
+            schema: self.schema.clone(),
+            filter: self.filter.clone(),
+            limit: self.limit,
+            partitions: self.partitions.clone(),
+            dynamic: self.dynamic.clone(),
+            runtime_filters: self.runtime_filters,
+            key_filters: self.key_filters.clone(),
+            metrics: ExecutionPlanMetricsSet::new(),
+            properties: self.properties.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for TamisExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TamisExec")
+            .field("projection", &self.projection)
+            .field("filter", &self.filter.as_ref().map(|e| e.to_string()))
+            .field("limit", &self.limit)
+            .field("partitions", &self.partitions.len())
+            .field("dynamic", &self.dynamic.len())
+            .finish()
+    }
+}
+
+impl TamisExec {
+    /// A scan of `table` reading the table columns `projection` (in output order).
+    pub fn new(
+        table: &crate::TamisTable,
+        projection: Vec<usize>,
+        filter: Option<tamis::expr::Expr>,
+        limit: Option<usize>,
+        target_partitions: usize,
+    ) -> Result<TamisExec> {
+        let dataset = table.dataset.clone();
+        let table_schema = table.schema.clone();
+        let schema = Arc::new(table_schema.project(&projection)?);
+        let files: Vec<(String, usize)> = (dataset.plan().files.iter())
+            .map(|f| (f.location.clone(), f.metadata.num_row_groups()))
+            .collect();
+        let partitions = split(&files, target_partitions);
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(partitions.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        Ok(TamisExec {
+            dataset,
+            table_schema,
+            stats: table.stats.clone(),
+            projection,
+            schema,
+            filter,
+            limit,
+            partitions,
+            dynamic: Vec::new(),
+            runtime_filters: table.runtime_filters,
+            key_filters: table.key_filters.clone(),
+            metrics: ExecutionPlanMetricsSet::new(),
+            properties,
+        })
+    }
+
+    /// The tamis filter pushed into the scan, as SQL text.
+    pub fn filter(&self) -> Option<String> {
+        self.filter.as_ref().map(|e| e.to_string())
+    }
+
+    /// The rows of the files the scan reads, before any filter (from the footers).
+    pub fn table_rows(&self) -> Option<usize> {
+        self.stats
+            .table(&self.table_schema)
+            .num_rows
+            .get_value()
+            .copied()
+    }
+
+    /// How many partitions (row-group ranges) the scan has.
+    pub fn partition_count(&self) -> usize {
+        self.partitions.len()
+    }
+}
+
+/// Splits the files' row groups into at most `target` contiguous ranges of about equal count.
+fn split(files: &[(String, usize)], target: usize) -> Vec<Part> {
+    let total: usize = files.iter().map(|f| f.1).sum();
+    if total == 0 {
+        return vec![Vec::new()];
+    }
+    let n = target.clamp(1, total);
+    let mut out: Vec<Part> = Vec::with_capacity(n);
+    let mut current: Part = Vec::new();
+    let mut filled = 0;
+    let mut index = 0;
+    for (loc, count) in files {
+        let mut start = 0;
+        while start < *count {
+            // Partition `index` ends at row group (index + 1) * total / n overall.
+            let end_overall = (index + 1) * total / n;
+            let take = (end_overall - filled).min(count - start);
+            current.push((loc.clone(), start..start + take));
+            start += take;
+            filled += take;
+            if filled == end_overall {
+                out.push(std::mem::take(&mut current));
+                index += 1;
+            }
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+impl DisplayAs for TamisExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let names: Vec<&str> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    "TamisExec: partitions={}, projection=[{}]",
+                    self.partitions.len(),
+                    names.join(", ")
+                )?;
+                if let Some(p) = &self.filter {
+                    write!(f, ", filter={p}")?;
+                }
+                if let Some(l) = self.limit {
+                    write!(f, ", limit={l}")?;
+                }
+                Ok(())
+            }
+            DisplayFormatType::TreeRender => {
+                if let Some(p) = &self.filter {
+                    writeln!(f, "filter={p}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for TamisExec {
+    fn name(&self) -> &str {
+        "TamisExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        // The join that made a dynamic filter looks for it here to know it is used.
+        for d in &self.dynamic {
+            if f(d)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters: Vec<Arc<dyn PhysicalExpr>> = child_pushdown_result
+            .parent_filters
+            .into_iter()
+            .map(|f| f.filter)
+            .collect();
+        // Never reported as applied: tamis applies a superset of each, the operator that made
+        // it (or a FilterExec above) keeps doing the exact work.
+        let answers = vec![PushedDown::No; filters.len()];
+        let dynamic: Vec<Arc<dyn PhysicalExpr>> = filters
+            .into_iter()
+            .filter(|f| f.downcast_ref::<DynamicFilterPhysicalExpr>().is_some())
+            .collect();
+        let mut result = FilterPushdownPropagation::with_parent_pushdown_result(answers);
+        if phase == FilterPushdownPhase::Post && self.runtime_filters && !dynamic.is_empty() {
+            let mut node = self.clone();
+            node.dynamic.extend(dynamic);
+            result = result.with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>);
+        }
+        Ok(result)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> Result<Arc<Statistics>> {
+        let mut s = match args.partition() {
+            None => self.stats.table(&self.table_schema),
+            Some(p) => match self.partitions.get(p) {
+                Some(part) => self.stats.parts(&self.table_schema, part),
+                None => Statistics::new_unknown(&self.table_schema),
+            },
+        }
+        .project(Some(&self.projection));
+        if self.filter.is_some() {
+            // The filter removes rows: the footers' counts are upper bounds.
+            s.num_rows = s.num_rows.to_inexact();
+            for c in &mut s.column_statistics {
+                c.null_count = c.null_count.to_inexact();
+            }
+        }
+        if let Some(limit) = self.limit {
+            if let Precision::Exact(n) | Precision::Inexact(n) = s.num_rows {
+                if n > limit {
+                    s.num_rows = Precision::Inexact(limit);
+                }
+            }
+        }
+        Ok(Arc::new(s))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let part = self.partitions.get(partition).cloned().ok_or_else(|| {
+            datafusion::error::DataFusionError::Internal(format!(
+                "TamisExec: no partition {partition}"
+            ))
+        })?;
+        let names: Vec<String> = self
+            .projection
+            .iter()
+            .map(|&i| self.table_schema.field(i).name().clone())
+            .collect();
+        // Nothing projected (`count(*)`): read the first column and drop it.
+        let read: Vec<String> = if names.is_empty() {
+            self.table_schema
+                .fields()
+                .first()
+                .map(|f| vec![f.name().clone()])
+                .unwrap_or_default()
+        } else {
+            names
+        };
+        let scan = self
+            .dataset
+            .scan()
+            .row_groups(part)
+            .threads(1)
+            .limit(self.limit);
+        let static_filter = self.filter.clone();
+        let dynamic = self.dynamic.clone();
+        let dataset = self.dataset.clone();
+        let table_schema = self.table_schema.clone();
+        let key_filters = self.key_filters.clone();
+        let schema = self.schema.clone();
+        let metrics = TamisMetrics::new(&self.metrics, partition);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(CHANNEL_BATCHES);
+        let guard = Arc::new(CancelOnDrop::default());
+        let shared = guard.clone();
+        let out_schema = schema.clone();
+        let errors = tx.clone();
+        // Runs on the partition's own thread, started when DataFusion first asks for rows: a
+        // hash join asks only once its build side is complete, so its dynamic filter is final.
+        let run = move || -> Result<()> {
+            let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
+            let mut runtime = 0;
+            for d in &dynamic {
+                let Some(e) = convert_dynamic(d, &table_schema, &key_filters)? else {
+                    continue;
+                };
+                // A filter that does not bind to the files (a type tamis reads otherwise) is
+                // left to the join.
+                if tamis::expr::bind::bind(&e, &dataset.plan().leaves).is_ok() {
+                    parts.push(e);
+                    runtime += 1;
+                }
+            }
+            let scan = if parts.is_empty() {
+                scan
+            } else {
+                scan.filter_expr(tamis::expr::Expr::all(parts))
+                    .map_err(df_error)?
+            };
+            let mut stream = scan
+                .select(&read)
+                .map_err(df_error)?
+                .batches()
+                .map_err(df_error)?;
+            shared.set(stream.canceller());
+            let mut rows = 0u64;
+            for batch in &mut stream {
+                let batch = batch.map_err(df_error)?;
+                rows += batch.num_rows() as u64;
+                let batch = if out_schema.fields().is_empty() {
+                    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+                    RecordBatch::try_new_with_options(out_schema.clone(), vec![], &options)?
+                } else {
+                    crate::cross::batch_to_datafusion(&batch, &out_schema)?
+                };
+                if tx.blocking_send(Ok(batch)).is_err() {
+                    // The consumer is gone: stop the scan.
+                    stream.canceller().cancel();
+                    return Ok(());
+                }
+            }
+            metrics.record(&stream.metrics(), rows, runtime);
+            Ok(())
+        };
+        let mut start = Some(move || -> Result<()> {
+            std::thread::Builder::new()
+                .name(format!("tamis-df-{partition}"))
+                .spawn(move || {
+                    if let Err(e) = run() {
+                        let _ = errors.blocking_send(Err(e));
+                    }
+                })
+                .map(|_| ())
+                .map_err(|e| {
+                    datafusion::error::DataFusionError::Execution(format!(
+                        "cannot start a scan thread: {e}"
+                    ))
+                })
+        });
+        let stream = futures::stream::poll_fn(move |cx| {
+            // The guard lives as long as the stream: dropping the stream cancels the scan.
+            let _ = &guard;
+            if let Some(start) = start.take() {
+                if let Err(e) = start() {
+                    return std::task::Poll::Ready(Some(Err(e)));
+                }
+            }
+            rx.poll_recv(cx)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+}
+
+/// Cancels a partition's scan when DataFusion drops its stream (a LIMIT met, a query
+/// cancelled), even while the scan thread is busy between batches.
+#[derive(Default)]
+struct CancelOnDrop {
+    canceller: Mutex<Option<tamis::Canceller>>,
+    dropped: AtomicBool,
+}
+
+impl CancelOnDrop {
+    fn set(&self, c: tamis::Canceller) {
+        if self.dropped.load(Ordering::SeqCst) {
+            c.cancel();
+        }
+        if let Ok(mut slot) = self.canceller.lock() {
+            *slot = Some(c);
+        }
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+        if let Ok(slot) = self.canceller.lock() {
+            if let Some(c) = slot.as_ref() {
+                c.cancel();
+            }
+        }
+    }
+}
+
+/// tamis's pruning funnel and I/O as DataFusion metrics (`EXPLAIN ANALYZE`).
+struct TamisMetrics {
+    set: ExecutionPlanMetricsSet,
+    partition: usize,
+}
+
+impl TamisMetrics {
+    fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> TamisMetrics {
+        TamisMetrics {
+            set: set.clone(),
+            partition,
+        }
+    }
+
+    fn record(&self, m: &tamis::ScanMetrics, output_rows: u64, runtime_filters: usize) {
+        let count = |name: &'static str, v: u64| {
+            MetricBuilder::new(&self.set)
+                .counter(name, self.partition)
+                .add(v as usize);
+        };
+        MetricBuilder::new(&self.set)
+            .output_rows(self.partition)
+            .add(output_rows as usize);
+        count("files", m.files);
+        count("files_pruned_partition", m.files_pruned_partition);
+        count("row_groups", m.row_groups_total);
+        count(
+            "row_groups_pruned",
+            m.row_groups_pruned_statistics
+                + m.row_groups_pruned_bloom
+                + m.row_groups_pruned_dictionary,
+        );
+        count("pages", m.pages_total);
+        count("pages_pruned", m.pages_pruned);
+        count("rows_scanned", m.rows_total);
+        count("rows_pruned", m.rows_total.saturating_sub(m.rows_candidate));
+        count("rows_selected", m.rows_selected);
+        count("bytes_read", m.bytes_read);
+        count("requests", m.requests);
+        count("runtime_filters", runtime_filters as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn splits_row_groups_evenly_across_files() {
+        let files = vec![
+            ("a".to_string(), 3),
+            ("b".to_string(), 0),
+            ("c".to_string(), 5),
+        ];
+        let parts = split(&files, 3);
+        assert_eq!(parts.len(), 3);
+        let flat: Vec<(String, usize)> = parts
+            .iter()
+            .flatten()
+            .flat_map(|(l, r)| r.clone().map(move |i| (l.clone(), i)))
+            .collect();
+        let expected: Vec<(String, usize)> = (0..3)
+            .map(|i| ("a".to_string(), i))
+            .chain((0..5).map(|i| ("c".to_string(), i)))
+            .collect();
+        assert_eq!(flat, expected);
+        let sizes: Vec<usize> = parts
+            .iter()
+            .map(|p| p.iter().map(|(_, r)| r.len()).sum())
+            .collect();
+        assert_eq!(sizes, vec![2, 3, 3]);
+        assert_eq!(split(&files, 100).len(), 8);
+        assert_eq!(split(&[], 4), vec![Vec::new()]);
+    }
+}

@@ -1,0 +1,129 @@
+//! A physical optimizer rule of our own: probe aggregates, so join keys reach their scans
+//! (paper 000, T16).
+//!
+//! A decorrelated subquery such as TPC-H Q17's `l_quantity < (SELECT 0.2 * avg(l_quantity)
+//! FROM lineitem WHERE l_partkey = p_partkey)` becomes an inner join between the outer rows and
+//! an aggregate grouped by the join key. DataFusion's join selection builds the hash table
+//! from the smaller-looking side, and the aggregate (200 000 groups) usually looks smaller than
+//! the outer rows' estimate, so the aggregate is the build side: its scan reads every row, and
+//! the keys of the outer side (a few hundred parts) never reach it.
+//!
+//! Joining on the aggregate's group key lets the join's keys filter the aggregate's input:
+//! each group either survives whole or is dropped, its aggregate unchanged. This rule swaps
+//! such a join when the outer side is estimated smaller than the aggregate's input, so the
+//! aggregate is probed. DataFusion's dynamic filter of the join then passes through the
+//! aggregate (its grouping column) into the tamis scan below, which turns it into an `IN`
+//! list or a Bloom filter and reads only the groups that can join.
+
+use std::sync::Arc;
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{JoinType, Result};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::aggregates::AggregateExec;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::joins::HashJoinExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::TamisExec;
+
+/// Makes an aggregate grouped by an inner join's key the join's probe side (see the module
+/// documentation). Runs right after DataFusion's join selection, before repartitioning.
+#[derive(Debug, Default)]
+pub struct ProbeAggregates;
+
+impl PhysicalOptimizerRule for ProbeAggregates {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !config.optimizer.enable_join_dynamic_filter_pushdown {
+            return Ok(plan);
+        }
+        plan.transform_up(|node| {
+            let Some(join) = node.downcast_ref::<HashJoinExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            if join.join_type() != &JoinType::Inner {
+                return Ok(Transformed::no(node));
+            }
+            // Every key of the build side must be a group key of one aggregate over a scan.
+            let mut scanned_rows = None;
+            for (build_key, _) in join.on() {
+                let Some(column) = build_key.downcast_ref::<Column>() else {
+                    return Ok(Transformed::no(node));
+                };
+                match grouped_scan_rows(join.left(), column.index()) {
+                    Some(rows) => scanned_rows = Some(rows),
+                    None => return Ok(Transformed::no(node)),
+                }
+            }
+            let Some(scanned_rows) = scanned_rows else {
+                return Ok(Transformed::no(node));
+            };
+            let probe_rows = StatisticsContext::new()
+                .compute(join.right().as_ref(), &StatisticsArgs::new())?
+                .num_rows
+                .get_value()
+                .copied();
+            match probe_rows {
+                Some(rows) if rows < scanned_rows => {
+                    let swapped = join.swap_inputs(*join.partition_mode())?;
+                    Ok(Transformed::yes(swapped))
+                }
+                _ => Ok(Transformed::no(node)),
+            }
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "tamis_probe_aggregates"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// If output column `index` of `plan` is the group key of an aggregate (without grouping sets)
+/// whose input is a tamis scan, the rows that scan reads (its footers' count); else `None`.
+fn grouped_scan_rows(plan: &Arc<dyn ExecutionPlan>, index: usize) -> Option<usize> {
+    if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
+        let column = p.expr().get(index)?.expr.downcast_ref::<Column>()?.index();
+        return grouped_scan_rows(p.input(), column);
+    }
+    if plan.downcast_ref::<RepartitionExec>().is_some()
+        || plan.downcast_ref::<CoalescePartitionsExec>().is_some()
+    {
+        return grouped_scan_rows(plan.children().first()?, index);
+    }
+    let aggregate = plan.downcast_ref::<AggregateExec>()?;
+    let group = aggregate.group_expr();
+    if group.has_grouping_set() || index >= group.expr().len() {
+        return None;
+    }
+    let column = group.expr()[index].0.downcast_ref::<Column>()?.index();
+    // A two-phase aggregate: the partial one below groups by the same key.
+    if let Some(rows) = grouped_scan_rows(aggregate.input(), column) {
+        return Some(rows);
+    }
+    scan_rows(aggregate.input())
+}
+
+/// The rows of the tamis scan that `plan` reads through row-preserving or filtering operators.
+fn scan_rows(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
+    if let Some(scan) = plan.downcast_ref::<TamisExec>() {
+        return scan.table_rows();
+    }
+    match plan.children().as_slice() {
+        [child] => scan_rows(child),
+        _ => None,
+    }
+}

@@ -1,0 +1,135 @@
+//! Running SQL over named tamis tables, for the CLI (`tamis sql`) and Python (`tamis.sql`).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::execution::SessionStateBuilder;
+use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use tamis_arrow::array::RecordBatch;
+use tamis_arrow::datatypes::SchemaRef;
+
+use crate::rules::ProbeAggregates;
+use crate::TamisTable;
+
+/// One clear line from a DataFusion error (its messages may span lines).
+pub fn one_line(e: &datafusion::error::DataFusionError) -> String {
+    let text = match e {
+        // A tamis error, as tamis words it.
+        datafusion::error::DataFusionError::External(inner) => inner.to_string(),
+        other => other.to_string(),
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The tables of a directory: each `NAME.parquet` file and each subdirectory (a multi-file or
+/// partitioned table) becomes table `NAME`, sorted by name.
+pub fn tables_in_dir(dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot list tables in '{}': {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list tables in '{}': {e}", dir.display()))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.starts_with('.') || name.starts_with('_') {
+            continue;
+        }
+        if path.is_dir() {
+            out.push((name, path.to_string_lossy().to_string()));
+        } else if let Some(stem) = name.strip_suffix(".parquet") {
+            out.push((stem.to_string(), path.to_string_lossy().to_string()));
+        }
+    }
+    out.sort();
+    if out.is_empty() {
+        return Err(format!(
+            "no tables in '{}' (expected *.parquet files or directories)",
+            dir.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// Join key sets up to this many distinct values reach the scans as key lists (DataFusion's
+/// default, 150, would hand larger build sides over as a hash-table lookup, which a scan
+/// cannot probe); tamis turns lists longer than [`crate::dynamic::EXACT_KEYS`] into a Bloom
+/// filter.
+pub const RUNTIME_FILTER_MAX_KEYS: usize = 1 << 18;
+
+/// The session configuration `tamis sql` uses: `threads` partitions wide, runtime join
+/// filters on or off.
+pub fn config(threads: usize, runtime_filters: bool) -> SessionConfig {
+    let mut config = SessionConfig::new().with_target_partitions(threads.max(1));
+    let optimizer = &mut config.options_mut().optimizer;
+    optimizer.enable_join_dynamic_filter_pushdown = runtime_filters;
+    optimizer.hash_join_inlist_pushdown_max_distinct_values = RUNTIME_FILTER_MAX_KEYS;
+    optimizer.hash_join_inlist_pushdown_max_size = 64 * RUNTIME_FILTER_MAX_KEYS;
+    config
+}
+
+/// A session `threads` partitions wide, with runtime join filters or not, and tamis's own
+/// physical rule ([`crate::rules::ProbeAggregates`]) right after DataFusion's join selection.
+pub fn session(threads: usize, runtime_filters: bool) -> SessionContext {
+    let mut rules = PhysicalOptimizer::new().rules;
+    let at = rules
+        .iter()
+        .position(|r| r.name() == "join_selection")
+        .map_or(0, |i| i + 1);
+    rules.insert(at, Arc::new(ProbeAggregates));
+    let state = SessionStateBuilder::new()
+        .with_config(config(threads, runtime_filters))
+        .with_default_features()
+        .with_physical_optimizer_rules(rules)
+        .build();
+    SessionContext::new_with_state(state)
+}
+
+/// A session with `tables` (name, path) registered, `threads` partitions wide, with runtime
+/// join filters pushed into the scans or not.
+pub fn context(
+    tables: &[(String, String)],
+    options: &tamis::io::StorageOptions,
+    threads: usize,
+    runtime_filters: bool,
+) -> Result<SessionContext, String> {
+    let ctx = session(threads, runtime_filters);
+    for (name, path) in tables {
+        let table = TamisTable::open_with(path, options)
+            .map_err(|e| format!("table '{name}': {}", one_line(&e)))?
+            .with_runtime_filters(runtime_filters);
+        ctx.register_table(name.as_str(), Arc::new(table))
+            .map_err(|e| format!("table '{name}': {}", one_line(&e)))?;
+    }
+    Ok(ctx)
+}
+
+/// Runs `query` over `tables` to completion on a runtime of its own (the caller need not be
+/// async): the result's schema and batches (in tamis's arrow), or one line saying what went wrong.
+pub fn run(
+    query: &str,
+    tables: &[(String, String)],
+    options: &tamis::io::StorageOptions,
+    threads: usize,
+    runtime_filters: bool,
+) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .thread_name("tamis-sql")
+        .build()
+        .map_err(|e| format!("cannot start the SQL runtime: {e}"))?;
+    runtime.block_on(async {
+        let ctx = context(tables, options, threads, runtime_filters)?;
+        let df = ctx.sql(query).await.map_err(|e| one_line(&e))?;
+        let schema =
+            crate::cross::schema_to_tamis(df.schema().as_arrow()).map_err(|e| one_line(&e))?;
+        let batches = df.collect().await.map_err(|e| one_line(&e))?;
+        // Back to tamis's arrow, which the CLI and Python write out.
+        let batches = batches
+            .iter()
+            .map(|b| crate::cross::batch_to_tamis(b, &schema))
+            .collect::<datafusion::common::Result<Vec<_>>>()
+            .map_err(|e| one_line(&e))?;
+        Ok((schema, batches))
+    })
+}

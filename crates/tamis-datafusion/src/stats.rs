@@ -1,0 +1,185 @@
+//! Table and partition statistics from the footers: rows, and per column min, max and nulls,
+//! so DataFusion's optimizer picks join orders and build sides from real numbers.
+
+use std::ops::Range;
+
+use arrow::array::{Array, ArrayRef};
+use arrow::datatypes::Schema;
+use datafusion::common::stats::Precision;
+use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use tamis::dataset::DatasetPlan;
+use tamis_arrow::array::Array as _;
+use tamis_arrow::datatypes::DataType;
+
+use crate::cross::array_to_datafusion;
+
+/// One column's statistics in one row group.
+#[derive(Clone, Default)]
+struct ColumnStat {
+    min: Option<ScalarValue>,
+    max: Option<ScalarValue>,
+    nulls: Option<usize>,
+}
+
+/// One row group's statistics.
+struct RowGroupStat {
+    rows: usize,
+    bytes: usize,
+    /// By dataset column.
+    columns: Vec<ColumnStat>,
+}
+
+/// Statistics of every row group of every file, by file location.
+pub struct TableStats {
+    files: Vec<(String, Vec<RowGroupStat>)>,
+}
+
+impl TableStats {
+    /// Reads the footers' statistics (tamis's arrow) into DataFusion's scalars.
+    pub fn new(plan: &DatasetPlan) -> datafusion::common::Result<TableStats> {
+        let schema = &plan.schema;
+        let files = plan
+            .files
+            .iter()
+            .map(|f| -> datafusion::common::Result<_> {
+                let meta = &f.metadata;
+                let rgs = meta.row_groups();
+                let mut out: Vec<RowGroupStat> = rgs
+                    .iter()
+                    .map(|rg| RowGroupStat {
+                        rows: rg.num_rows().max(0) as usize,
+                        bytes: rg.total_byte_size().max(0) as usize,
+                        columns: vec![ColumnStat::default(); schema.fields().len()],
+                    })
+                    .collect();
+                for (ci, field) in schema.fields().iter().enumerate() {
+                    let Ok(own) = f.schema.field_with_name(field.name()) else {
+                        continue;
+                    };
+                    if own.data_type() != field.data_type() || !summarisable(field.data_type()) {
+                        continue;
+                    }
+                    let Ok(conv) = StatisticsConverter::try_new(
+                        field.name(),
+                        f.schema.as_ref(),
+                        meta.file_metadata().schema_descr(),
+                    ) else {
+                        continue;
+                    };
+                    let crossed = |a: Option<tamis_arrow::array::ArrayRef>| {
+                        a.map(|a| array_to_datafusion(&a)).transpose()
+                    };
+                    let mins = crossed(conv.row_group_mins(rgs.iter()).ok())?;
+                    let maxes = crossed(conv.row_group_maxes(rgs.iter()).ok())?;
+                    let nulls = conv.row_group_null_counts(rgs.iter()).ok();
+                    for (ri, rg) in out.iter_mut().enumerate() {
+                        let at = |a: &Option<ArrayRef>| {
+                            a.as_ref()
+                                .filter(|a| a.is_valid(ri))
+                                .and_then(|a| ScalarValue::try_from_array(a, ri).ok())
+                        };
+                        rg.columns[ci] = ColumnStat {
+                            min: at(&mins),
+                            max: at(&maxes),
+                            nulls: nulls
+                                .as_ref()
+                                .filter(|n| n.is_valid(ri))
+                                .map(|n| n.value(ri) as usize),
+                        };
+                    }
+                }
+                Ok((f.location.clone(), out))
+            })
+            .collect::<datafusion::common::Result<_>>()?;
+        Ok(TableStats { files })
+    }
+
+    /// The whole table's statistics.
+    pub fn table(&self, schema: &Schema) -> Statistics {
+        self.merge(schema, None)
+    }
+
+    /// Statistics of some row groups (`(file, range)` as a partition names them).
+    pub fn parts(&self, schema: &Schema, parts: &[(String, Range<usize>)]) -> Statistics {
+        self.merge(schema, Some(parts))
+    }
+
+    fn merge(&self, schema: &Schema, only: Option<&[(String, Range<usize>)]>) -> Statistics {
+        let n = schema.fields().len();
+        let mut rows = 0usize;
+        let mut bytes = 0usize;
+        let mut cols: Vec<Option<ColumnStat>> = vec![None; n];
+        let mut first = true;
+        for (loc, rgs) in &self.files {
+            for (ri, rg) in rgs.iter().enumerate() {
+                let wanted =
+                    only.is_none_or(|o| o.iter().any(|(l, r)| l == loc && r.contains(&ri)));
+                if !wanted {
+                    continue;
+                }
+                rows += rg.rows;
+                bytes += rg.bytes;
+                for (ci, c) in rg.columns.iter().enumerate() {
+                    cols[ci] = Some(match (&cols[ci], first) {
+                        (_, true) => c.clone(),
+                        (None, false) => ColumnStat::default(),
+                        (Some(acc), false) => ColumnStat {
+                            min: pick(&acc.min, &c.min, true),
+                            max: pick(&acc.max, &c.max, false),
+                            nulls: acc.nulls.zip(c.nulls).map(|(a, b)| a + b),
+                        },
+                    });
+                }
+                first = false;
+            }
+        }
+        let column_statistics = (0..n)
+            .map(|ci| {
+                let c = cols[ci].clone().unwrap_or_default();
+                let dt = schema.field(ci).data_type();
+                let typed = |v: Option<ScalarValue>| match v {
+                    Some(v) if v.data_type() == *dt => Precision::Inexact(v),
+                    _ => Precision::Absent,
+                };
+                ColumnStatistics {
+                    null_count: match (c.nulls, first) {
+                        (_, true) => Precision::Exact(0),
+                        (Some(x), false) => Precision::Exact(x),
+                        (None, false) => Precision::Absent,
+                    },
+                    max_value: typed(c.max),
+                    min_value: typed(c.min),
+                    ..ColumnStatistics::new_unknown()
+                }
+            })
+            .collect();
+        Statistics {
+            num_rows: Precision::Exact(rows),
+            total_byte_size: Precision::Inexact(bytes),
+            column_statistics,
+        }
+    }
+}
+
+/// Types whose min/max DataFusion can use and whose order is unambiguous (not floats: NaN).
+fn summarisable(dt: &DataType) -> bool {
+    dt.is_integer()
+        || matches!(
+            dt,
+            DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Utf8View
+                | DataType::Date32
+                | DataType::Decimal128(..)
+                | DataType::Timestamp(..)
+                | DataType::Boolean
+        )
+}
+
+/// The smaller (`min`) or larger of two optional bounds; unknown if either is.
+fn pick(a: &Option<ScalarValue>, b: &Option<ScalarValue>, min: bool) -> Option<ScalarValue> {
+    let (a, b) = (a.as_ref()?, b.as_ref()?);
+    let ord = a.partial_cmp(b)?;
+    Some(if (ord.is_le()) == min { a } else { b }.clone())
+}

@@ -1,0 +1,326 @@
+//! DataFusion over tamis against DataFusion over the `parquet` crate's reader (in memory): random predicates on
+//! files with NULLs, NaN, ±0.0, empty strings, dictionary and PLAIN columns must select the
+//! same rows.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tamis_arrow::array::{
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
+    StringArray,
+};
+use tamis_arrow::datatypes::{DataType, Field, Schema};
+use tamis_datafusion::TamisTable;
+
+/// The files are written (and the oracle read) with tamis's arrow and parquet crates; the
+/// oracle's batches cross to DataFusion's arrow.
+type FileBatch = tamis_arrow::array::RecordBatch;
+
+const ROWS: usize = 3000;
+
+fn data(rng: &mut StdRng) -> FileBatch {
+    let null = |rng: &mut StdRng| rng.random_bool(0.1);
+    let i: Int32Array = (0..ROWS)
+        .map(|_| (!null(rng)).then(|| rng.random_range(-50..50)))
+        .collect();
+    let l: Int64Array = (0..ROWS).map(|k| Some(k as i64 * 3 - 1000)).collect();
+    let floats = [
+        0.0,
+        -0.0,
+        f64::NAN,
+        1.5,
+        -1.5,
+        2.0,
+        f64::INFINITY,
+        -7.25,
+        100.0,
+    ];
+    let f: Float64Array = (0..ROWS)
+        .map(|_| (!null(rng)).then(|| floats[rng.random_range(0..floats.len())]))
+        .collect();
+    let words = ["", "a", "ab", "abc", "b", "ba", "x_y", "x%y", "ünï", "zz"];
+    let s: StringArray = (0..ROWS)
+        .map(|_| (!null(rng)).then(|| words[rng.random_range(0..words.len())]))
+        .collect();
+    let p: StringArray = (0..ROWS)
+        .map(|k| (!null(rng)).then(|| format!("v{:04}", (k * 7919) % 5000)))
+        .collect();
+    let d: Date32Array = (0..ROWS)
+        .map(|_| (!null(rng)).then(|| rng.random_range(8000..9000)))
+        .collect();
+    let m: Decimal128Array = (0..ROWS)
+        .map(|_| (!null(rng)).then(|| rng.random_range(-100_000i128..100_000)))
+        .collect::<Decimal128Array>()
+        .with_precision_and_scale(12, 2)
+        .unwrap();
+    let b: BooleanArray = (0..ROWS)
+        .map(|_| (!null(rng)).then(|| rng.random_bool(0.5)))
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("i", DataType::Int32, true),
+        Field::new("l", DataType::Int64, false),
+        Field::new("f", DataType::Float64, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("p", DataType::Utf8, true),
+        Field::new("d", DataType::Date32, true),
+        Field::new("m", DataType::Decimal128(12, 2), true),
+        Field::new("b", DataType::Boolean, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(i),
+        Arc::new(l),
+        Arc::new(f),
+        Arc::new(s),
+        Arc::new(p),
+        Arc::new(d),
+        Arc::new(m),
+        Arc::new(b),
+    ];
+    FileBatch::try_new(schema, columns).unwrap()
+}
+
+fn write(dir: &std::path::Path, batch: &FileBatch) -> String {
+    let path = dir.join("t.parquet");
+    // Small row groups and pages so pruning has something to do; `s` dictionary-encoded,
+    // `p` PLAIN.
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(700))
+        .set_data_page_row_count_limit(100)
+        .set_write_batch_size(50)
+        .set_column_dictionary_enabled("p".into(), false)
+        .set_column_dictionary_enabled("s".into(), true)
+        .build();
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+    path.to_string_lossy().to_string()
+}
+
+/// The whole file read by the `parquet` crate's reader (no pruning, no pushdown) as an
+/// in-memory table: DataFusion evaluates every predicate itself over it. (DataFusion's own
+/// Parquet scan is not used as the oracle: its statistics pruning drops row groups holding NaN
+/// for `f >= 'NaN'`, since Parquet min/max leave NaN out.)
+fn oracle_table(path: &str) -> Arc<datafusion::datasource::MemTable> {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let schema = tamis_arrow::array::RecordBatchReader::schema(&reader);
+    let schema = tamis_datafusion::cross::schema_to_datafusion(&schema).unwrap();
+    let batches: Vec<RecordBatch> = reader
+        .map(|b| tamis_datafusion::cross::batch_to_datafusion(&b.unwrap(), &schema).unwrap())
+        .collect();
+    Arc::new(datafusion::datasource::MemTable::try_new(schema, vec![batches]).unwrap())
+}
+
+async fn context(path: &str, partitions: usize) -> SessionContext {
+    let ctx =
+        SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
+    ctx.register_table("t", Arc::new(TamisTable::open(path).unwrap()))
+        .unwrap();
+    ctx.register_table("o", oracle_table(path)).unwrap();
+    ctx
+}
+
+/// Rows as sorted strings.
+fn rows(batches: &[RecordBatch]) -> Vec<String> {
+    let opts = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for b in batches {
+        let fmts: Vec<ArrayFormatter> = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
+            .collect();
+        for r in 0..b.num_rows() {
+            let row: Vec<String> = fmts.iter().map(|f| f.value(r).to_string()).collect();
+            out.push(row.join("|"));
+        }
+    }
+    out.sort();
+    out
+}
+
+async fn query(ctx: &SessionContext, sql: &str) -> Vec<String> {
+    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows(&df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}")))
+}
+
+fn literal(rng: &mut StdRng, column: &str) -> String {
+    match column {
+        "i" => rng.random_range(-60..60).to_string(),
+        "l" => rng.random_range(-1100..9100).to_string(),
+        "f" => [
+            "0.0",
+            "-0.0",
+            "1.5",
+            "-1.5",
+            "2",
+            "100",
+            "'NaN'::DOUBLE",
+            "-7.25",
+            "3",
+        ][rng.random_range(0..9)]
+        .to_string(),
+        "s" => ["''", "'a'", "'ab'", "'b'", "'x_y'", "'zz'", "'ünï'", "'c'"]
+            [rng.random_range(0..8)]
+        .to_string(),
+        "p" => format!("'v{:04}'", rng.random_range(0..5100)),
+        "d" => format!(
+            "DATE '{}'",
+            chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()
+                + chrono::TimeDelta::days(rng.random_range(7990..9010))
+        ),
+        "m" => format!(
+            "{}.{:02}",
+            rng.random_range(-1000..1000),
+            rng.random_range(0..100)
+        ),
+        "b" => ["TRUE", "FALSE"][rng.random_range(0..2)].to_string(),
+        _ => unreachable!(),
+    }
+}
+
+fn leaf(rng: &mut StdRng) -> String {
+    let columns = ["i", "l", "f", "s", "p", "d", "m", "b"];
+    let c = columns[rng.random_range(0..columns.len())];
+    match rng.random_range(0..10) {
+        0 => format!("{c} IS {}NULL", ["", "NOT "][rng.random_range(0..2)]),
+        1 => {
+            let (a, b) = (literal(rng, c), literal(rng, c));
+            format!(
+                "{c} {}BETWEEN {a} AND {b}",
+                ["", "NOT "][rng.random_range(0..2)]
+            )
+        }
+        2 => {
+            let n = rng.random_range(1..4);
+            let mut items: Vec<String> = (0..n).map(|_| literal(rng, c)).collect();
+            if rng.random_bool(0.2) {
+                items.push("NULL".into());
+            }
+            format!(
+                "{c} {}IN ({})",
+                ["", "NOT "][rng.random_range(0..2)],
+                items.join(", ")
+            )
+        }
+        3 if c == "s" || c == "p" => {
+            let pats = [
+                "'a%'", "'%b'", "'_'", "''", "'%'", "'x_y'", "'v1%'", "'%0_'",
+            ];
+            format!(
+                "{c} {}LIKE {}",
+                ["", "NOT "][rng.random_range(0..2)],
+                pats[rng.random_range(0..pats.len())]
+            )
+        }
+        _ => {
+            let ops = ["=", "<>", "<", "<=", ">", ">="];
+            let op = ops[rng.random_range(0..ops.len())];
+            if rng.random_bool(0.2) {
+                format!("{} {op} {c}", literal(rng, c))
+            } else {
+                format!("{c} {op} {}", literal(rng, c))
+            }
+        }
+    }
+}
+
+fn predicate(rng: &mut StdRng, depth: u32) -> String {
+    if depth == 0 || rng.random_bool(0.4) {
+        return leaf(rng);
+    }
+    match rng.random_range(0..3) {
+        0 => format!(
+            "({} AND {})",
+            predicate(rng, depth - 1),
+            predicate(rng, depth - 1)
+        ),
+        1 => format!(
+            "({} OR {})",
+            predicate(rng, depth - 1),
+            predicate(rng, depth - 1)
+        ),
+        _ => format!("NOT ({})", predicate(rng, depth - 1)),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_predicates_match_datafusion_parquet_reader() {
+    let mut rng = StdRng::seed_from_u64(14);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), &data(&mut rng));
+    let ctx = context(&path, 3).await;
+    for k in 0..300 {
+        let p = predicate(&mut rng, 3);
+        let ours = query(&ctx, &format!("SELECT * FROM t WHERE {p}")).await;
+        let oracle = query(&ctx, &format!("SELECT * FROM o WHERE {p}")).await;
+        assert_eq!(
+            ours.len(),
+            oracle.len(),
+            "predicate {k}: {p}: {} rows vs {} from DataFusion's reader",
+            ours.len(),
+            oracle.len()
+        );
+        assert_eq!(ours, oracle, "predicate {k}: {p}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregates_projections_and_limits_match() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), &data(&mut rng));
+    let ctx = context(&path, 4).await;
+    for q in [
+        "SELECT count(*) FROM {}",
+        "SELECT count(*) FROM {} WHERE i > 3",
+        "SELECT s, count(*), sum(m), min(d), max(l) FROM {} GROUP BY s",
+        "SELECT p FROM {} WHERE p LIKE 'v1%' AND l < 5000",
+        "SELECT l FROM {} ORDER BY l LIMIT 5",
+        "SELECT count(*) FROM (SELECT i FROM {} LIMIT 17)",
+        "SELECT count(*) FROM {} WHERE f = 0.0",
+        "SELECT count(*) FROM {} WHERE f <> 0.0",
+        "SELECT count(*) FROM {} WHERE f > 'NaN'::DOUBLE OR f IS NULL",
+        "SELECT b, count(*) FROM {} WHERE b GROUP BY b",
+        "SELECT count(*) FROM {} a JOIN {} b ON a.i = b.i WHERE a.l < 0",
+    ] {
+        let ours = query(&ctx, &q.replace("{}", "t")).await;
+        let oracle = query(&ctx, &q.replace("{}", "o")).await;
+        assert_eq!(ours, oracle, "{q}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_filters_leave_no_filter_above_the_scan_and_metrics_show() {
+    let mut rng = StdRng::seed_from_u64(3);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), &data(&mut rng));
+    let ctx = context(&path, 2).await;
+    let plan = |sql: &'static str| {
+        let ctx = ctx.clone();
+        async move {
+            let df = ctx.sql(sql).await.unwrap();
+            let batches = df.collect().await.unwrap();
+            rows(&batches).join("\n")
+        }
+    };
+    let exact = plan("EXPLAIN SELECT l FROM t WHERE l < 100 AND s = 'a'").await;
+    assert!(exact.contains("TamisExec"), "{exact}");
+    assert!(!exact.contains("FilterExec"), "{exact}");
+    // Floats are re-checked by DataFusion.
+    let inexact = plan("EXPLAIN SELECT l FROM t WHERE f < 1").await;
+    assert!(inexact.contains("FilterExec"), "{inexact}");
+    let analyzed = plan("EXPLAIN ANALYZE SELECT l FROM t WHERE l < 100").await;
+    assert!(analyzed.contains("row_groups_pruned="), "{analyzed}");
+    assert!(analyzed.contains("bytes_read="), "{analyzed}");
+}

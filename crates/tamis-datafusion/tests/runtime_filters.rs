@@ -1,0 +1,275 @@
+//! Runtime join filters: a hash join's build-side keys pushed into the tamis scan of the other
+//! side. The rows must equal those of DataFusion over the `parquet` crate's reader with the filters
+//! on and off; with them on, the scan must select fewer rows, short key lists must stay exact
+//! lists, long ones must become one Bloom filter shared by every scan of the table on that key.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::SessionContext;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use tamis_arrow::array::{ArrayRef, Int64Array, StringArray};
+use tamis_arrow::datatypes::{DataType, Field, Schema};
+use tamis_datafusion::TamisTable;
+
+/// The files are written (and the oracle read) with tamis's arrow and parquet crates; the
+/// oracle's batches cross to DataFusion's arrow.
+type FileBatch = tamis_arrow::array::RecordBatch;
+
+const FACT_ROWS: i64 = 60_000;
+const KEYS: i64 = 20_000;
+
+fn write(path: &std::path::Path, batch: &FileBatch, dictionary: bool) {
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(10_000))
+        .set_data_page_row_count_limit(1000)
+        .set_write_batch_size(500)
+        .set_dictionary_enabled(dictionary)
+        .build();
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+}
+
+/// `fact(k, ks, v)`: every key three times, spread over all row groups; `dim(k, ks, a)`: one
+/// row per key, `a` = key mod 1000. `fact` is written with dictionaries, `fact_plain`
+/// without.
+fn tables(dir: &std::path::Path) {
+    let k: Vec<i64> = (0..FACT_ROWS).map(|i| (i * 7919) % KEYS).collect();
+    let fact = FileBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("ks", DataType::Utf8, true),
+            Field::new("v", DataType::Int64, false),
+        ])),
+        vec![
+            Arc::new(Int64Array::from_iter(
+                k.iter()
+                    .enumerate()
+                    .map(|(i, &k)| (i % 97 != 0).then_some(k)),
+            )) as ArrayRef,
+            Arc::new(StringArray::from_iter(
+                k.iter().map(|k| Some(format!("key-{k:05}"))),
+            )),
+            Arc::new(Int64Array::from_iter_values(0..FACT_ROWS)),
+        ],
+    )
+    .unwrap();
+    write(&dir.join("fact.parquet"), &fact, true);
+    write(&dir.join("fact_plain.parquet"), &fact, false);
+    let dim = FileBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("ks", DataType::Utf8, false),
+            Field::new("a", DataType::Int64, false),
+        ])),
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..KEYS)) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(
+                (0..KEYS).map(|k| format!("key-{k:05}")),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                (0..KEYS).map(|k| (k * 31) % 1000),
+            )),
+        ],
+    )
+    .unwrap();
+    write(&dir.join("dim.parquet"), &dim, true);
+}
+
+/// The whole file read by the `parquet` crate's reader (no pruning, no pushdown) as an
+/// in-memory table: DataFusion evaluates every predicate itself over it. (DataFusion's own
+/// Parquet scan is not used as the oracle: its statistics pruning drops row groups holding NaN
+/// for `f >= 'NaN'`, since Parquet min/max leave NaN out.)
+fn oracle_table(path: &str) -> Arc<datafusion::datasource::MemTable> {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let schema = tamis_arrow::array::RecordBatchReader::schema(&reader);
+    let schema = tamis_datafusion::cross::schema_to_datafusion(&schema).unwrap();
+    let batches: Vec<RecordBatch> = reader
+        .map(|b| tamis_datafusion::cross::batch_to_datafusion(&b.unwrap(), &schema).unwrap())
+        .collect();
+    Arc::new(datafusion::datasource::MemTable::try_new(schema, vec![batches]).unwrap())
+}
+
+struct Contexts {
+    on: SessionContext,
+    off: SessionContext,
+    oracle: SessionContext,
+    fact_on: Arc<TamisTable>,
+}
+
+async fn contexts(dir: &std::path::Path, fact: &str) -> Contexts {
+    let path = |name: &str| {
+        dir.join(format!("{name}.parquet"))
+            .to_string_lossy()
+            .to_string()
+    };
+    let on = tamis_datafusion::sql::session(2, true);
+    let off = tamis_datafusion::sql::session(2, false);
+    let fact_on = Arc::new(TamisTable::open(&path(fact)).unwrap());
+    on.register_table("fact", fact_on.clone()).unwrap();
+    on.register_table("dim", Arc::new(TamisTable::open(&path("dim")).unwrap()))
+        .unwrap();
+    off.register_table(
+        "fact",
+        Arc::new(
+            TamisTable::open(&path(fact))
+                .unwrap()
+                .with_runtime_filters(false),
+        ),
+    )
+    .unwrap();
+    off.register_table(
+        "dim",
+        Arc::new(
+            TamisTable::open(&path("dim"))
+                .unwrap()
+                .with_runtime_filters(false),
+        ),
+    )
+    .unwrap();
+    let oracle = tamis_datafusion::sql::session(2, false);
+    for name in ["fact", "dim"] {
+        let file = if name == "fact" { fact } else { name };
+        oracle
+            .register_table(name, oracle_table(&path(file)))
+            .unwrap();
+    }
+    Contexts {
+        on,
+        off,
+        oracle,
+        fact_on,
+    }
+}
+
+fn rows(batches: &[RecordBatch]) -> Vec<String> {
+    let opts = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for b in batches {
+        let fmts: Vec<ArrayFormatter> = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
+            .collect();
+        for r in 0..b.num_rows() {
+            out.push(
+                fmts.iter()
+                    .map(|f| f.value(r).to_string())
+                    .collect::<Vec<_>>()
+                    .join("|"),
+            );
+        }
+    }
+    out.sort();
+    out
+}
+
+async fn query(ctx: &SessionContext, sql: &str) -> Vec<String> {
+    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows(&df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}")))
+}
+
+/// Runs `sql` and sums metric `name` over the TamisExec nodes that read column `v` (the scans
+/// of `fact`).
+async fn fact_metric(ctx: &SessionContext, sql: &str, name: &str) -> usize {
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+        .await
+        .unwrap();
+    fn visit(p: &Arc<dyn ExecutionPlan>, name: &str, total: &mut usize) {
+        if p.name() == "TamisExec" && p.schema().field_with_name("v").is_ok() {
+            let m = p.metrics().unwrap();
+            *total += m.sum_by_name(name).map(|v| v.as_usize()).unwrap_or(0);
+        }
+        for c in p.children() {
+            visit(c, name, total);
+        }
+    }
+    let mut total = 0;
+    visit(&plan, name, &mut total);
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_results_are_the_same_with_runtime_filters_on_and_off() {
+    let dir = tempfile::tempdir().unwrap();
+    tables(dir.path());
+    for fact in ["fact", "fact_plain"] {
+        let c = contexts(dir.path(), fact).await;
+        // Build sides of 0, 20 (exact list), 400 and 4 000 keys (Bloom filters), integer and
+        // string keys, an outer join (no filter may be pushed into its preserved side) and a
+        // key with NULLs on the probe side.
+        for q in [
+            "SELECT f.v, f.k FROM fact f JOIN dim d ON f.k = d.k WHERE d.a = 1000",
+            "SELECT f.v, f.k FROM fact f JOIN dim d ON f.k = d.k WHERE d.a = 7",
+            "SELECT f.v, d.a FROM fact f JOIN dim d ON f.k = d.k WHERE d.a < 20",
+            "SELECT f.v FROM fact f JOIN dim d ON f.ks = d.ks WHERE d.a < 20",
+            "SELECT count(*), sum(f.v) FROM fact f JOIN dim d ON f.k = d.k WHERE d.a < 200",
+            "SELECT f.v, d.a FROM fact f LEFT JOIN dim d ON f.k = d.k AND d.a < 20 WHERE f.v < 300",
+            "SELECT count(*) FROM fact f WHERE f.k IN (SELECT k FROM dim WHERE a BETWEEN 10 AND 30)",
+            "SELECT count(*) FROM fact f WHERE f.k NOT IN (SELECT k FROM dim WHERE a < 900)",
+        ] {
+            let on = query(&c.on, q).await;
+            let off = query(&c.off, q).await;
+            let oracle = query(&c.oracle, q).await;
+            assert_eq!(off, oracle, "{fact}: {q} (runtime filters off)");
+            assert_eq!(on, oracle, "{fact}: {q} (runtime filters on)");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_filters_cut_rows_and_long_key_lists_become_one_shared_bloom_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    tables(dir.path());
+    let c = contexts(dir.path(), "fact").await;
+
+    // 20 keys: an exact IN list, no Bloom filter.
+    let q = "SELECT f.v FROM fact f JOIN dim d ON f.k = d.k WHERE d.a = 7";
+    let on = fact_metric(&c.on, q, "rows_selected").await;
+    let off = fact_metric(&c.off, q, "rows_selected").await;
+    assert!(
+        off >= 59_000,
+        "without runtime filters the scan keeps every row: {off}"
+    );
+    assert!(
+        on <= 60 + 2_000,
+        "20 keys x 3 rows, plus row groups not decided: {on}"
+    );
+    assert_eq!(fact_metric(&c.on, q, "runtime_filters").await, 2);
+    assert!(
+        c.fact_on.key_filters().is_empty(),
+        "20 keys stay an exact list"
+    );
+
+    // 400 keys, joined twice with the same key (TPC-H Q17's shape): one Bloom filter, used by
+    // both scans of `fact`.
+    let q = "SELECT f.v FROM fact f JOIN dim d ON f.k = d.k \
+             JOIN (SELECT k, max(v) AS m FROM fact GROUP BY k) g ON g.k = d.k \
+             WHERE d.a < 20 AND f.v <= g.m";
+    let on_rows = query(&c.on, q).await;
+    assert_eq!(on_rows, query(&c.oracle, q).await);
+    let filters = c.fact_on.key_filters();
+    assert_eq!(filters.len(), 1, "{filters:?}");
+    assert_eq!(filters[0].keys(), 400);
+    let (probed, passed) = filters[0].counts();
+    assert!(
+        probed > 0 && passed < probed / 10,
+        "{probed} probed, {passed} passed"
+    );
+}
