@@ -15,7 +15,7 @@ use arrow::compute::kernels::comparison::{ilike, like, nilike, nlike};
 use arrow::compute::{and_kleene, cast, is_not_null, is_null, not, or_kleene};
 use arrow::datatypes::{DataType, Schema};
 use arrow::error::ArrowError;
-use sqlparser::ast::{BinaryOperator, Expr, Ident, UnaryOperator, Value, ValueWithSpan};
+use sqlparser::ast::{BinaryOperator, Expr, Ident, UnaryOperator, Value};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
@@ -452,7 +452,7 @@ impl Compiler<'_> {
         pattern: &Expr,
         negated: bool,
         any: bool,
-        escape_char: &Option<ValueWithSpan>,
+        escape_char: &Option<Box<Expr>>,
         case_insensitive: bool,
         roots: &mut Vec<usize>,
     ) -> Result<Pred, String> {
@@ -461,7 +461,7 @@ impl Compiler<'_> {
         }
         if let Some(escape) = escape_char {
             // arrow's LIKE kernels use backslash as the escape character, nothing else.
-            if literal_text(&Expr::Value(escape.clone()))? != Some("\\".to_string()) {
+            if literal_text(escape)? != Some("\\".to_string()) {
                 return Err(format!(
                     "only the '\\' ESCAPE character is supported: '{whole}'"
                 ));

@@ -179,7 +179,7 @@ fn convert(e: &Sql) -> Expr {
         } => Expr::Like {
             expr: boxed(expr),
             pattern: boxed(pattern),
-            escape: escape_char.as_ref().map(|v| boxed(&Sql::Value(v.clone()))),
+            escape: escape_char.as_deref().map(boxed),
             negated: *negated,
         },
         _ => match literal(e) {
@@ -245,7 +245,6 @@ fn literal(e: &Sql) -> Option<Result<Literal>> {
             kind,
             expr,
             data_type,
-            array: false,
             format: None,
         } if !matches!(kind, CastKind::TryCast | CastKind::SafeCast) => match literal(expr)? {
             Ok(inner) => typed(data_type, inner, e),
