@@ -76,13 +76,19 @@ impl TamisTable {
     /// Opens `path` with object-store options (credentials, region, endpoint…).
     pub fn open_with(path: &str, options: &StorageOptions) -> Result<TamisTable> {
         let dataset = tamis::Dataset::open_with(path, options, None).map_err(df_error)?;
+        Self::from_dataset(Arc::new(dataset), path)
+    }
+
+    /// A table over a dataset already open (its cached footers are shared, not read again);
+    /// `location` names it in plans and errors.
+    pub fn from_dataset(dataset: Arc<tamis::Dataset>, location: &str) -> Result<TamisTable> {
         let schema = cross::schema_to_datafusion(&dataset.plan().schema)?;
         let stats = Arc::new(stats::TableStats::new(dataset.plan())?);
         Ok(TamisTable {
-            dataset: Arc::new(dataset),
+            dataset,
             schema,
             stats,
-            location: path.to_string(),
+            location: location.to_string(),
             key_filters: Arc::default(),
             runtime_filters: true,
         })

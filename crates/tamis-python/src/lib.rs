@@ -20,6 +20,8 @@ use pyo3::types::PyCapsule;
 use tamis::io::StorageOptions;
 use tamis::{Error, ErrorKind, Evaluation, FilterOrder, Scan, ScanMetrics, ScanStream};
 
+mod foreign_table;
+
 /// Page buffers are large and short-lived: mimalloc reuses them where glibc malloc unmaps and
 /// re-faults them on every page.
 #[global_allocator]
@@ -405,7 +407,9 @@ fn metrics_json(py: Python<'_>, stream: ScanStream, options: &Request) -> PyResu
 /// `tamis.Dataset`: files opened once, their metadata cached across scans.
 #[pyclass(module = "tamis._tamis", name = "Dataset", frozen)]
 struct PyDataset {
-    inner: tamis::Dataset,
+    inner: std::sync::Arc<tamis::Dataset>,
+    /// What it was opened from, to name it in DataFusion plans.
+    path: String,
 }
 
 #[pymethods]
@@ -422,7 +426,22 @@ impl PyDataset {
         let inner = py
             .detach(|| tamis::Dataset::open_with(&path, &options, metadata_budget))
             .map_err(|e| to_py_err(py, e))?;
-        Ok(PyDataset { inner })
+        Ok(PyDataset {
+            inner: std::sync::Arc::new(inner),
+            path,
+        })
+    }
+
+    /// This dataset as a DataFusion table in a PyCapsule (DataFusion's foreign table
+    /// protocol); `session` is what the `datafusion` package passes to
+    /// `__datafusion_table_provider__`.
+    fn datafusion_table_provider<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+        runtime_filters: bool,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        foreign_table::capsule(py, &self.inner, &self.path, session, runtime_filters)
     }
 
     fn files(&self) -> Vec<String> {
@@ -571,6 +590,7 @@ fn sql(
 #[pymodule]
 fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DATAFUSION_FFI_MAJOR", foreign_table::ffi_major())?;
     m.add_class::<ArrowStream>()?;
     m.add_class::<PyDataset>()?;
     m.add_function(wrap_pyfunction!(scan_all, m)?)?;

@@ -132,3 +132,34 @@ def test_tpch_query_matches_duckdb(tpch, q, runtime_filters):
     for i, (a, b) in enumerate(zip(mine, theirs)):
         assert len(a) == len(b), f"Q{q} row {i}: {a} vs {b}"
         assert all(_close(x, y) for x, y in zip(a, b)), f"Q{q} row {i}: {a} vs DuckDB {b}"
+
+
+def test_dataset_registers_into_the_datafusion_package(small):
+    """A tamis.Dataset is a table of datafusion's own SessionContext (its foreign table
+    protocol): filters, a join and an aggregate return the rows pyarrow computes."""
+    datafusion = pytest.importorskip("datafusion")
+    d, t = small
+    ctx = datafusion.SessionContext()
+    ctx.register_table("t", tamis.Dataset(d / "t.parquet"))
+    ctx.register_table("u", tamis.Dataset(d / "u.parquet"))
+    got = ctx.sql("SELECT id, grp, x FROM t WHERE id >= 120 AND id < 260 AND grp <> 'g3' "
+                  "AND x > 70.0 ORDER BY id").to_arrow_table()
+    rows = [r for r in t.to_pylist()
+            if 120 <= r["id"] < 260 and r["grp"] != "g3" and r["x"] is not None and r["x"] > 70.0]
+    assert got.to_pylist() == rows
+    joined = ctx.sql("SELECT label, count(*) AS n FROM t JOIN u USING (grp) "
+                     "WHERE id % 2 = 0 GROUP BY label ORDER BY label").to_arrow_table()
+    counts = {}
+    for r in t.to_pylist():
+        if r["id"] % 2 == 0:
+            label = "L" + r["grp"][1:]
+            counts[label] = counts.get(label, 0) + 1
+    assert joined.column("label").to_pylist() == sorted(counts)
+    assert joined.column("n").to_pylist() == [counts[k] for k in sorted(counts)]
+
+
+def test_datafusion_of_another_major_version_is_refused(small, monkeypatch):
+    d, _ = small
+    monkeypatch.setattr(tamis._tamis, "DATAFUSION_FFI_MAJOR", 1)
+    with pytest.raises(TypeError, match="datafusion 1.x"):
+        tamis.Dataset(d / "t.parquet").__datafusion_table_provider__(None)

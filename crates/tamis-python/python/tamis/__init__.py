@@ -296,6 +296,32 @@ class Dataset:
         opts = _options(options, where, columns, fields)
         return json.loads(self._native.explain_json(opts._native()))
 
+    def __datafusion_table_provider__(self, session: Any) -> object:
+        """DataFusion's foreign table protocol: ``ctx.register_table("t", tamis.Dataset(path))``
+        in the ``datafusion`` package queries this dataset through tamis's provider (filters,
+        projection and limit pushed into the scan, as :func:`sql` does).
+
+        Raises:
+            TypeError: the installed ``datafusion`` is of another major version than the one
+                tamis was built against (the FFI layout is stable only within one).
+        """
+        _check_datafusion_major()
+        return self._native.datafusion_table_provider(session, True)
+
+
+def _check_datafusion_major() -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("datafusion")
+    except PackageNotFoundError:
+        installed = "none"
+    if installed.split(".")[0] != str(_tamis.DATAFUSION_FFI_MAJOR):
+        raise TypeError(
+            f"tamis tables register into datafusion {_tamis.DATAFUSION_FFI_MAJOR}.x; "
+            f"the installed datafusion is {installed}"
+        )
+
 
 def optimize(
     inputs: Union[PathLike, Sequence[PathLike]],
