@@ -198,7 +198,8 @@ fn widen(leaf: T, (name, dt): (&str, &DataType), values: &[Literal]) -> (T, bool
     (widened, false)
 }
 
-fn cmp_op(op: Operator) -> Option<CmpOp> {
+/// A DataFusion comparison operator as tamis's (`None` for every other operator).
+pub(crate) fn cmp_op(op: Operator) -> Option<CmpOp> {
     Some(match op {
         Operator::Eq => CmpOp::Eq,
         Operator::NotEq => CmpOp::NotEq,

@@ -34,7 +34,7 @@ use datafusion::physical_expr::expressions::{
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use tamis::expr::tree::{self, Expr as T, Literal};
-use tamis::expr::{CmpOp, KeyFilter};
+use tamis::expr::KeyFilter;
 
 use crate::convert;
 
@@ -220,15 +220,7 @@ fn compare(
     right: &Arc<dyn PhysicalExpr>,
     schema: &Schema,
 ) -> Option<T> {
-    let op = match op {
-        Operator::Eq => CmpOp::Eq,
-        Operator::NotEq => CmpOp::NotEq,
-        Operator::Lt => CmpOp::Lt,
-        Operator::LtEq => CmpOp::LtEq,
-        Operator::Gt => CmpOp::Gt,
-        Operator::GtEq => CmpOp::GtEq,
-        _ => return None,
-    };
+    let op = crate::convert::cmp_op(op)?;
     let (col, op, value) = match (column(left, schema), column(right, schema)) {
         (Some(c), None) => (c, op, right),
         (None, Some(c)) => (c, op.flip(), left),

@@ -3,6 +3,9 @@
 //! on and off; with them on, the scan must select fewer rows, short key lists must stay exact
 //! lists, long ones must become one Bloom filter shared by every scan of the table on that key.
 
+mod common;
+use common::oracle_table;
+
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -79,24 +82,6 @@ fn tables(dir: &std::path::Path) {
     )
     .unwrap();
     write(&dir.join("dim.parquet"), &dim, true);
-}
-
-/// The whole file read by the `parquet` crate's reader (no pruning, no pushdown) as an
-/// in-memory table: DataFusion evaluates every predicate itself over it. (DataFusion's own
-/// Parquet scan is not used as the oracle: its statistics pruning drops row groups holding NaN
-/// for `f >= 'NaN'`, since Parquet min/max leave NaN out.)
-fn oracle_table(path: &str) -> Arc<datafusion::datasource::MemTable> {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let schema = tamis_arrow::array::RecordBatchReader::schema(&reader);
-    let schema = tamis_datafusion::cross::schema_to_datafusion(&schema).unwrap();
-    let batches: Vec<RecordBatch> = reader
-        .map(|b| tamis_datafusion::cross::batch_to_datafusion(&b.unwrap(), &schema).unwrap())
-        .collect();
-    Arc::new(datafusion::datasource::MemTable::try_new(schema, vec![batches]).unwrap())
 }
 
 struct Contexts {
