@@ -17,19 +17,27 @@ pub fn run(path: &Path) -> CliResult<()> {
     let file = File::open(path)
         .map_err(|e| CliError::msg(format!("cannot open {}: {e}", path.display())))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let unreadable = |e: parquet::errors::ParquetError| {
+        CliError::msg(format!(
+            "{}: not a readable Parquet file: {e}",
+            path.display()
+        ))
+    };
+    let in_file = |e: tamis::Error| CliError::from(e.in_file(path.display()));
+    // The footer's and page indexes' counts are checked before the parquet crate sizes
+    // vectors by them; negative offsets or sizes would reach its page reader, which asserts.
+    tamis::scan::thrift_guard::check_file_footer(&file).map_err(in_file)?;
     let metadata = ParquetMetaDataReader::new()
-        .with_page_index_policy(PageIndexPolicy::Optional)
+        .with_page_index_policy(PageIndexPolicy::Skip)
         .parse_and_finish(&file)
-        .map_err(|e| {
-            CliError::msg(format!(
-                "{}: not a readable Parquet file: {e}",
-                path.display()
-            ))
-        })?;
-    // Negative offsets or sizes would reach the parquet crate's page reader, which asserts.
+        .map_err(unreadable)?;
     let leaves = metadata.file_metadata().schema_descr().num_columns();
-    tamis::scan::file::validate_footer(&metadata, leaves)
-        .map_err(|e| CliError::from(e.in_file(path.display())))?;
+    tamis::scan::file::validate_footer(&metadata, leaves).map_err(in_file)?;
+    check_page_indexes(&file, len, &metadata).map_err(in_file)?;
+    let mut reader = ParquetMetaDataReader::new_with_metadata(metadata)
+        .with_page_index_policy(PageIndexPolicy::Optional);
+    reader.read_page_indexes(&file).map_err(unreadable)?;
+    let metadata = reader.finish().map_err(unreadable)?;
     let file = Arc::new(file);
 
     let stdout = std::io::stdout();
@@ -156,6 +164,32 @@ fn dictionary_size(data_page_offset: i64, dictionary_page_offset: i64) -> String
         Some(n) if n >= 0 => format!("{n} bytes"),
         _ => format!("n/a (offset {dictionary_page_offset}, data pages at {data_page_offset})"),
     }
+}
+
+/// Checks the bytes of every page index in the file (see `tamis::scan::thrift_guard`); a range
+/// outside the file is left to the parquet crate's reader, which reports it.
+fn check_page_indexes(file: &File, len: u64, metadata: &ParquetMetaData) -> tamis::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = file;
+    for (i, rg) in metadata.row_groups().iter().enumerate() {
+        for col in rg.columns() {
+            let ranges = [col.column_index_range(), col.offset_index_range()];
+            for r in ranges.into_iter().flatten() {
+                if r.start >= r.end || r.end > len {
+                    continue;
+                }
+                let mut bytes = vec![0u8; (r.end - r.start) as usize];
+                f.seek(SeekFrom::Start(r.start))?;
+                f.read_exact(&mut bytes)?;
+                tamis::scan::thrift_guard::check_page_index(&bytes).map_err(|e| {
+                    let mut e = e.in_row_group(i).in_column(col.column_path().string());
+                    e.message = format!("reading the page index: {}", e.message);
+                    e
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The number of data pages: from the offset index, else by walking the page headers.

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::index::{DataFileIdentity, SidecarState};
 use crate::io::location::FileRef;
 use crate::io::{ByteSource, FetchedRanges, Reader};
+use crate::scan::thrift_guard::{check_footer_in_tail, check_page_index};
 use crate::schema::{leaf_columns, LeafColumn};
 
 /// Largest row group tamis scans: selections are bitmaps over a row group's rows (256 MiB at
@@ -139,6 +140,7 @@ impl OpenedFile {
         let mut open_bytes = tail_bytes.len() as u64;
         let mut open_requests = 1;
         let mut tail_bytes = tail_bytes;
+        check_footer_in_tail(&tail_bytes).map_err(ctx)?;
         let mut reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
         // The first read was a guess; a larger footer needs exactly one more.
         if let Err(ParquetError::NeedMoreData(needed)) = reader.try_parse_sized(&tail_bytes, len) {
@@ -151,6 +153,7 @@ impl OpenedFile {
                 .unwrap_or_default();
             open_bytes += needed;
             open_requests += 1;
+            check_footer_in_tail(&tail_bytes).map_err(ctx)?;
             reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
             reader
                 .try_parse_sized(&tail_bytes, len)
@@ -401,17 +404,16 @@ impl OpenedFile {
         for (c, ci, oi) in wanted {
             let leaf = &self.leaves[c];
             let mut index = ChunkIndex::default();
+            let context = |what| move |e: Error| e.with_context_column(&leaf.path, what);
             if let Some(bytes) = ci.as_ref().and_then(get) {
-                index.column =
-                    Some(decode_column_index(&bytes, leaf.physical).map_err(|e| {
-                        Error::from(e).with_context_column(&leaf.path, "column index")
-                    })?);
+                check_page_index(&bytes).map_err(context("column index"))?;
+                let decoded = decode_column_index(&bytes, leaf.physical).map_err(Error::from);
+                index.column = Some(decoded.map_err(context("column index"))?);
             }
             if let Some(bytes) = oi.as_ref().and_then(get) {
-                index.offset =
-                    Some(decode_offset_index(&bytes).map_err(|e| {
-                        Error::from(e).with_context_column(&leaf.path, "offset index")
-                    })?);
+                check_page_index(&bytes).map_err(context("offset index"))?;
+                let decoded = decode_offset_index(&bytes).map_err(Error::from);
+                index.offset = Some(decoded.map_err(context("offset index"))?);
             }
             let held = ci.map_or(0, |r| r.end - r.start) + oi.map_or(0, |r| r.end - r.start);
             if self.indexes[rg * self.leaves.len() + c].set(index).is_ok() {

@@ -8,6 +8,7 @@ pub mod fallback;
 pub mod file;
 pub mod order;
 pub mod row_group;
+pub mod thrift_guard;
 
 use std::collections::VecDeque;
 use std::ops::Range;

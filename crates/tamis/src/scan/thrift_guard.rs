@@ -1,0 +1,437 @@
+//! Checks the counts in Thrift-encoded metadata before the `parquet` crate decodes it.
+//!
+//! The `parquet` crate reserves vectors from counts it reads: the OffsetIndex's page-location
+//! list length (`OffsetIndexMetaData`'s fast path does not compare it with the bytes left) and a
+//! schema element's `num_children`. A few kilobytes can then ask for gigabytes. This module walks
+//! the Thrift compact encoding without building anything and rejects any list that announces more
+//! elements than it has bytes left (every element takes at least one byte), a schema whose
+//! groups announce children the list does not hold, and nesting deeper than a scan can take.
+//! Everything else (types, required fields, values) is left to the `parquet` crate's decoder.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+use crate::error::{Error, Result};
+
+/// Deepest struct/list nesting walked in Thrift bytes (Parquet's metadata nests about 6 deep).
+const MAX_THRIFT_DEPTH: u32 = 64;
+
+/// Deepest schema (groups inside groups) a file may declare: the `parquet` crate and tamis's
+/// level handling recurse once per level. Real schemas nest a handful of levels.
+pub const MAX_SCHEMA_DEPTH: usize = 256;
+
+// Thrift compact protocol type ids.
+const BOOL_TRUE: u8 = 1;
+const BOOL_FALSE: u8 = 2;
+const BYTE: u8 = 3;
+const I16: u8 = 4;
+const I32: u8 = 5;
+const I64: u8 = 6;
+const DOUBLE: u8 = 7;
+const BINARY: u8 = 8;
+const LIST: u8 = 9;
+const SET: u8 = 10;
+const MAP: u8 = 11;
+const STRUCT: u8 = 12;
+const UUID: u8 = 13;
+
+/// Checks a serialized `FileMetaData` (the footer, without its length and magic).
+pub fn check_file_metadata(bytes: &[u8]) -> Result<()> {
+    let mut c = Compact::new(bytes);
+    let mut schema_children = None;
+    let mut last = 0;
+    while let Some((id, ty)) = c.field(&mut last).map_err(footer)? {
+        if id == 2 && ty == LIST {
+            schema_children = Some(c.schema_list().map_err(footer)?);
+        } else {
+            c.skip(ty, 1).map_err(footer)?;
+        }
+    }
+    if let Some(children) = schema_children {
+        check_schema_tree(&children).map_err(footer)?;
+    }
+    Ok(())
+}
+
+/// Checks the footer at the end of `tail` (the last bytes of a file) when `tail` holds all of
+/// it; a shorter tail or an encrypted footer is left to the `parquet` crate's reader.
+pub fn check_footer_in_tail(tail: &[u8]) -> Result<()> {
+    let n = tail.len();
+    if n < 8 || &tail[n - 4..] != b"PAR1" {
+        return Ok(());
+    }
+    let len = u32::from_le_bytes(tail[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
+    match (n - 8).checked_sub(len) {
+        Some(start) => check_file_metadata(&tail[start..n - 8]),
+        None => Ok(()),
+    }
+}
+
+/// Reads the footer of a local file and checks it (for readers that hand the file to the
+/// `parquet` crate directly). The read is bounded by the file's length.
+pub fn check_file_footer(file: &File) -> Result<()> {
+    let mut f = file;
+    let len = f.metadata()?.len();
+    if len < 12 {
+        return Ok(()); // too short: the parquet crate's own error says so
+    }
+    let mut end = [0u8; 8];
+    f.seek(SeekFrom::Start(len - 8))?;
+    f.read_exact(&mut end)?;
+    let footer = u32::from_le_bytes(end[..4].try_into().expect("4 bytes")) as u64;
+    if &end[4..] != b"PAR1" || footer > len - 8 {
+        return Ok(());
+    }
+    let mut bytes = vec![0u8; footer as usize];
+    f.seek(SeekFrom::Start(len - 8 - footer))?;
+    f.read_exact(&mut bytes)?;
+    check_file_metadata(&bytes)
+}
+
+/// Checks the bytes of a page index structure (ColumnIndex or OffsetIndex): every list's count
+/// fits in the bytes that follow it.
+pub fn check_page_index(bytes: &[u8]) -> Result<()> {
+    Compact::new(bytes).skip(STRUCT, 0).map_err(Error::corrupt)
+}
+
+fn footer(message: String) -> Error {
+    Error::corrupt(format!("footer: {message}"))
+}
+
+/// `num_children` of each schema element, in order: checks that every group's children are in
+/// the list (so the reservations they cause add up to the list's length) and the depth.
+fn check_schema_tree(children: &[i32]) -> std::result::Result<(), String> {
+    // Children still expected by each open group, innermost last.
+    let mut open: Vec<i32> = Vec::new();
+    for (i, &n) in children.iter().enumerate() {
+        if i > 0 {
+            match open.last_mut() {
+                Some(left) => *left -= 1,
+                None => break, // elements after a complete tree: the parquet crate decides
+            }
+        }
+        if n > 0 {
+            open.push(n);
+            if open.len() > MAX_SCHEMA_DEPTH {
+                return Err(format!(
+                    "schema nests more than {MAX_SCHEMA_DEPTH} levels deep"
+                ));
+            }
+        }
+        while open.last() == Some(&0) {
+            open.pop();
+        }
+    }
+    match open.last() {
+        None => Ok(()),
+        Some(left) => Err(format!(
+            "a schema group announces {left} more children than the schema's {} elements hold",
+            children.len()
+        )),
+    }
+}
+
+/// A cursor over Thrift compact bytes that only validates and skips.
+struct Compact<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+type Walk<T> = std::result::Result<T, String>;
+
+impl<'a> Compact<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Compact { bytes, pos: 0 }
+    }
+
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    fn byte(&mut self) -> Walk<u8> {
+        let b = *self
+            .bytes
+            .get(self.pos)
+            .ok_or_else(|| format!("Thrift data ends early, at byte {}", self.pos))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn advance(&mut self, n: usize) -> Walk<()> {
+        if n > self.remaining() {
+            return Err(format!(
+                "a value of {n} bytes at byte {} runs past the end ({} bytes)",
+                self.pos,
+                self.bytes.len()
+            ));
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    fn varint(&mut self) -> Walk<u64> {
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f).checked_shl(shift).unwrap_or(0);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(format!(
+            "a varint longer than 10 bytes at byte {}",
+            self.pos
+        ))
+    }
+
+    fn zigzag(&mut self) -> Walk<i64> {
+        let v = self.varint()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+
+    /// The next field of a struct as (id, type), or `None` at its stop byte.
+    fn field(&mut self, last: &mut i64) -> Walk<Option<(i64, u8)>> {
+        let b = self.byte()?;
+        if b == 0 {
+            return Ok(None);
+        }
+        let delta = i64::from(b >> 4);
+        *last = if delta == 0 {
+            self.zigzag()?
+        } else {
+            *last + delta
+        };
+        Ok(Some((*last, b & 0x0f)))
+    }
+
+    /// A list or set header: (count, element type), the count checked against the bytes left.
+    fn list_header(&mut self) -> Walk<(usize, u8)> {
+        let at = self.pos;
+        let b = self.byte()?;
+        let count = match b >> 4 {
+            0x0f => self.varint()?,
+            n => u64::from(n),
+        };
+        if count > self.remaining() as u64 {
+            return Err(format!(
+                "a list at byte {at} announces {count} elements with {} bytes left",
+                self.remaining()
+            ));
+        }
+        Ok((count as usize, b & 0x0f))
+    }
+
+    /// Skips one value of compact type `ty` (a struct field's type: booleans carry no byte).
+    fn skip(&mut self, ty: u8, depth: u32) -> Walk<()> {
+        match ty {
+            BOOL_TRUE | BOOL_FALSE => Ok(()),
+            _ => self.skip_value(ty, depth),
+        }
+    }
+
+    /// Skips one value of type `ty` as it appears in a list, set or map (booleans are a byte).
+    fn skip_value(&mut self, ty: u8, depth: u32) -> Walk<()> {
+        if depth > MAX_THRIFT_DEPTH {
+            return Err(format!("Thrift data nests deeper than {MAX_THRIFT_DEPTH}"));
+        }
+        match ty {
+            BOOL_TRUE | BOOL_FALSE | BYTE => self.advance(1),
+            I16 | I32 | I64 => self.varint().map(drop),
+            DOUBLE => self.advance(8),
+            UUID => self.advance(16),
+            BINARY => {
+                let n = self.varint()?;
+                self.advance(usize::try_from(n).unwrap_or(usize::MAX))
+            }
+            LIST | SET => {
+                let (count, elem) = self.list_header()?;
+                (0..count).try_for_each(|_| self.skip_value(elem, depth + 1))
+            }
+            MAP => {
+                let count = self.varint()?;
+                if count == 0 {
+                    return Ok(());
+                }
+                if count > (self.remaining() / 2) as u64 {
+                    return Err(format!(
+                        "a map announces {count} entries with {} bytes left",
+                        self.remaining()
+                    ));
+                }
+                let types = self.byte()?;
+                (0..count).try_for_each(|_| {
+                    self.skip_value(types >> 4, depth + 1)?;
+                    self.skip_value(types & 0x0f, depth + 1)
+                })
+            }
+            STRUCT => {
+                let mut last = 0;
+                while let Some((_, ty)) = self.field(&mut last)? {
+                    self.skip(ty, depth + 1)?;
+                }
+                Ok(())
+            }
+            other => Err(format!("unknown Thrift type {other} at byte {}", self.pos)),
+        }
+    }
+
+    /// The footer's schema list: skips each `SchemaElement`, keeping its `num_children`
+    /// (field 5, 0 when absent).
+    fn schema_list(&mut self) -> Walk<Vec<i32>> {
+        let (count, elem) = self.list_header()?;
+        if elem != STRUCT {
+            return Err(format!(
+                "the schema is a list of type {elem}, not of structs"
+            ));
+        }
+        let mut children = Vec::with_capacity(count);
+        for _ in 0..count {
+            let mut n = 0;
+            let mut last = 0;
+            while let Some((id, ty)) = self.field(&mut last)? {
+                if id == 5 && ty == I32 {
+                    n = i32::try_from(self.zigzag()?).unwrap_or(-1);
+                } else {
+                    self.skip(ty, 2)?;
+                }
+            }
+            children.push(n);
+        }
+        Ok(children)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal Thrift compact encoder for the tests.
+    #[derive(Default)]
+    pub(crate) struct Enc(pub Vec<u8>);
+
+    impl Enc {
+        fn varint(&mut self, mut v: u64) -> &mut Self {
+            while v >= 0x80 {
+                self.0.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            self.0.push(v as u8);
+            self
+        }
+        fn field(&mut self, delta: u8, ty: u8) -> &mut Self {
+            self.0.push((delta << 4) | ty);
+            self
+        }
+        fn i32(&mut self, delta: u8, v: i32) -> &mut Self {
+            self.field(delta, I32)
+                .varint(((v << 1) ^ (v >> 31)) as u32 as u64)
+        }
+        fn string(&mut self, delta: u8, s: &str) -> &mut Self {
+            self.field(delta, BINARY).varint(s.len() as u64);
+            self.0.extend_from_slice(s.as_bytes());
+            self
+        }
+        fn list(&mut self, delta: u8, count: u64, elem: u8) -> &mut Self {
+            self.field(delta, LIST);
+            if count < 15 {
+                self.0.push(((count as u8) << 4) | elem);
+                self
+            } else {
+                self.0.push(0xf0 | elem);
+                self.varint(count)
+            }
+        }
+        fn stop(&mut self) -> &mut Self {
+            self.0.push(0);
+            self
+        }
+    }
+
+    /// A footer whose schema's elements have these `num_children` (leaves are INT32 required).
+    fn footer(children: &[i32]) -> Vec<u8> {
+        let mut e = Enc::default();
+        e.i32(1, 2).list(1, children.len() as u64, STRUCT);
+        for (i, &n) in children.iter().enumerate() {
+            if n > 0 {
+                // name (4), num_children (5)
+                e.string(4, &format!("g{i}")).i32(1, n).stop();
+            } else {
+                // type (1), repetition (3), name (4)
+                e.i32(1, 1).i32(2, 0).string(1, &format!("c{i}")).stop();
+            }
+        }
+        e.field(1, I64).varint(0).list(1, 0, STRUCT).stop();
+        e.0
+    }
+
+    #[test]
+    fn well_formed_schemas_pass() {
+        for children in [
+            &[0][..],
+            &[1, 0],
+            &[2, 0, 0],
+            &[2, 1, 0, 0],
+            &[3, 0, 2, 0, 1, 0, 0],
+        ] {
+            check_file_metadata(&footer(children)).unwrap();
+        }
+    }
+
+    #[test]
+    fn children_missing_from_the_list_are_rejected() {
+        for children in [&[2, 0][..], &[1, 1], &[i32::MAX, 0], &[2, 0, 1]] {
+            let e = check_file_metadata(&footer(children)).unwrap_err();
+            assert!(e.to_string().contains("more children"), "{children:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn schema_depth_is_bounded() {
+        let deep = |levels: usize| {
+            let mut children = vec![1; levels];
+            children.push(0);
+            footer(&children)
+        };
+        check_file_metadata(&deep(MAX_SCHEMA_DEPTH)).unwrap();
+        let e = check_file_metadata(&deep(MAX_SCHEMA_DEPTH + 1)).unwrap_err();
+        assert!(e.to_string().contains("levels deep"), "{e}");
+    }
+
+    #[test]
+    fn list_counts_beyond_the_bytes_are_rejected() {
+        // OffsetIndex { 1: list<PageLocation> } announcing 2^31 locations in 12 bytes.
+        let mut e = Enc::default();
+        e.list(1, 1 << 31, STRUCT);
+        e.0.extend_from_slice(&[0; 5]);
+        let err = check_page_index(&e.0).unwrap_err();
+        assert!(err.to_string().contains("announces 2147483648"), "{err}");
+        // The same list with its one location is fine.
+        let mut ok = Enc::default();
+        ok.list(1, 1, STRUCT);
+        ok.field(1, I64)
+            .varint(8)
+            .i32(1, 100)
+            .field(1, I64)
+            .varint(0)
+            .stop();
+        ok.stop();
+        check_page_index(&ok.0).unwrap();
+    }
+
+    #[test]
+    fn truncated_and_deep_inputs_are_errors_not_panics() {
+        let f = footer(&[2, 0, 0]);
+        for n in 0..f.len() {
+            let _ = check_file_metadata(&f[..n]);
+        }
+        // 100 nested lists of lists.
+        let mut e = Enc::default();
+        e.field(1, LIST);
+        for _ in 0..100 {
+            e.0.push(0x10 | LIST);
+        }
+        let err = check_page_index(&e.0).unwrap_err();
+        assert!(err.to_string().contains("nests deeper"), "{err}");
+        let _ = check_page_index(&[0xff; 64]);
+    }
+}
