@@ -58,6 +58,9 @@ fn native_type(leaf: &LeafColumn) -> Option<DataType> {
         (K::Timestamp { unit, .. }, PhysicalType::INT64) => {
             DataType::Timestamp(arrow_unit(*unit), None)
         }
+        // Read as the parquet crate and pyarrow do by default, in nanoseconds; a value outside
+        // that range is an error, never wrapped around (see `int96_nanos`).
+        (K::Int96, PhysicalType::INT96) => DataType::Timestamp(TimeUnit::Nanosecond, None),
         (K::String, PhysicalType::BYTE_ARRAY) => DataType::Utf8,
         (K::Binary, PhysicalType::BYTE_ARRAY) => DataType::Binary,
         (K::Binary, PhysicalType::FIXED_LEN_BYTE_ARRAY) => {
@@ -109,6 +112,29 @@ fn adaptable(native: &DataType, target: &DataType) -> bool {
         (n, D::Dictionary(_, value)) => adaptable(n, value) && !matches!(n, D::FixedSizeBinary(_)),
         _ => false,
     }
+}
+
+/// Julian day number of 1970-01-01.
+const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;
+const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+
+/// An INT96 timestamp (nanoseconds of the day in the first 8 bytes, the Julian day in the last
+/// 4, as Impala and Spark write it) as nanoseconds since the epoch, computed as the `parquet`
+/// crate does for every value in range (years 1677–2262). Outside that range the crate and
+/// pyarrow wrap around to a different instant and DuckDB refuses the value: so does tamis, saying
+/// which value.
+pub fn int96_nanos(words: [u32; 3]) -> Result<i64> {
+    let day = i64::from(words[2] as i32);
+    let nanos = ((words[1] as i64) << 32) + words[0] as i64;
+    (day - JULIAN_DAY_OF_EPOCH)
+        .checked_mul(NANOS_PER_DAY)
+        .and_then(|d| d.checked_add(nanos))
+        .ok_or_else(|| {
+            Error::unsupported(format!(
+                "INT96 timestamp (Julian day {day}, {nanos} ns into the day) is outside the \
+                 range of nanosecond timestamps (years 1677 to 2262)"
+            ))
+        })
 }
 
 /// Builds the Arrow array of `target` type from projected values.
@@ -204,6 +230,19 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
                 }
                 _ => Arc::new(TimestampNanosecondArray::new(x.into(), nulls).with_timezone_opt(tz)),
             }
+        }
+        (DataType::Timestamp(TimeUnit::Nanosecond, _), Values::I96(x)) => {
+            let tz = match target {
+                DataType::Timestamp(_, tz) => tz.clone(),
+                _ => None,
+            };
+            let x = x
+                .into_iter()
+                .map(int96_nanos)
+                .collect::<Result<Vec<i64>>>()
+                .map_err(|e| e.in_column(&leaf.path))?;
+            let x = spread(x, v, has_nulls);
+            Arc::new(TimestampNanosecondArray::new(x.into(), nulls).with_timezone_opt(tz))
         }
         (DataType::Utf8 | DataType::Binary, Values::Bytes(b)) => {
             let too_big =
@@ -316,4 +355,51 @@ fn adapt(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
         return Ok(array);
     }
     Ok(arrow::compute::cast(&array, target)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use parquet::data_type::Int96;
+    use proptest::prelude::*;
+
+    use super::int96_nanos;
+
+    fn words(day: i32, nanos: u64) -> [u32; 3] {
+        [nanos as u32, (nanos >> 32) as u32, day as u32]
+    }
+
+    #[test]
+    fn int96_edges() {
+        assert_eq!(int96_nanos(words(2_440_588, 0)).unwrap(), 0);
+        assert_eq!(
+            int96_nanos(words(2_440_587, 86_399_999_999_999)).unwrap(),
+            -1
+        );
+        // 2262-04-11T23:47:16.854775807 is i64::MAX nanoseconds; one more is out of range.
+        let (day, nanos) = (2_440_588 + 106_751, 85_636_854_775_807);
+        assert_eq!(int96_nanos(words(day, nanos)).unwrap(), i64::MAX);
+        let e = int96_nanos(words(day, nanos + 1)).unwrap_err();
+        assert!(e.to_string().contains("outside the range"), "{e}");
+        for day in [i32::MIN, i32::MAX, 0, 5_000_000] {
+            assert!(int96_nanos(words(day, 0)).is_err(), "{day}");
+        }
+    }
+
+    proptest! {
+        /// In range, the value is the parquet crate's (which wraps outside it).
+        #[test]
+        fn int96_matches_the_parquet_crate_in_range(w in any::<[u32; 3]>()) {
+            let mut v = Int96::new();
+            v.set_data(w[0], w[1], w[2]);
+            match int96_nanos(w) {
+                Ok(n) => prop_assert_eq!(n, v.to_nanos()),
+                Err(_) => {
+                    let day = i128::from(w[2] as i32) - 2_440_588;
+                    let nanos = i128::from(((w[1] as i64) << 32) + w[0] as i64);
+                    let exact = day * 86_400_000_000_000 + nanos;
+                    prop_assert!(exact > i128::from(i64::MAX) || exact < i128::from(i64::MIN));
+                }
+            }
+        }
+    }
 }
