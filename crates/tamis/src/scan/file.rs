@@ -143,7 +143,8 @@ impl OpenedFile {
         check_footer_in_tail(&tail_bytes).map_err(ctx)?;
         let mut reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
         // The first read was a guess; a larger footer needs exactly one more.
-        if let Err(ParquetError::NeedMoreData(needed)) = reader.try_parse_sized(&tail_bytes, len) {
+        let first = reader.try_parse_sized(&tail_bytes, len);
+        if let Err(ParquetError::NeedMoreData(needed)) = first {
             let needed = (needed as u64).min(len);
             let never = std::sync::atomic::AtomicBool::new(false);
             tail_bytes = source
@@ -158,6 +159,8 @@ impl OpenedFile {
             reader
                 .try_parse_sized(&tail_bytes, len)
                 .map_err(|e| ctx(Error::from(e)))?;
+        } else {
+            first.map_err(|e| ctx(Error::from(e)))?;
         }
         let metadata = Arc::new(reader.finish().map_err(|e| ctx(Error::from(e)))?);
         let arrow = ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())
