@@ -108,7 +108,7 @@ impl<'a> ColumnChunk<'a> {
         ColumnChunk {
             leaf,
             budget,
-            source: ChunkPages::new(meta, reader, offset_index, rg_rows),
+            source: ChunkPages::new(meta, reader, offset_index, rg_rows, budget),
             rg_rows,
             dictionary: None,
             pages: BTreeMap::new(),

@@ -20,9 +20,11 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 
+use crate::budget::Budget;
 use crate::error::{Error, Result};
 use crate::io::{FetchedRanges, Reader};
 use crate::metrics::{add, MetricsCollector};
+use crate::scan::thrift_guard::{page_sizes, PageSizes};
 
 /// What a chunk reader does with the pages the fetcher yields.
 pub trait PageVisitor {
@@ -67,6 +69,8 @@ pub struct ChunkPages<'a> {
     fetched: FetchedRanges,
     dictionary_fetched: bool,
     whole_chunk: bool,
+    /// The row group's budget: a page's decompression buffer must fit in what it has left.
+    budget: &'a Budget,
 }
 
 impl<'a> ChunkPages<'a> {
@@ -75,6 +79,7 @@ impl<'a> ChunkPages<'a> {
         reader: &'a Reader,
         offset_index: Option<&'a OffsetIndexMetaData>,
         rg_rows: usize,
+        budget: &'a Budget,
     ) -> Self {
         // Pages must also lie inside the chunk, in order: the `parquet` crate's page reader
         // subtracts the chunk start from the first page's offset (an overflow panic in a debug
@@ -105,6 +110,26 @@ impl<'a> ChunkPages<'a> {
             fetched: FetchedRanges::from_pieces(Vec::new(), reader.len()),
             dictionary_fetched: false,
             whole_chunk: false,
+            budget,
+        }
+    }
+
+    /// Checks the page header at `range.start` (see [`check_page_header`]) against what the
+    /// row group's budget has left; `None` when the bytes are not fetched.
+    fn check_page_header(&self, range: Range<u64>) -> Result<Option<PageSizes>> {
+        let left = self.budget.limit().saturating_sub(self.budget.used());
+        match self.fetched.slice(range) {
+            Some(bytes) => check_page_header(&bytes, self.meta.compression(), left),
+            None => Ok(None),
+        }
+    }
+
+    /// Checks every page header of the chunk, held whole (see [`check_chunk_headers`]).
+    fn check_chunk_headers(&self, chunk: Range<u64>) -> Result<()> {
+        let left = self.budget.limit().saturating_sub(self.budget.used());
+        match self.fetched.slice(chunk) {
+            Some(bytes) => check_chunk_headers(&bytes, self.meta.compression(), left),
+            None => Ok(()),
         }
     }
 
@@ -236,6 +261,7 @@ impl<'a> ChunkPages<'a> {
             self.fetched.extend([(range.start, bytes)]);
             self.dictionary_fetched = true;
         }
+        self.check_page_header(range.clone())?;
         // Read it without the offset index: the page reader then starts at the chunk start.
         let reader = Arc::new(self.fetched.clone());
         let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
@@ -299,8 +325,15 @@ impl<'a> ChunkPages<'a> {
             let fetched = self.reader.read_ranges(&ranges)?;
             self.fetched.extend(fetched.into_pieces());
         }
-        if dict_range.is_some() {
+        if let Some(r) = &dict_range {
             self.dictionary_fetched = true;
+            self.check_page_header(r.clone())?;
+        }
+        for &i in wanted {
+            let l = &locs[i];
+            let start = l.offset as u64;
+            self.check_page_header(start..start + l.compressed_page_size.max(0) as u64)
+                .map_err(|e| e.in_page(i))?;
         }
         let mut pages = self.page_reader()?;
         if self.dictionary_range()?.is_some() {
@@ -346,6 +379,7 @@ impl<'a> ChunkPages<'a> {
             self.whole_chunk = true;
             self.dictionary_fetched = true;
         }
+        self.check_chunk_headers(self.chunk_range()?)?;
         let reader = Arc::new(self.fetched.clone());
         let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
         let mut i = 0usize;
@@ -368,6 +402,78 @@ impl<'a> ChunkPages<'a> {
             i += 1;
         }
         Ok(())
+    }
+}
+
+/// Checks the page header at the start of `page` before the `parquet` crate reads the page: it
+/// allocates the header's uncompressed size for the decompressed page without a check (up to
+/// 2 GiB from a few bytes). A size beyond what `codec` can expand the compressed bytes to is a
+/// corrupt file; one over `left` (what the memory budget has left) a resource-limit error.
+/// Returns the header's sizes; `None` when the bytes are not a well-formed header (the page
+/// reader then says why).
+pub(crate) fn check_page_header(
+    page: &[u8],
+    codec: parquet::basic::Compression,
+    left: usize,
+) -> Result<Option<PageSizes>> {
+    let Some(sizes) = page_sizes(page) else {
+        return Ok(None);
+    };
+    if let Some(ratio) = max_compression_ratio(codec) {
+        if sizes.uncompressed > sizes.compressed.saturating_mul(ratio).saturating_add(64) {
+            return Err(Error::corrupt(format!(
+                "the page header announces {} bytes uncompressed from {} compressed, more than \
+                 {codec:?} can expand to",
+                sizes.uncompressed, sizes.compressed
+            )));
+        }
+    }
+    if sizes.uncompressed > left as i64 {
+        return Err(Error::resource(format!(
+            "the page header announces {} bytes uncompressed, over the {left} bytes left of the \
+             memory limit (raise it with Scan::memory_limit, --memory-limit or memory_limit=)",
+            sizes.uncompressed
+        )));
+    }
+    Ok(Some(sizes))
+}
+
+/// Checks every page header of a whole column chunk (see [`check_page_header`]), following the
+/// headers' compressed sizes; stops where they stop making sense (the page reader then reports
+/// it).
+pub(crate) fn check_chunk_headers(
+    chunk: &[u8],
+    codec: parquet::basic::Compression,
+    left: usize,
+) -> Result<()> {
+    let mut at = 0usize;
+    let mut page = 0;
+    while at < chunk.len() {
+        let Some(sizes) =
+            check_page_header(&chunk[at..], codec, left).map_err(|e| e.in_page(page))?
+        else {
+            break;
+        };
+        let Ok(compressed) = usize::try_from(sizes.compressed) else {
+            break;
+        };
+        at = at.saturating_add(sizes.header).saturating_add(compressed);
+        page += 1;
+    }
+    Ok(())
+}
+
+/// The most a codec's output can exceed its input, with headroom: Snappy's densest element (a
+/// 64-byte copy in 3 bytes) gives 21.3, LZ4's (a match length byte adding 255) about 255,
+/// Deflate's (258 bytes per 2 bits at best) about 1032. Zstandard and Brotli encode whole runs
+/// in a few bytes, so only the memory limit bounds them.
+fn max_compression_ratio(codec: parquet::basic::Compression) -> Option<i64> {
+    use parquet::basic::Compression as C;
+    match codec {
+        C::SNAPPY => Some(32),
+        C::LZ4 | C::LZ4_RAW => Some(300),
+        C::GZIP(_) => Some(1100),
+        _ => None,
     }
 }
 

@@ -464,7 +464,13 @@ impl<'a> ListChunk<'a> {
         if selection.len() != self.rg_rows {
             return Err(Error::internal("selection does not cover the row group"));
         }
-        let mut source = ChunkPages::new(self.meta, self.reader, self.offset_index, self.rg_rows);
+        let mut source = ChunkPages::new(
+            self.meta,
+            self.reader,
+            self.offset_index,
+            self.rg_rows,
+            self.budget,
+        );
         let layout = source.indexed_layout();
         let mut pages = ListPages {
             plan: &self.plan,

@@ -398,6 +398,10 @@ fn column_values(
     let cc = file.metadata.row_group(rg).column(column);
     let (start, len) = cc.byte_range();
     let chunk = reader.read_ranges(std::slice::from_ref(&(start..start + len)))?;
+    if let Some(bytes) = chunk.slice(start..start + len) {
+        let limit = crate::budget::DEFAULT_MEMORY_LIMIT;
+        crate::column::pages::check_chunk_headers(&bytes, cc.compression(), limit)?;
+    }
     let locations = file
         .chunk_index(rg, column)
         .and_then(|i| i.offset.as_ref())

@@ -94,6 +94,35 @@ pub fn check_page_index(bytes: &[u8]) -> Result<()> {
     Compact::new(bytes).skip(STRUCT, 0).map_err(Error::corrupt)
 }
 
+/// The sizes a page header announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageSizes {
+    /// Bytes of the header itself.
+    pub header: usize,
+    pub uncompressed: i64,
+    pub compressed: i64,
+}
+
+/// Reads the sizes from the page header at the start of `bytes`; `None` when the bytes are
+/// not a well-formed header (the `parquet` crate's page reader then reports why).
+pub fn page_sizes(bytes: &[u8]) -> Option<PageSizes> {
+    let mut c = Compact::new(bytes);
+    let (mut uncompressed, mut compressed) = (None, None);
+    let mut last = 0;
+    while let Some((id, ty)) = c.field(&mut last).ok()? {
+        match (id, ty) {
+            (2, I32) => uncompressed = Some(c.zigzag().ok()?),
+            (3, I32) => compressed = Some(c.zigzag().ok()?),
+            _ => c.skip(ty, 1).ok()?,
+        }
+    }
+    Some(PageSizes {
+        header: c.pos,
+        uncompressed: uncompressed?,
+        compressed: compressed?,
+    })
+}
+
 fn footer(message: String) -> Error {
     Error::corrupt(format!("footer: {message}"))
 }
@@ -416,6 +445,28 @@ mod tests {
             .stop();
         ok.stop();
         check_page_index(&ok.0).unwrap();
+    }
+
+    #[test]
+    fn page_sizes_are_read_from_a_header() {
+        // type DATA_PAGE (0), uncompressed 1000, compressed 400, data_page_header {num_values
+        // 10, encoding 0, def 3, rep 3}, then page bytes.
+        let mut e = Enc::default();
+        e.i32(1, 0).i32(1, 1000).i32(1, 400).field(2, STRUCT);
+        e.i32(1, 10).i32(1, 0).i32(1, 3).i32(1, 3).stop().stop();
+        let header = e.0.len();
+        e.0.extend_from_slice(&[7; 9]);
+        let sizes = page_sizes(&e.0).unwrap();
+        assert_eq!(
+            sizes,
+            PageSizes {
+                header,
+                uncompressed: 1000,
+                compressed: 400
+            }
+        );
+        assert_eq!(page_sizes(&e.0[..header - 1]), None);
+        assert_eq!(page_sizes(&[0x15, 0x00, 0x00]), None);
     }
 
     #[test]
