@@ -114,6 +114,34 @@ fn adaptable(native: &DataType, target: &DataType) -> bool {
     }
 }
 
+/// Arrow offsets of byte values whose own offsets are `offsets` (one per value, plus the end),
+/// spread over `validity` (a null takes no bytes). The caller has checked that the total fits
+/// `O`.
+fn byte_offsets<O: OffsetSizeTrait>(
+    offsets: &[usize],
+    validity: &[bool],
+    has_nulls: bool,
+) -> arrow::buffer::OffsetBuffer<O> {
+    let out: Vec<O> = if has_nulls {
+        let mut out = Vec::with_capacity(validity.len() + 1);
+        out.push(O::usize_as(0));
+        let mut it = offsets.windows(2);
+        let mut end = 0usize;
+        for &valid in validity {
+            if valid {
+                if let Some(w) = it.next() {
+                    end += w[1] - w[0];
+                }
+            }
+            out.push(O::usize_as(end));
+        }
+        out
+    } else {
+        offsets.iter().map(|&o| O::usize_as(o)).collect()
+    };
+    arrow::buffer::OffsetBuffer::new(out.into())
+}
+
 /// Julian day number of 1970-01-01.
 const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
@@ -245,38 +273,30 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
             Arc::new(TimestampNanosecondArray::new(x.into(), nulls).with_timezone_opt(tz))
         }
         (DataType::Utf8 | DataType::Binary, Values::Bytes(b)) => {
-            let too_big =
-                || Error::resource("more than 2 GiB of strings in one batch").in_column(&leaf.path);
-            if b.data.len() > i32::MAX as usize {
-                return Err(too_big());
-            }
-            let offsets: Vec<i32> = if has_nulls {
-                let mut offsets = Vec::with_capacity(n + 1);
-                offsets.push(0);
-                let mut it = b.offsets.windows(2);
-                let mut end = 0usize;
-                for &valid in v {
-                    if valid {
-                        if let Some(w) = it.next() {
-                            end += w[1] - w[0];
-                        }
-                    }
-                    offsets.push(i32::try_from(end).map_err(|_| too_big())?);
-                }
-                offsets
-            } else {
-                // Every row valid: the offsets are the values' own (checked above to fit).
-                b.offsets.iter().map(|&o| o as i32).collect()
+            // Over 2 GiB of values: 64-bit offsets. The scan stream then hands them out in
+            // batches that fit the schema's 32-bit offsets (`scan::fit_offsets`).
+            let large = b.data.len() > i32::MAX as usize;
+            let utf8 = native == DataType::Utf8;
+            let invalid = |e: arrow::error::ArrowError| {
+                Error::corrupt(format!("invalid UTF-8 in a string column: {e}"))
+                    .in_column(&leaf.path)
             };
-            let offsets = arrow::buffer::OffsetBuffer::new(offsets.into());
-            let data = arrow::buffer::Buffer::from_vec(b.data);
-            if native == DataType::Utf8 {
-                Arc::new(StringArray::try_new(offsets, data, nulls).map_err(|e| {
-                    Error::corrupt(format!("invalid UTF-8 in a string column: {e}"))
-                        .in_column(&leaf.path)
-                })?)
+            if large {
+                let offsets = byte_offsets::<i64>(&b.offsets, v, has_nulls);
+                let data = arrow::buffer::Buffer::from_vec(b.data);
+                if utf8 {
+                    Arc::new(LargeStringArray::try_new(offsets, data, nulls).map_err(invalid)?)
+                } else {
+                    Arc::new(LargeBinaryArray::new(offsets, data, nulls))
+                }
             } else {
-                Arc::new(BinaryArray::new(offsets, data, nulls))
+                let offsets = byte_offsets::<i32>(&b.offsets, v, has_nulls);
+                let data = arrow::buffer::Buffer::from_vec(b.data);
+                if utf8 {
+                    Arc::new(StringArray::try_new(offsets, data, nulls).map_err(invalid)?)
+                } else {
+                    Arc::new(BinaryArray::new(offsets, data, nulls))
+                }
             }
         }
         (DataType::FixedSizeBinary(width), Values::Bytes(b)) => {
@@ -352,6 +372,10 @@ fn adapt(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
     }
     if let (DataType::Timestamp(..), DataType::Timestamp(..)) = (array.data_type(), target) {
         // Already carries the target's time zone (set while building).
+        return Ok(array);
+    }
+    if crate::dataset::plan::is_widened(array.data_type(), target) {
+        // Over 2 GiB: kept wide for the stream to cut (`scan::fit`).
         return Ok(array);
     }
     Ok(arrow::compute::cast(&array, target)?)

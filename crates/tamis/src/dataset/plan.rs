@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::{DataType, Schema, SchemaRef};
 use parquet::file::metadata::ParquetMetaData;
 
 use super::cache::OpenFiles;
@@ -443,26 +443,55 @@ impl FileOutput {
         FileOutput { read, columns }
     }
 
-    /// The output batch of `rows` rows from the arrays of `read`.
+    /// The output batch of `rows` rows from the arrays of `read`. A string or binary column
+    /// holding more than 2 GiB stays in its 64-bit-offset form, and so does its field in the
+    /// batch's schema: the scan stream cuts such a batch into pieces that fit `schema`.
     pub fn assemble(
         &self,
         schema: &SchemaRef,
         arrays: Vec<ArrayRef>,
         rows: usize,
     ) -> Result<RecordBatch> {
-        let columns =
-            self.columns
-                .iter()
-                .zip(schema.fields())
-                .map(|(c, field)| match c {
-                    Output::Read(k) => conform(&arrays[*k], field.data_type())
-                        .map_err(|e| e.in_column(field.name())),
-                    Output::Null => Ok(new_null_array(field.data_type(), rows)),
-                    Output::Constant(v) => constant_array(v, field.data_type(), rows),
-                })
-                .collect::<Result<Vec<_>>>()?;
+        let mut widened = false;
+        let mut fields = Vec::with_capacity(schema.fields().len());
+        let mut columns = Vec::with_capacity(schema.fields().len());
+        for (c, field) in self.columns.iter().zip(schema.fields()) {
+            let column = match c {
+                Output::Read(k) if is_widened(arrays[*k].data_type(), field.data_type()) => {
+                    widened = true;
+                    fields.push(Arc::new(
+                        field
+                            .as_ref()
+                            .clone()
+                            .with_data_type(arrays[*k].data_type().clone()),
+                    ));
+                    columns.push(arrays[*k].clone());
+                    continue;
+                }
+                Output::Read(k) => {
+                    conform(&arrays[*k], field.data_type()).map_err(|e| e.in_column(field.name()))
+                }
+                Output::Null => Ok(new_null_array(field.data_type(), rows)),
+                Output::Constant(v) => constant_array(v, field.data_type(), rows),
+            }?;
+            fields.push(field.clone());
+            columns.push(column);
+        }
+        let schema = if widened {
+            Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+        } else {
+            schema.clone()
+        };
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
-        RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+        RecordBatch::try_new_with_options(schema, columns, &options)
             .map_err(|e| Error::internal(format!("building the result batch: {e}")))
     }
+}
+
+/// Whether `array` is the 64-bit-offset form of `target` (more than 2 GiB of values).
+pub fn is_widened(array: &DataType, target: &DataType) -> bool {
+    matches!(
+        (array, target),
+        (DataType::LargeUtf8, DataType::Utf8) | (DataType::LargeBinary, DataType::Binary)
+    )
 }

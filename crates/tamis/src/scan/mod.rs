@@ -6,6 +6,7 @@
 
 pub mod fallback;
 pub mod file;
+mod fit;
 pub mod order;
 pub mod row_group;
 pub mod thrift_guard;
@@ -758,7 +759,11 @@ impl Iterator for ScanStream {
                     let mut offset = 0;
                     while offset < batch.num_rows() {
                         let n = self.batch_size.min(batch.num_rows() - offset);
-                        self.ready.push_back(batch.slice(offset, n));
+                        let piece = batch.slice(offset, n);
+                        if let Err(e) = fit::push_fitted(piece, &self.schema, &mut self.ready) {
+                            self.finish();
+                            return Some(Err(e));
+                        }
                         offset += n;
                     }
                 }
