@@ -35,6 +35,10 @@ const CHANNEL_BATCHES: usize = 2;
 /// Row groups of some files, read by one partition.
 type Part = Vec<(String, Range<usize>)>;
 
+/// DataFusion's `FilterExec` default selectivity (percent of rows kept) for a predicate its
+/// interval analysis cannot bound.
+const FILTER_SELECTIVITY_PERCENT: usize = 20;
+
 /// Scans a tamis dataset: projection, filter and limit pushed into the scan.
 pub struct TamisExec {
     dataset: Arc<tamis::Dataset>,
@@ -291,8 +295,21 @@ impl ExecutionPlan for TamisExec {
         }
         .project(Some(&self.projection));
         if self.filter.is_some() {
-            // The filter removes rows: the footers' counts are upper bounds.
-            s.num_rows = s.num_rows.to_inexact();
+            // The filter removes rows: the footers' counts are upper bounds, scaled by the
+            // selectivity DataFusion's FilterExec assumes for a predicate it cannot analyse, so
+            // that joins above are ordered as they would be over a FilterExec.
+            s.num_rows = match s.num_rows {
+                Precision::Exact(n) | Precision::Inexact(n) => {
+                    Precision::Inexact(n.saturating_mul(FILTER_SELECTIVITY_PERCENT) / 100)
+                }
+                Precision::Absent => Precision::Absent,
+            };
+            s.total_byte_size = match s.total_byte_size {
+                Precision::Exact(n) | Precision::Inexact(n) => {
+                    Precision::Inexact(n.saturating_mul(FILTER_SELECTIVITY_PERCENT) / 100)
+                }
+                Precision::Absent => Precision::Absent,
+            };
             for c in &mut s.column_statistics {
                 c.null_count = c.null_count.to_inexact();
             }

@@ -2,8 +2,9 @@
 //! (paper 000, T16).
 //!
 //! A decorrelated subquery such as TPC-H Q17's `l_quantity < (SELECT 0.2 * avg(l_quantity)
-//! FROM lineitem WHERE l_partkey = p_partkey)` becomes an inner join between the outer rows and
-//! an aggregate grouped by the join key. DataFusion's join selection builds the hash table
+//! FROM lineitem WHERE l_partkey = p_partkey)` becomes an inner join (or, in DataFusion 55, a
+//! right semi join with the comparison as its filter) between the outer rows and an aggregate
+//! grouped by the join key. DataFusion's join selection builds the hash table
 //! from the smaller-looking side, and the aggregate (200 000 groups) usually looks smaller than
 //! the outer rows' estimate, so the aggregate is the build side: its scan reads every row, and
 //! the keys of the outer side (a few hundred parts) never reach it.
@@ -32,8 +33,8 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::TamisExec;
 
-/// Makes an aggregate grouped by an inner join's key the join's probe side (see the module
-/// documentation). Runs right after DataFusion's join selection, before repartitioning.
+/// Makes an aggregate grouped by an inner or semi join's key the join's probe side (see the
+/// module documentation). Runs right after DataFusion's join selection, before repartitioning.
 #[derive(Debug, Default)]
 pub struct ProbeAggregates;
 
@@ -50,7 +51,10 @@ impl PhysicalOptimizerRule for ProbeAggregates {
             let Some(join) = node.downcast_ref::<HashJoinExec>() else {
                 return Ok(Transformed::no(node));
             };
-            if join.join_type() != &JoinType::Inner {
+            // Inner, or the semi join DataFusion decorrelates Q17's subquery into (the
+            // aggregate on the build side, the outer rows kept): swapped, a left semi join
+            // whose build side is the outer rows, the aggregate probed.
+            if !matches!(join.join_type(), JoinType::Inner | JoinType::RightSemi) {
                 return Ok(Transformed::no(node));
             }
             // Every key of the build side must be a group key of one aggregate over a scan.
