@@ -34,7 +34,7 @@ use datafusion::physical_expr::expressions::{
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use tamis::expr::tree::{self, Expr as T, Literal};
-use tamis::expr::KeyFilter;
+use tamis::expr::{CmpOp, KeyFilter};
 
 use crate::convert;
 
@@ -130,22 +130,63 @@ fn build(column: &str, keys: &[ScalarValue], dt: &DataType) -> Option<KeyFilter>
 
 /// The current state of a dynamic filter as a tamis tree over `schema`'s columns (a superset
 /// of its rows); `None` when nothing of it converts (or it is still `true`).
+///
+/// `ranges` holds the table's value range of numeric columns (from the footers): a bound of
+/// the join keys that keeps nearly all of it is left out (see [`WORTH_A_BOUND`]).
 pub fn convert_dynamic(
     filter: &Arc<dyn PhysicalExpr>,
     schema: &Schema,
     filters: &KeyFilters,
+    ranges: &Ranges,
 ) -> Result<Option<T>> {
     let current = snapshot_physical_expr(Arc::clone(filter))?;
-    Ok(conv(&current, schema, filters))
+    Ok(conv(&current, schema, filters, ranges))
 }
 
-fn conv(e: &Arc<dyn PhysicalExpr>, schema: &Schema, filters: &KeyFilters) -> Option<T> {
+/// A column's smallest and largest value in the table, as numbers.
+pub type Ranges = HashMap<String, (f64, f64)>;
+
+/// A join-key bound (`k >= min`, `k <= max`) is pushed only when it may remove more than this
+/// share of the column's value range. Keys spread over the whole range (a dimension's random
+/// subset) give bounds that prune nothing on unsorted data but cost a comparison per value;
+/// the join sweep was 20 % slower with them at 20 % and 50 % join selectivity.
+const WORTH_A_BOUND: f64 = 0.05;
+
+/// `value` as a number, for the range comparison (integers, dates, times, decimals).
+pub fn as_number(value: &ScalarValue) -> Option<f64> {
+    use ScalarValue as S;
+    Some(match value {
+        S::Int8(Some(v)) => *v as f64,
+        S::Int16(Some(v)) => *v as f64,
+        S::Int32(Some(v)) => *v as f64,
+        S::Int64(Some(v)) => *v as f64,
+        S::UInt8(Some(v)) => *v as f64,
+        S::UInt16(Some(v)) => *v as f64,
+        S::UInt32(Some(v)) => *v as f64,
+        S::UInt64(Some(v)) => *v as f64,
+        S::Date32(Some(v)) => *v as f64,
+        S::Date64(Some(v)) => *v as f64,
+        S::TimestampSecond(Some(v), _)
+        | S::TimestampMillisecond(Some(v), _)
+        | S::TimestampMicrosecond(Some(v), _)
+        | S::TimestampNanosecond(Some(v), _) => *v as f64,
+        S::Decimal128(Some(v), _, _) => *v as f64,
+        _ => return None,
+    })
+}
+
+fn conv(
+    e: &Arc<dyn PhysicalExpr>,
+    schema: &Schema,
+    filters: &KeyFilters,
+    ranges: &Ranges,
+) -> Option<T> {
     if let Some(b) = e.downcast_ref::<BinaryExpr>() {
         return match b.op() {
             Operator::And => {
                 match (
-                    conv(b.left(), schema, filters),
-                    conv(b.right(), schema, filters),
+                    conv(b.left(), schema, filters, ranges),
+                    conv(b.right(), schema, filters, ranges),
                 ) {
                     (Some(l), Some(r)) => Some(l.and(r)),
                     // Dropping a conjunct only widens the filter.
@@ -153,10 +194,13 @@ fn conv(e: &Arc<dyn PhysicalExpr>, schema: &Schema, filters: &KeyFilters) -> Opt
                     (None, None) => None,
                 }
             }
-            Operator::Or => {
-                Some(conv(b.left(), schema, filters)?.or(conv(b.right(), schema, filters)?))
-            }
-            op => compare(b.left(), *op, b.right(), schema),
+            Operator::Or => Some(conv(b.left(), schema, filters, ranges)?.or(conv(
+                b.right(),
+                schema,
+                filters,
+                ranges,
+            )?)),
+            op => compare(b.left(), *op, b.right(), schema, ranges),
         };
     }
     if let Some(l) = e.downcast_ref::<Lit>() {
@@ -169,10 +213,10 @@ fn conv(e: &Arc<dyn PhysicalExpr>, schema: &Schema, filters: &KeyFilters) -> Opt
     if let Some(c) = e.downcast_ref::<CaseExpr>() {
         // Each row takes one branch: the OR of all branches holds wherever the CASE does.
         let mut branches = c.when_then_expr().iter().map(|(_, then)| then);
-        let first = conv(branches.next()?, schema, filters)?;
+        let first = conv(branches.next()?, schema, filters, ranges)?;
         let mut out = first;
         for then in branches.chain(c.else_expr()) {
-            out = out.or(conv(then, schema, filters)?);
+            out = out.or(conv(then, schema, filters, ranges)?);
         }
         return Some(out);
     }
@@ -219,6 +263,7 @@ fn compare(
     op: Operator,
     right: &Arc<dyn PhysicalExpr>,
     schema: &Schema,
+    ranges: &Ranges,
 ) -> Option<T> {
     let op = crate::convert::cmp_op(op)?;
     let (col, op, value) = match (column(left, schema), column(right, schema)) {
@@ -233,6 +278,17 @@ fn compare(
     if value.is_null() {
         return None;
     }
+    if let (Some(&(lo, hi)), Some(v)) = (ranges.get(col.0), as_number(value)) {
+        // The share of the column's range the bound removes (values spread evenly).
+        let removed = match op {
+            CmpOp::GtEq | CmpOp::Gt => (v - lo) / (hi - lo),
+            CmpOp::LtEq | CmpOp::Lt => (hi - v) / (hi - lo),
+            _ => 1.0,
+        };
+        if hi > lo && removed < WORTH_A_BOUND {
+            return None;
+        }
+    }
     let lit = convert::scalar_literal(value, col.1)?;
     Some(T::Compare(
         Box::new(tree::col(col.0)),
@@ -245,4 +301,35 @@ fn column<'s>(e: &Arc<dyn PhysicalExpr>, schema: &'s Schema) -> Option<(&'s str,
     let c = e.downcast_ref::<Column>()?;
     let field = schema.field_with_name(c.name()).ok()?;
     Some((field.name().as_str(), field.data_type()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::Field;
+
+    /// `k >= lo AND k <= hi` over `k` ranging 0..=1000 in the table.
+    fn bounds(lo: i64, hi: i64) -> Option<T> {
+        let schema = Schema::new(vec![Field::new("k", DataType::Int64, true)]);
+        let k: Arc<dyn PhysicalExpr> = Arc::new(Column::new("k", 0));
+        let lit =
+            |v: i64| -> Arc<dyn PhysicalExpr> { Arc::new(Lit::new(ScalarValue::Int64(Some(v)))) };
+        let ge: Arc<dyn PhysicalExpr> =
+            Arc::new(BinaryExpr::new(k.clone(), Operator::GtEq, lit(lo)));
+        let le: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(k, Operator::LtEq, lit(hi)));
+        let both: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(ge, Operator::And, le));
+        let ranges = Ranges::from([("k".to_string(), (0.0, 1000.0))]);
+        conv(&both, &schema, &KeyFilters::default(), &ranges)
+    }
+
+    #[test]
+    fn bounds_that_remove_little_of_the_range_are_left_out() {
+        assert_eq!(bounds(3, 997), None);
+        let lower_only = bounds(300, 990).expect("the lower bound removes 30 %");
+        assert_eq!(lower_only.to_string(), "k >= 300");
+        assert_eq!(
+            bounds(100, 800).unwrap().to_string(),
+            "k >= 100 AND k <= 800"
+        );
+    }
 }

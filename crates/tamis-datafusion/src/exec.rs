@@ -10,7 +10,7 @@ use arrow::datatypes::SchemaRef;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{Result, Statistics};
+use datafusion::common::{Result, ScalarValue, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
@@ -143,6 +143,21 @@ impl TamisExec {
             .num_rows
             .get_value()
             .copied()
+    }
+
+    /// The table's value range of each numeric column with footer statistics.
+    fn value_ranges(&self) -> crate::dynamic::Ranges {
+        let stats = self.stats.table(&self.table_schema);
+        let number = |p: &Precision<ScalarValue>| p.get_value().and_then(crate::dynamic::as_number);
+        self.table_schema
+            .fields()
+            .iter()
+            .zip(&stats.column_statistics)
+            .filter_map(|(f, c)| {
+                let range = (number(&c.min_value)?, number(&c.max_value)?);
+                Some((f.name().clone(), range))
+            })
+            .collect()
     }
 
     /// How many partitions (row-group ranges) the scan has.
@@ -360,6 +375,11 @@ impl ExecutionPlan for TamisExec {
         let dataset = self.dataset.clone();
         let table_schema = self.table_schema.clone();
         let key_filters = self.key_filters.clone();
+        let ranges = if dynamic.is_empty() {
+            crate::dynamic::Ranges::new()
+        } else {
+            self.value_ranges()
+        };
         let schema = self.schema.clone();
         let metrics = TamisMetrics::new(&self.metrics, partition);
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(CHANNEL_BATCHES);
@@ -373,7 +393,7 @@ impl ExecutionPlan for TamisExec {
             let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
             let mut runtime = 0;
             for d in &dynamic {
-                let Some(e) = convert_dynamic(d, &table_schema, &key_filters)? else {
+                let Some(e) = convert_dynamic(d, &table_schema, &key_filters, &ranges)? else {
                     continue;
                 };
                 // A filter that does not bind to the files (a type tamis reads otherwise) is
