@@ -313,18 +313,14 @@ impl ExecutionPlan for TamisExec {
             // The filter removes rows: the footers' counts are upper bounds, scaled by the
             // selectivity DataFusion's FilterExec assumes for a predicate it cannot analyse, so
             // that joins above are ordered as they would be over a FilterExec.
-            s.num_rows = match s.num_rows {
+            let scale = |p: Precision<usize>| match p {
                 Precision::Exact(n) | Precision::Inexact(n) => {
                     Precision::Inexact(n.saturating_mul(FILTER_SELECTIVITY_PERCENT) / 100)
                 }
                 Precision::Absent => Precision::Absent,
             };
-            s.total_byte_size = match s.total_byte_size {
-                Precision::Exact(n) | Precision::Inexact(n) => {
-                    Precision::Inexact(n.saturating_mul(FILTER_SELECTIVITY_PERCENT) / 100)
-                }
-                Precision::Absent => Precision::Absent,
-            };
+            s.num_rows = scale(s.num_rows);
+            s.total_byte_size = scale(s.total_byte_size);
             for c in &mut s.column_statistics {
                 c.null_count = c.null_count.to_inexact();
             }

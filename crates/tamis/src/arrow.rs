@@ -142,6 +142,24 @@ fn byte_offsets<O: OffsetSizeTrait>(
     arrow::buffer::OffsetBuffer::new(out.into())
 }
 
+/// A string (`utf8`) or binary array with `O` offsets from byte values spread over
+/// `validity`; fails only on invalid UTF-8.
+fn byte_array<O: OffsetSizeTrait>(
+    b: crate::values::ByteArrays,
+    validity: &[bool],
+    has_nulls: bool,
+    nulls: Option<NullBuffer>,
+    utf8: bool,
+) -> std::result::Result<ArrayRef, arrow::error::ArrowError> {
+    let offsets = byte_offsets::<O>(&b.offsets, validity, has_nulls);
+    let data = arrow::buffer::Buffer::from_vec(b.data);
+    Ok(if utf8 {
+        Arc::new(GenericStringArray::<O>::try_new(offsets, data, nulls)?)
+    } else {
+        Arc::new(GenericBinaryArray::<O>::try_new(offsets, data, nulls)?)
+    })
+}
+
 /// Julian day number of 1970-01-01.
 const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
@@ -274,30 +292,17 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
         }
         (DataType::Utf8 | DataType::Binary, Values::Bytes(b)) => {
             // Over 2 GiB of values: 64-bit offsets. The scan stream then hands them out in
-            // batches that fit the schema's 32-bit offsets (`scan::fit_offsets`).
-            let large = b.data.len() > i32::MAX as usize;
+            // batches that fit the schema's 32-bit offsets (`scan::fit`).
             let utf8 = native == DataType::Utf8;
-            let invalid = |e: arrow::error::ArrowError| {
+            let built = if b.data.len() > i32::MAX as usize {
+                byte_array::<i64>(b, v, has_nulls, nulls, utf8)
+            } else {
+                byte_array::<i32>(b, v, has_nulls, nulls, utf8)
+            };
+            built.map_err(|e| {
                 Error::corrupt(format!("invalid UTF-8 in a string column: {e}"))
                     .in_column(&leaf.path)
-            };
-            if large {
-                let offsets = byte_offsets::<i64>(&b.offsets, v, has_nulls);
-                let data = arrow::buffer::Buffer::from_vec(b.data);
-                if utf8 {
-                    Arc::new(LargeStringArray::try_new(offsets, data, nulls).map_err(invalid)?)
-                } else {
-                    Arc::new(LargeBinaryArray::new(offsets, data, nulls))
-                }
-            } else {
-                let offsets = byte_offsets::<i32>(&b.offsets, v, has_nulls);
-                let data = arrow::buffer::Buffer::from_vec(b.data);
-                if utf8 {
-                    Arc::new(StringArray::try_new(offsets, data, nulls).map_err(invalid)?)
-                } else {
-                    Arc::new(BinaryArray::new(offsets, data, nulls))
-                }
-            }
+            })?
         }
         (DataType::FixedSizeBinary(width), Values::Bytes(b)) => {
             let w = *width as usize;

@@ -69,6 +69,9 @@ pub struct ChunkPages<'a> {
     fetched: FetchedRanges,
     dictionary_fetched: bool,
     whole_chunk: bool,
+    /// Whether the whole chunk's page headers were checked (a chunk is walked more than once:
+    /// filter, then projection).
+    headers_checked: bool,
     /// The row group's budget: a page's decompression buffer must fit in what it has left.
     budget: &'a Budget,
 }
@@ -110,6 +113,7 @@ impl<'a> ChunkPages<'a> {
             fetched: FetchedRanges::from_pieces(Vec::new(), reader.len()),
             dictionary_fetched: false,
             whole_chunk: false,
+            headers_checked: false,
             budget,
         }
     }
@@ -379,7 +383,10 @@ impl<'a> ChunkPages<'a> {
             self.whole_chunk = true;
             self.dictionary_fetched = true;
         }
-        self.check_chunk_headers(self.chunk_range()?)?;
+        if !self.headers_checked {
+            self.check_chunk_headers(self.chunk_range()?)?;
+            self.headers_checked = true;
+        }
         let reader = Arc::new(self.fetched.clone());
         let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
         let mut i = 0usize;
