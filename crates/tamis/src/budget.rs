@@ -8,8 +8,8 @@
 //! (the caller adds file, row group, column and page), never an attempt to allocate.
 //!
 //! One [`Budget`] belongs to one row-group task and counts everything that task decodes and keeps
-//! (decoded pages, dictionaries, codes, selection bitmaps): decoded pages are kept until the row
-//! group is done, so the sum is what the task holds. The limit is the scan's
+//! (decoded pages, dictionaries, codes, selection bitmaps). A payload column's pages are freed
+//! once its Arrow array is built, so the sum is an upper bound of what the task holds. The limit is the scan's
 //! [`memory_limit`](crate::Scan::memory_limit) (default [`DEFAULT_MEMORY_LIMIT`]); a scan runs at
 //! most its worker count of row groups at once.
 

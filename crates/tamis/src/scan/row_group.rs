@@ -366,9 +366,13 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     // Page planning and page windows read the survivors as ranges when they are sparse.
     let survivors = Selection::from_bitmap(selection.clone());
     let fields = file.schema().fields();
+    // A chunk's fetched and decompressed pages are freed once its column is built (below);
+    // filter-only columns are freed now. The task then holds the finished columns and one
+    // chunk's pages, not every chunk's pages beside the output.
+    let payload = payload_leaves(job);
+    chunks.retain(|c, _| payload.contains(c));
     // On a remote source, one round trip for every payload column's pages holding a survivor.
     if job.reader.source().is_remote() {
-        let payload = payload_leaves(job);
         let mut ranges = Vec::new();
         for &c in &payload {
             let ch = chunks.entry(c).or_insert_with(|| chunk(c));
@@ -384,8 +388,8 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
             Some(leaf) if is_native(leaf, field.data_type()) => {
                 let c = leaf.index;
                 let is_filter = filter_columns.contains(&c);
-                let ch = chunks.entry(c).or_insert_with(|| chunk(c));
-                let projected = project(ch, &survivors, m)?;
+                let mut ch = chunks.remove(&c).unwrap_or_else(|| chunk(c));
+                let projected = project(&mut ch, &survivors, m)?;
                 if !is_filter {
                     if let Some(layout) = ch.page_layout() {
                         add(&m.pages_total, layout.len() as u64);
@@ -396,6 +400,7 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                         add(&m.pages_skipped_payload, skipped as u64);
                     }
                 }
+                drop(ch);
                 to_arrow(leaf, projected, field.data_type()).map_err(|e| e.in_column(&leaf.path))?
             }
             _ => {
