@@ -17,7 +17,11 @@ Engines: ``tamis`` runs `tamis.sql` in process when the Python package has it, e
 without runtime filters; ``datafusion`` and ``datafusion-pushdown`` are the PyPI package (the
 latter with Parquet filter pushdown and reordering, as in bench/engines.py); ``duckdb``. A
 thread count is tamis's threads, DataFusion's target partitions, DuckDB's threads. An engine
-whose package or binary is missing is skipped, with the reason. Every run registers the
+whose package or binary is missing is skipped, with the reason. At a thread count of N the
+whole process (every thread of every engine, and the threads they start later) is confined to
+N CPUs with ``sched_setaffinity``, so no engine gets more cores than the count says: a tamis
+scan decodes on threads of its own beside DataFusion's workers, and the `datafusion` package
+starts a worker per core whatever its target partitions (``--no-pin`` turns this off). Every run registers the
 tables anew (a fresh DataFusion session, fresh DuckDB views; tamis opens them per call), so no
 engine keeps footers or listings that another must read again.
 
@@ -79,6 +83,8 @@ def parse_args(argv=None):
     p.add_argument("--tamis-cli", default=os.path.join(target, "release", "tamis"),
                    help="tamis binary: generates missing tables; runs SQL without the Python package")
     p.add_argument("--smoke", action="store_true", help="SF 0.01, 1 run, 1 thread, small sweep: checks the harness")
+    p.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="do not confine the process to as many CPUs as the thread count")
     args = p.parse_args(argv)
     if args.smoke:
         args.sf, args.runs, args.threads = 0.01, 1, "1"
@@ -269,12 +275,34 @@ def open_engine(name: str, threads: int, cli: str):
     return DuckDB(threads)
 
 
+def pin_cpus(count: int) -> Optional[List[int]]:
+    """Confines every thread of this process to its first ``count`` allowed CPUs (threads
+    started later inherit it from the thread that starts them); returns them, or None where
+    the platform cannot (not Linux)."""
+    if not hasattr(os, "sched_setaffinity") or not os.path.isdir("/proc/self/task"):
+        return None
+    cpus = sorted(ALLOWED_CPUS)[:max(count, 1)]
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, PermissionError):
+            pass  # a thread that has just ended
+    return cpus
+
+
+# The CPUs this process may use when it starts (before any pinning narrows them).
+ALLOWED_CPUS = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
+
+
 class Bench:
     """Runs queries on the engines at one thread count, checks answers against DuckDB's (kept
     across thread counts) and makes the result rows."""
 
     def __init__(self, names: Sequence[str], threads: int, args, references: Dict[tuple, Answer],
                  skipped: Dict[str, str]):
+        if args.pin:
+            cpus = pin_cpus(threads)
+            print(f"bench: {threads} thread(s): every thread on CPUs {cpus}", flush=True)
         self.threads, self.runs, self.references = threads, args.runs, references
         self.engines = {}
         for name in names:
@@ -621,7 +649,9 @@ def main(argv=None) -> int:
 
     def notes(versions: List[str], what: str) -> List[str]:
         return ([f"Command: `{command}`  ", f"{what}; {', '.join(versions)}; "
-                 f"{args.runs} timed run(s) after one warm-up.  "]
+                 f"{args.runs} timed run(s) after one warm-up"
+                 + ("; at N threads the process is confined to N CPUs.  " if args.pin else
+                    "; not confined to N CPUs (--no-pin).  ")]
                 + [f"{e} skipped: {why}  " for e, why in skipped.items()] + [""])
 
     started = time.perf_counter()

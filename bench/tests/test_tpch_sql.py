@@ -143,3 +143,35 @@ def test_sweep_smoke(tmp_path):
     assert len(rows) == 2 * len(tpch_sql.SWEEP_SELECTIVITIES) * len(engines.split(","))
     assert all(r["ok"] is True and r["rows"] == 1 for r in rows)
     assert (tmp_path / "join-sweep-1t.png").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no sched_setaffinity here")
+def test_pin_cpus_confines_every_thread_and_threads_started_later():
+    import threading
+
+    everything = sorted(tpch_sql.ALLOWED_CPUS)
+    seen = []
+    started = threading.Event()
+    release = threading.Event()
+
+    def before():  # a thread that exists before pinning, like an engine's worker pool
+        started.set()
+        release.wait(10)
+        seen.append(("before", sorted(os.sched_getaffinity(0))))
+
+    t = threading.Thread(target=before)
+    t.start()
+    started.wait(10)
+    try:
+        assert tpch_sql.pin_cpus(1) == everything[:1]
+        release.set()
+        t.join(10)
+        later = threading.Thread(target=lambda: seen.append(("later", sorted(os.sched_getaffinity(0)))))
+        later.start()
+        later.join(10)
+        assert seen == [("before", everything[:1]), ("later", everything[:1])]
+        assert sorted(os.sched_getaffinity(0)) == everything[:1]
+    finally:
+        release.set()
+        tpch_sql.pin_cpus(len(everything))
+    assert sorted(os.sched_getaffinity(0)) == everything
