@@ -17,11 +17,12 @@ Engines: ``tamis`` runs `tamis.sql` in process when the Python package has it, e
 without runtime filters; ``datafusion`` and ``datafusion-pushdown`` are the PyPI package (the
 latter with Parquet filter pushdown and reordering, as in bench/engines.py); ``duckdb``. A
 thread count is tamis's threads, DataFusion's target partitions, DuckDB's threads. An engine
-whose package or binary is missing is skipped, with the reason. At a thread count of N the
-whole process (every thread of every engine, and the threads they start later) is confined to
-N CPUs with ``sched_setaffinity``, so no engine gets more cores than the count says: a tamis
-scan decodes on threads of its own beside DataFusion's workers, and the `datafusion` package
-starts a worker per core whatever its target partitions (``--no-pin`` turns this off). Every run registers the
+whose package or binary is missing is skipped, with the reason. Each thread count N runs in
+a process of its own confined to N CPUs from its start (``sched_setaffinity``), as on an N-core
+machine: no engine gets more cores than the count says (a tamis scan decodes on threads of its
+own beside DataFusion's workers, and the `datafusion` package starts a worker per core whatever
+its target partitions), and engines that size their pools by the CPUs they see size them for N
+(``--no-pin`` runs every count in this process, on every CPU). Every run registers the
 tables anew (a fresh DataFusion session, fresh DuckDB views; tamis opens them per call), so no
 engine keeps footers or listings that another must read again.
 
@@ -84,7 +85,8 @@ def parse_args(argv=None):
                    help="tamis binary: generates missing tables; runs SQL without the Python package")
     p.add_argument("--smoke", action="store_true", help="SF 0.01, 1 run, 1 thread, small sweep: checks the harness")
     p.add_argument("--no-pin", dest="pin", action="store_false",
-                   help="do not confine the process to as many CPUs as the thread count")
+                   help="run every thread count in this process, on every CPU")
+    p.add_argument("--child-json", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.smoke:
         args.sf, args.runs, args.threads = 0.01, 1, "1"
@@ -275,34 +277,12 @@ def open_engine(name: str, threads: int, cli: str):
     return DuckDB(threads)
 
 
-def pin_cpus(count: int) -> Optional[List[int]]:
-    """Confines every thread of this process to its first ``count`` allowed CPUs (threads
-    started later inherit it from the thread that starts them); returns them, or None where
-    the platform cannot (not Linux)."""
-    if not hasattr(os, "sched_setaffinity") or not os.path.isdir("/proc/self/task"):
-        return None
-    cpus = sorted(ALLOWED_CPUS)[:max(count, 1)]
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), cpus)
-        except (ProcessLookupError, PermissionError):
-            pass  # a thread that has just ended
-    return cpus
-
-
-# The CPUs this process may use when it starts (before any pinning narrows them).
-ALLOWED_CPUS = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
-
-
 class Bench:
     """Runs queries on the engines at one thread count, checks answers against DuckDB's (kept
     across thread counts) and makes the result rows."""
 
     def __init__(self, names: Sequence[str], threads: int, args, references: Dict[tuple, Answer],
                  skipped: Dict[str, str]):
-        if args.pin:
-            cpus = pin_cpus(threads)
-            print(f"bench: {threads} thread(s): every thread on CPUs {cpus}", flush=True)
         self.threads, self.runs, self.references = threads, args.runs, references
         self.engines = {}
         for name in names:
@@ -353,7 +333,8 @@ class Bench:
                 times[name].append(self.engines[name].run(sql, tables)[1])
         rows = []
         for name in self.engines:
-            row = dict(suite=suite, query=query, engine=name, threads=self.threads, **extra)
+            row = dict(suite=suite, query=query, engine=name, threads=self.threads, cpus=usable_cpus(),
+                       **extra)
             if name in errors:
                 rows.append(dict(row, median_s=None, runs=[], rows=None, ok=False, error=errors[name]))
                 continue
@@ -636,6 +617,52 @@ def save(results: List[dict], markdown: str, out_dir: str, stem: str) -> None:
     print("\n" + markdown, flush=True)
 
 
+def measure(args, names: List[str], thread_counts: List[int], experiments: List[str],
+            skipped: Dict[str, str]) -> dict:
+    """Runs the experiments in this process: {experiment: (results, versions[, sf])}."""
+    out = {}
+    if "tpch" in experiments:
+        out["tpch"] = run_tpch(args, names, thread_counts, skipped)
+    if "sweep" in experiments:
+        out["sweep"] = run_sweep(args, names, thread_counts, skipped)
+    out["skipped"] = dict(skipped)
+    return out
+
+
+def usable_cpus() -> Optional[int]:
+    """How many CPUs this process may run on (recorded with each result)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def pinned_cpus(count: int) -> List[int]:
+    """The first ``count`` CPUs this process may use."""
+    return sorted(os.sched_getaffinity(0))[:max(count, 1)]
+
+
+def measure_pinned(argv, thread_counts: List[int], skipped: Dict[str, str]) -> dict:
+    """Runs each thread count N in a child process confined to N CPUs from its start, and
+    joins their results as `measure` returns them."""
+    base = list(sys.argv[1:] if argv is None else argv)
+    out: dict = {}
+    for threads in thread_counts:
+        cpus = pinned_cpus(threads)
+        print(f"bench: {threads} thread(s) in a process on CPUs {cpus}", flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "results.json")
+            cmd = [sys.executable, os.path.abspath(__file__), *base, "--threads", str(threads),
+                   "--child-json", path]
+            subprocess.run(cmd, check=True, preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+            with open(path) as f:
+                child = json.load(f)
+        skipped.update(child.pop("skipped"))
+        for experiment, (results, versions, *rest) in child.items():
+            if experiment in out:
+                out[experiment][0].extend(results)
+            else:
+                out[experiment] = [results, versions, *rest]
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     names = args.engines.split(",")
@@ -655,16 +682,24 @@ def main(argv=None) -> int:
                 + [f"{e} skipped: {why}  " for e, why in skipped.items()] + [""])
 
     started = time.perf_counter()
+    if args.child_json:
+        with open(args.child_json, "w") as f:
+            json.dump(measure(args, names, thread_counts, experiments, skipped), f)
+        return 0
+    if args.pin and hasattr(os, "sched_setaffinity"):
+        measured = measure_pinned(argv, thread_counts, skipped)
+    else:
+        measured = measure(args, names, thread_counts, experiments, skipped)
     everything = []
     if "tpch" in experiments:
-        results, versions, sf = run_tpch(args, names, thread_counts, skipped)
+        results, versions, sf = measured["tpch"]
         markdown = report(results, "TPC-H SQL (`tpch-sql`)", names, ("datafusion", "duckdb"),
                           notes(versions, f"TPC-H SF {sf:g} ({args.data_dir})"))
         save(results, markdown, args.results_dir, prefix + TPCH)
         plot_tpch(results, names, args.results_dir, prefix + TPCH)
         everything += results
     if "sweep" in experiments:
-        results, versions = run_sweep(args, names, thread_counts, skipped)
+        results, versions = measured["sweep"]
         what = (f"`{SWEEP_SQL.format(s='S')}`: fact {args.sweep_rows} rows, {args.keys} keys (uniform, "
                 "unsorted), the key column dictionary-encoded (`dict`) or PLAIN (`plain`)")
         markdown = report(results, "Join sweep (`join-sweep`)", names, ("tamis-no-rf", "duckdb"),
