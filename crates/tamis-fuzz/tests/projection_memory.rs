@@ -49,7 +49,9 @@ fn a_full_projection_holds_its_output_and_one_column_chunk() {
     let output = ROWS * COLUMNS * 8;
     let base = alloc::reset_peak();
     let mut rows = 0;
-    let scan = tamis::Scan::open(path.to_str().unwrap()).unwrap().threads(1);
+    let scan = tamis::Scan::open(path.to_str().unwrap())
+        .unwrap()
+        .threads(1);
     for batch in scan.batches().unwrap() {
         rows += batch.unwrap().num_rows();
     }
