@@ -118,6 +118,28 @@ fn page_uncompressed_size_is_checked_before_decompression() {
     assert_refused(path, &req, "more than LZ4_RAW can expand to");
 }
 
+/// A Snappy page whose uncompressed size is written as -2147483649, beyond the i32 range
+/// (found by a timed `tamis-fuzz` run, seed 1795621685609072527, target `file`, kept as
+/// `inputs/page_size_beyond_i32.parquet`): the header check read the negative value and let it
+/// pass, and the `parquet` crate, truncating it to 32 bits, allocated 2 GiB. The check now reads
+/// the size as the crate does.
+#[test]
+fn page_size_beyond_the_i32_range_is_checked_as_the_crate_reads_it() {
+    let path = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/inputs/page_size_beyond_i32.parquet"
+    ));
+    let req = Request {
+        select: Some(vec!["i32".into()]),
+        ..Request::default()
+    };
+    assert_refused(
+        path,
+        &req,
+        "2147483647 bytes uncompressed from 67 compressed",
+    );
+}
+
 /// A Zstandard page larger than the memory limit has left is refused before its buffer is
 /// allocated: a resource-limit error naming the page.
 #[test]
