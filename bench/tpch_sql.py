@@ -660,7 +660,7 @@ def measure_pinned(argv, thread_counts: List[int], skipped: Dict[str, str]) -> d
                 out[experiment][0].extend(results)
             else:
                 out[experiment] = [results, versions, *rest]
-    return {k: tuple(v) for k, v in out.items()}
+    return out
 
 
 def main(argv=None) -> int:

@@ -3,7 +3,7 @@
 //! each is now a corrupt-file error naming the file, with at most 64 MiB live at the peak
 //! (measured by the counting global allocator).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tamis::ErrorKind;
 use tamis_fuzz::{alloc::Counting, check_scan, Request};
@@ -12,6 +12,13 @@ use tamis_fuzz::{alloc::Counting, check_scan, Request};
 static GLOBAL: Counting = Counting;
 
 const BUDGET: usize = 64 << 20;
+
+/// A kept fuzzer input, `tests/inputs/<name>`.
+fn input(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/inputs")
+        .join(name)
+}
 
 /// Scans `path` with `req`: a clean corrupt-file error naming the file, containing `expected`,
 /// within the budget.
@@ -32,15 +39,12 @@ fn assert_refused(path: &Path, req: &Request, expected: &str) {
 /// reserved 1.6 GB before reading an entry. Any filtered scan loads the page index.
 #[test]
 fn offset_index_list_length_is_checked_against_its_bytes() {
-    let path = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/inputs/offset_index_list_length.parquet"
-    ));
+    let path = input("offset_index_list_length.parquet");
     let req = Request {
         filter: Some("i32 = 5".into()),
         ..Request::default()
     };
-    assert_refused(path, &req, "announces 67108863 elements");
+    assert_refused(&path, &req, "announces 67108863 elements");
 }
 
 /// A schema root announcing `i32::MAX` children with one leaf after it: the `parquet` crate's
@@ -107,15 +111,12 @@ fn file_with_root_children(children: i32) -> Vec<u8> {
 /// expands that far, and the memory limit bounds those.
 #[test]
 fn page_uncompressed_size_is_checked_before_decompression() {
-    let path = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/inputs/page_uncompressed_size.parquet"
-    ));
+    let path = input("page_uncompressed_size.parquet");
     let req = Request {
         select: Some(vec!["fx".into()]),
         ..Request::default()
     };
-    assert_refused(path, &req, "more than LZ4_RAW can expand to");
+    assert_refused(&path, &req, "more than LZ4_RAW can expand to");
 }
 
 /// A Snappy page whose uncompressed size is written as -2147483649, beyond the i32 range
@@ -125,16 +126,13 @@ fn page_uncompressed_size_is_checked_before_decompression() {
 /// the size as the crate does.
 #[test]
 fn page_size_beyond_the_i32_range_is_checked_as_the_crate_reads_it() {
-    let path = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/inputs/page_size_beyond_i32.parquet"
-    ));
+    let path = input("page_size_beyond_i32.parquet");
     let req = Request {
         select: Some(vec!["i32".into()]),
         ..Request::default()
     };
     assert_refused(
-        path,
+        &path,
         &req,
         "2147483647 bytes uncompressed from 67 compressed",
     );

@@ -9,8 +9,9 @@
 //!
 //! One [`Budget`] belongs to one row-group task and counts everything that task decodes and keeps
 //! (decoded pages, dictionaries, codes, selection bitmaps). A payload column's pages are freed
-//! once its Arrow array is built, so the sum is an upper bound of what the task holds. The limit is the scan's
-//! [`memory_limit`](crate::Scan::memory_limit) (default [`DEFAULT_MEMORY_LIMIT`]); a scan runs at
+//! once its Arrow array is built, so the sum is an upper bound of what the task holds. The
+//! limit is the scan's [`memory_limit`](crate::Scan::memory_limit) (default
+//! [`DEFAULT_MEMORY_LIMIT`]); a scan runs at
 //! most its worker count of row groups at once.
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
