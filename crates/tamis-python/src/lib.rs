@@ -83,6 +83,12 @@ struct Request {
     broken_index: Option<String>,
     /// Object-store options (endpoint, region, credentials, …).
     storage_options: Option<HashMap<String, String>>,
+    /// Only these row groups: `(file location, first, end)` (see `Scan::row_groups`).
+    #[pyo3(default)]
+    row_groups: Option<Vec<(String, usize, usize)>>,
+    /// Partition column types, as Arrow's `DataType` display text (`Int32`, `Utf8`, …).
+    #[pyo3(default)]
+    partition_types: Option<Vec<(String, String)>>,
 }
 
 /// [`tamis::Pruning`] with the named structures switched off.
@@ -119,6 +125,18 @@ impl Request {
     }
 
     fn configure(&self, mut scan: Scan) -> tamis::Result<ScanStream> {
+        if let Some(types) = &self.partition_types {
+            let parsed = types
+                .iter()
+                .map(|(name, t)| {
+                    let t = t.parse::<arrow::datatypes::DataType>().map_err(|e| {
+                        Error::invalid(format!("partition column '{name}': type '{t}': {e}"))
+                    })?;
+                    Ok((name.as_str(), t))
+                })
+                .collect::<tamis::Result<Vec<_>>>()?;
+            scan = scan.partition_types(&parsed)?;
+        }
         if let Some(sql) = &self.filter {
             scan = scan.filter(sql)?;
         }
@@ -154,6 +172,13 @@ impl Request {
         }
         if let Some(policy) = &self.broken_index {
             scan = scan.broken_index(policy.parse::<tamis::BrokenIndex>()?);
+        }
+        if let Some(parts) = &self.row_groups {
+            let parts = parts
+                .iter()
+                .map(|(file, first, end)| (file.clone(), *first..(*end).max(*first)))
+                .collect();
+            scan = scan.row_groups(parts);
         }
         scan.limit(self.limit).batches()
     }
@@ -404,6 +429,30 @@ fn metrics_json(py: Python<'_>, stream: ScanStream, options: &Request) -> PyResu
     Ok(value.to_string())
 }
 
+/// Scans some files of a dataset planned elsewhere (a Spark driver): `files` are
+/// `(location, size)` pairs, `root` the dataset's root (for hive partition values). Only these
+/// files' footers are read.
+#[pyfunction]
+#[pyo3(signature = (root, files, options))]
+fn scan_files(
+    py: Python<'_>,
+    root: Option<String>,
+    files: Vec<(String, Option<u64>)>,
+    options: Request,
+) -> PyResult<ArrowStream> {
+    let stream = py
+        .detach(|| {
+            let listing = tamis::io::location::named(
+                root.as_deref(),
+                &files,
+                &storage(&options.storage_options),
+            )?;
+            options.configure(Scan::open_listing(listing)?)
+        })
+        .map_err(|e| to_py_err(py, e))?;
+    ArrowStream::scanning(stream)
+}
+
 /// `tamis.Dataset`: files opened once, their metadata cached across scans.
 #[pyclass(module = "tamis._tamis", name = "Dataset", frozen)]
 struct PyDataset {
@@ -446,6 +495,33 @@ impl PyDataset {
 
     fn files(&self) -> Vec<String> {
         self.inner.files()
+    }
+
+    /// What a planner splitting the dataset needs, from the footers already read: the root,
+    /// the partition columns with their types, and per file its location, size, top-level
+    /// column names, and per row group its rows and compressed bytes.
+    #[allow(clippy::type_complexity)]
+    fn layout(
+        &self,
+    ) -> (
+        Option<String>,
+        Vec<(String, String)>,
+        Vec<(String, u64, Vec<String>, Vec<(i64, i64)>)>,
+    ) {
+        let plan = self.inner.plan();
+        let partitions = (plan.partitions.fields.iter())
+            .map(|(name, t)| (name.clone(), t.to_string()))
+            .collect();
+        let files = (plan.files.iter())
+            .map(|f| {
+                let columns = f.schema.fields().iter().map(|c| c.name().clone()).collect();
+                let groups = (f.metadata.row_groups().iter())
+                    .map(|g| (g.num_rows(), g.compressed_size()))
+                    .collect();
+                (f.location.clone(), f.len, columns, groups)
+            })
+            .collect();
+        (self.inner.root(), partitions, files)
     }
 
     fn scan_all(&self, py: Python<'_>, options: Request) -> PyResult<ArrowStream> {
@@ -595,6 +671,7 @@ fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDataset>()?;
     m.add_function(wrap_pyfunction!(scan_all, m)?)?;
     m.add_function(wrap_pyfunction!(scan_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_files, m)?)?;
     m.add_function(wrap_pyfunction!(explain_json, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_json, m)?)?;
     m.add_function(wrap_pyfunction!(index_json, m)?)?;

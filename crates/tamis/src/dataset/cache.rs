@@ -40,6 +40,8 @@ const MAX_OPEN: usize = 1024;
 pub struct Dataset {
     plan: DatasetPlan,
     open: Arc<OpenFiles>,
+    /// The listing's root (directory, prefix or glob base), if the path named more than a file.
+    root: Option<String>,
 }
 
 impl Dataset {
@@ -67,7 +69,11 @@ impl Dataset {
             }
         }
         plan.open_files = Some(open.clone());
-        Ok(Dataset { plan, open })
+        Ok(Dataset {
+            plan,
+            open,
+            root: listing.root,
+        })
     }
 
     /// A scan over the dataset (the same builder as [`Scan::open`] returns), reading no footer.
@@ -80,6 +86,12 @@ impl Dataset {
     /// The files, their footers, schema and leaves (for statistics and planning).
     pub fn plan(&self) -> &DatasetPlan {
         &self.plan
+    }
+
+    /// The root hive partition paths are relative to (`None` for a single file); with
+    /// [`crate::io::location::named`] a worker opens some of the files as this dataset does.
+    pub fn root(&self) -> Option<String> {
+        self.root.clone()
     }
 
     /// The files' paths or URLs.

@@ -167,6 +167,46 @@ impl Listing {
     }
 }
 
+/// A listing of files named one by one, without listing anything: an engine that planned a
+/// dataset elsewhere (a Spark driver) hands each worker the files of its part. `root` is the
+/// dataset's root as [`list`] returned it, so hive partition values are read as they were
+/// there; `sizes` are the files' lengths when known (they size the first footer read).
+pub fn named(
+    root: Option<&str>,
+    files: &[(String, Option<u64>)],
+    options: &StorageOptions,
+) -> Result<Listing> {
+    if files.is_empty() {
+        return Err(Error::invalid("no files named"));
+    }
+    let files = files
+        .iter()
+        .map(|(location, size)| {
+            if is_url(location) && !location.starts_with("file://") {
+                let (store, path) = store_for(location, options)?;
+                Ok(FileRef::Object {
+                    store,
+                    path,
+                    size: *size,
+                })
+            } else {
+                let path = match location.strip_prefix("file://") {
+                    Some(_) => Url::parse(location)
+                        .ok()
+                        .and_then(|u| u.to_file_path().ok())
+                        .ok_or_else(|| Error::invalid(format!("bad file URL {location}")))?,
+                    None => PathBuf::from(location),
+                };
+                Ok(FileRef::Local(path))
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Listing {
+        files,
+        root: root.map(|r| r.trim_end_matches('/').to_string()),
+    })
+}
+
 fn is_url(location: &str) -> bool {
     location.contains("://")
 }

@@ -180,7 +180,15 @@ impl Scan {
 
     /// [`Scan::open`] with explicit object-store options (endpoint, region, credentials…).
     pub fn open_with(path: impl AsRef<str>, options: &StorageOptions) -> Result<Scan> {
-        let listing = list(path.as_ref(), options)?;
+        Self::open_listing(list(path.as_ref(), options)?)
+    }
+
+    /// Opens the files a [`Listing`] names — for instance [`crate::io::location::named`]:
+    /// the files of one part of a dataset planned elsewhere, with the dataset's root so that
+    /// their hive partition values are the same (give the partition types with
+    /// [`Scan::partition_types`], as they were inferred over the whole dataset). Only these
+    /// files' footers are read.
+    pub fn open_listing(listing: Listing) -> Result<Scan> {
         let partitioned = listing.files.len() > 1
             && listing.files.iter().any(|f| {
                 listing

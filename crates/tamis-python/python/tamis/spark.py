@@ -1,0 +1,516 @@
+"""tamis as a Spark data source (PySpark's Python Data Source API, Spark 4.x)::
+
+    import tamis.spark
+    tamis.spark.register(spark)
+    df = spark.read.format("tamis").load("s3://bucket/lineitem/")   # file, directory, glob, prefix
+    df.where("l_shipmode = 'AIR' AND l_quantity < 5").count()
+
+The driver reads the footers once and plans input partitions as files × row-group ranges of
+about ``maxPartitionBytes`` compressed bytes, so work spreads over the executors and each
+executor opens only the files of its partitions. Executors scan with tamis (pruning, filters
+on encoded values, late materialization) and hand Arrow record batches to Spark.
+
+Filters Spark offers through ``pushFilters`` (Spark ≥ 4.1 with
+``spark.sql.python.filterPushdown.enabled``) are taken when tamis evaluates them exactly with
+Spark's semantics and returned to Spark otherwise. Without pushdown the source still works:
+Spark filters above it.
+
+**SPARK_REUSE — one DataFrame per filtered query when pushdown is on.** Spark 4.3 keeps the
+planned reader of a ``load()`` (its ``PythonDataSourceV2``) and reuses it for a later query
+on the same DataFrame or temporary view when that query offers no filter to push (no
+``WHERE``, or only ``OR``s): the later query then runs with the earlier query's filters and
+returns too few rows. ``register`` therefore follows Spark's default (pushdown off) unless
+asked; with pushdown on, call ``spark.read.format("tamis").load(path)`` for each query (or
+re-create the view). Without pushdown every query is correct, Spark filtering above the scan.
+
+Spark's Python data sources receive no column pruning: Spark asks for every column of the
+schema. Name the columns to read with ``.option("columns", "a,b")`` or a user schema
+(``.schema("a BIGINT, b STRING")``, by name, a subset of the dataset's columns).
+
+Options (``.option(key, value)``):
+
+- ``columns``: comma-separated columns to read (default: all).
+- ``maxPartitionBytes``: compressed bytes per input partition (default 128 MiB, as Spark's
+  ``spark.sql.files.maxPartitionBytes``); a row group is never split.
+- ``minPartitions``: at least this many partitions when there are enough row groups (default:
+  the planning machine's cores).
+- ``threads``: tamis scan threads per Spark task (default 1: a task is one core).
+- ``storage.<key>``: object-store options, as ``tamis.scan``'s ``storage_options``
+  (``storage.endpoint``, ``storage.region``, ``storage.access_key_id``, …). The executors use
+  the same options.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    NullType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from . import Dataset, UnsupportedError, InvalidArgumentError, _reader, _tamis
+
+#: The name of the format: ``spark.read.format("tamis")``.
+FORMAT = "tamis"
+
+_KNOWN_OPTIONS = {"path", "paths", "columns", "maxpartitionbytes", "minpartitions", "threads"}
+_DEFAULT_PARTITION_BYTES = 128 << 20
+
+
+def register(spark: Any, pushdown: Optional[bool] = None) -> None:
+    """Registers the ``tamis`` format with ``spark``.
+
+    ``pushdown``: ``None`` (default) pushes filters when the Spark version has Python filter
+    pushdown and ``spark.sql.python.filterPushdown.enabled`` is true; ``True`` also sets that
+    configuration; ``False`` never pushes (Spark filters above the scan). Call it again after
+    changing the configuration: Spark refuses a source that pushes while the option is off.
+    """
+    supported = _pushdown_supported()
+    if pushdown is None:
+        conf = spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")
+        pushdown = supported and str(conf).lower() == "true"
+    elif pushdown:
+        if not supported:
+            raise UnsupportedError(
+                "unsupported: this pyspark has no Python data source filter pushdown "
+                "(Spark 4.1 or later)")
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(PushdownDataSource if pushdown else TamisDataSource)
+
+
+def _pushdown_supported() -> bool:
+    try:
+        from pyspark.sql import datasource
+    except ImportError:  # pragma: no cover - pyspark < 4
+        return False
+    return hasattr(datasource, "EqualTo")
+
+
+# ---------------------------------------------------------------------------------------------
+# Types: Arrow (what tamis returns) → Spark, as Spark's own Parquet reader maps them.
+
+
+def spark_type(t: pa.DataType, column: str) -> DataType:
+    """The Spark type of an Arrow type tamis returns; ``UnsupportedError`` names the column."""
+    if pa.types.is_boolean(t):
+        return BooleanType()
+    if pa.types.is_int8(t):
+        return ByteType()
+    if pa.types.is_int16(t) or pa.types.is_uint8(t):
+        return ShortType()
+    if pa.types.is_int32(t) or pa.types.is_uint16(t):
+        return IntegerType()
+    if pa.types.is_int64(t) or pa.types.is_uint32(t):
+        return LongType()
+    if pa.types.is_uint64(t):
+        return DecimalType(20, 0)
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return FloatType()
+    if pa.types.is_float64(t):
+        return DoubleType()
+    if pa.types.is_decimal(t):
+        if t.precision > 38:
+            raise UnsupportedError(
+                f"unsupported: column '{column}': {t} has more digits than Spark's decimals (38)")
+        return DecimalType(t.precision, t.scale)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return StringType()
+    if (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+            or pa.types.is_fixed_size_binary(t)):
+        return BinaryType()
+    if pa.types.is_date(t):
+        return DateType()
+    if pa.types.is_timestamp(t):
+        return TimestampType() if t.tz is not None else TimestampNTZType()
+    if pa.types.is_null(t):
+        return NullType()
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
+            or pa.types.is_fixed_size_list(t):
+        return ArrayType(spark_type(t.value_type, column), True)
+    if pa.types.is_map(t):
+        return MapType(spark_type(t.key_type, column), spark_type(t.item_type, column), True)
+    if pa.types.is_struct(t):
+        return StructType([StructField(t.field(i).name, spark_type(t.field(i).type, column), True)
+                           for i in range(t.num_fields)])
+    raise UnsupportedError(f"unsupported: column '{column}': Arrow type {t} has no Spark type")
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """The Spark schema of a dataset schema (every field nullable: files may lack a column)."""
+    return StructType([StructField(f.name, spark_type(f.type, f.name), True) for f in schema])
+
+
+# ---------------------------------------------------------------------------------------------
+# Filters: Spark's pushed filters → tamis SQL, only where the result is exactly Spark's.
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _string(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _literal(value: Any, t: DataType) -> Optional[str]:
+    """SQL text of a literal compared with a column of Spark type ``t``, or None when tamis
+    could not compare them exactly as Spark does."""
+    if value is None:
+        return None
+    if isinstance(t, BooleanType):
+        return ("TRUE" if value else "FALSE") if isinstance(value, bool) else None
+    if isinstance(t, (ByteType, ShortType, IntegerType, LongType)):
+        return str(int(value)) if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(t, DecimalType):
+        if isinstance(value, decimal.Decimal) and value.is_finite():
+            return format(value, "f")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return None
+    if isinstance(t, (FloatType, DoubleType)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        v = float(value)
+        if math.isnan(v):
+            return "CAST('NaN' AS DOUBLE)"
+        if math.isinf(v):
+            return f"CAST('{'Infinity' if v > 0 else '-Infinity'}' AS DOUBLE)"
+        if isinstance(t, FloatType) and float(pa.scalar(v, pa.float32()).as_py()) != v:
+            return None  # Spark compares as FLOAT: a literal it rounds would differ
+        return repr(v)
+    if isinstance(t, StringType):
+        return _string(value) if isinstance(value, str) else None
+    if isinstance(t, DateType):
+        if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+            return f"DATE '{value.isoformat()}'"
+        return None
+    if isinstance(t, TimestampNTZType):
+        if isinstance(value, datetime.datetime) and value.tzinfo is None:
+            return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+        return None
+    if isinstance(t, TimestampType):
+        if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+            utc = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+            return f"TIMESTAMP '{utc.isoformat(sep=' ')}+00:00'"
+        return None
+    return None
+
+
+_CMP = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "LessThan": "<",
+        "LessThanOrEqual": "<="}
+
+
+def to_sql(f: Any, types: Dict[str, DataType]) -> Optional[str]:
+    """tamis SQL evaluating the pushed filter ``f`` exactly as Spark would, or None."""
+    kind = type(f).__name__
+    if kind == "Not":
+        inner = to_sql(f.child, types)
+        return None if inner is None else f"NOT ({inner})"
+    attribute = getattr(f, "attribute", None)
+    if not isinstance(attribute, tuple) or len(attribute) != 1 or attribute[0] not in types:
+        return None  # nested fields and unknown names stay with Spark
+    name = attribute[0]
+    t = types[name]
+    column = _ident(name)
+    if kind == "IsNull":
+        return f"{column} IS NULL"
+    if kind == "IsNotNull":
+        return f"{column} IS NOT NULL"
+    if kind in _CMP:
+        lit = _literal(f.value, t)
+        return None if lit is None else f"{column} {_CMP[kind]} {lit}"
+    if kind == "EqualNullSafe":
+        if f.value is None:
+            return f"{column} IS NULL"
+        lit = _literal(f.value, t)
+        # Never NULL, as <=> is: false where the column is NULL.
+        return None if lit is None else f"({column} IS NOT NULL AND {column} = {lit})"
+    if kind == "In":
+        values = list(f.value)
+        lits = [_literal(v, t) for v in values if v is not None]
+        if not lits or any(x is None for x in lits):
+            return None
+        text = f"{column} IN ({', '.join(lits)})"
+        # `x IN (1, NULL)` is NULL, not FALSE, where x is not 1: it matters under NOT.
+        return f"({text} OR NULL)" if any(v is None for v in values) else text
+    if kind in ("StringStartsWith", "StringEndsWith", "StringContains"):
+        if not isinstance(t, StringType) or not isinstance(f.value, str):
+            return None
+        escaped = f.value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = {"StringStartsWith": f"{escaped}%", "StringEndsWith": f"%{escaped}",
+                   "StringContains": f"%{escaped}%"}[kind]
+        return f"{column} LIKE {_string(pattern)} ESCAPE '\\'"
+    return None
+
+
+def _columns_of(f: Any) -> List[str]:
+    if type(f).__name__ == "Not":
+        return _columns_of(f.child)
+    return [f.attribute[0]]
+
+
+def _on_null(f: Any) -> Optional[bool]:
+    """The value of filter ``f`` where its column is NULL (None: SQL NULL)."""
+    kind = type(f).__name__
+    if kind == "Not":
+        inner = _on_null(f.child)
+        return None if inner is None else not inner
+    if kind == "IsNull":
+        return True
+    if kind == "IsNotNull":
+        return False
+    if kind == "EqualNullSafe":
+        return f.value is None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The source.
+
+
+class TamisPartition(InputPartition):
+    """Row groups of some files: ``(location, size, first, end)``, and the dataset columns
+    those files have (a column none of them has is NULL in their rows)."""
+
+    def __init__(self, parts: Sequence[Tuple[str, int, int, int]], columns: frozenset) -> None:
+        super().__init__(None)
+        self.parts = tuple(parts)
+        self.columns = frozenset(columns)
+
+    def __repr__(self) -> str:
+        return f"TamisPartition({list(self.parts)})"
+
+
+def _options(options: Dict[str, str]) -> Tuple[str, Dict[str, str], Dict[str, str]]:
+    """The path, storage options and tamis options of a source's options (case-insensitive
+    keys, as Spark passes them)."""
+    lowered = {str(k).lower(): str(v) for k, v in options.items()}
+    path = lowered.get("path")
+    if not path:
+        raise InvalidArgumentError(
+            "invalid argument: the tamis source needs a path: spark.read.format('tamis').load(path)")
+    storage = {k[len("storage."):]: v for k, v in options.items()
+               if str(k).lower().startswith("storage.")}
+    rest = {k: v for k, v in lowered.items() if not k.startswith("storage.")}
+    unknown = sorted(set(rest) - _KNOWN_OPTIONS)
+    if unknown:
+        raise InvalidArgumentError(
+            f"invalid argument: unknown tamis source option(s) {', '.join(unknown)} (columns, "
+            "maxPartitionBytes, minPartitions, threads, storage.<key>)")
+    return path, storage, rest
+
+
+def _positive(rest: Dict[str, str], key: str, default: int) -> int:
+    text = rest.get(key.lower())
+    if text is None:
+        return default
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise InvalidArgumentError(f"invalid argument: option {key} must be a positive integer, "
+                                   f"not '{text}'")
+    return n
+
+
+class TamisDataSource(DataSource):
+    """``spark.read.format("tamis")``: Parquet through tamis, Spark filtering above it."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def _dataset(self) -> Tuple[str, Dict[str, str], Dict[str, str], Dataset]:
+        path, storage, rest = _options(dict(self.options))
+        return path, storage, rest, Dataset(path, storage_options=storage or None)
+
+    def schema(self) -> StructType:
+        path, _, rest, ds = self._dataset()
+        schema = spark_schema(ds.schema)
+        columns = rest.get("columns")
+        if columns is None:
+            return schema
+        by_name = {f.name: f for f in schema.fields}
+        names = [c.strip() for c in columns.split(",") if c.strip()]
+        missing = [c for c in names if c not in by_name]
+        if missing or not names:
+            raise InvalidArgumentError(
+                f"invalid argument: {path}: option columns names no column of the dataset: "
+                f"{', '.join(missing) or columns!r}")
+        return StructType([by_name[c] for c in names])
+
+    def reader(self, schema: StructType) -> "TamisReader":
+        return TamisReader(self, schema)
+
+
+class PushdownDataSource(TamisDataSource):
+    """``spark.read.format("tamis")`` taking Spark's filters into the scan."""
+
+    def reader(self, schema: StructType) -> "TamisReader":
+        return PushdownReader(self, schema)
+
+
+class TamisReader(DataSourceReader):
+    """Plans partitions on the driver (from footers read once) and scans them on executors."""
+
+    def __init__(self, source: TamisDataSource, schema: StructType) -> None:
+        path, storage, rest, ds = source._dataset()
+        self.path = path
+        self.storage = storage
+        self.threads = _positive(rest, "threads", 1)
+        self.partition_bytes = _positive(rest, "maxPartitionBytes", _DEFAULT_PARTITION_BYTES)
+        self.min_partitions = _positive(rest, "minPartitions", os.cpu_count() or 1)
+        dataset_types = {f.name: f.dataType for f in spark_schema(ds.schema).fields}
+        unknown = [f.name for f in schema.fields if f.name not in dataset_types]
+        if unknown:
+            raise InvalidArgumentError(
+                f"invalid argument: {path}: the schema names columns the dataset does not "
+                f"have: {', '.join(unknown)}")
+        for f in schema.fields:
+            if f.dataType != dataset_types[f.name]:
+                raise InvalidArgumentError(
+                    f"invalid argument: {path}: the schema gives column '{f.name}' type "
+                    f"{f.dataType.simpleString()}; the dataset has "
+                    f"{dataset_types[f.name].simpleString()}")
+        self.schema = schema
+        self.types = dataset_types
+        self.root, self.partition_types, self._files = ds._native.layout()
+        self.conjuncts: List[Tuple[str, Any]] = []
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # Executors get their files from their partitions, not the whole layout.
+        state = dict(self.__dict__)
+        state["_files"] = None
+        return state
+
+    def partitions(self) -> List[TamisPartition]:
+        """Contiguous row-group ranges of about equal compressed bytes: as many as
+        ``maxPartitionBytes`` needs, at least ``minPartitions``, at most one per row group."""
+        groups = [(location, size, names, i, nbytes)
+                  for location, size, names, sizes in (self._files or [])
+                  for i, (_, nbytes) in enumerate(sizes)]
+        if not groups:
+            return []
+        total = sum(g[4] for g in groups)
+        wanted = max(-(-total // self.partition_bytes), self.min_partitions)
+        count = max(1, min(wanted, len(groups)))
+        chunks: List[list] = []
+        start = 0
+        for k in range(count, 0, -1):
+            # The rest split evenly over the k partitions left; each keeps at least one group.
+            target = sum(g[4] for g in groups[start:]) / k
+            end, filled = start, 0
+            while end < len(groups) - (k - 1) and (
+                    end == start or k == 1 or filled + groups[end][4] / 2 <= target):
+                filled += groups[end][4]
+                end += 1
+            chunks.append(groups[start:end])
+            start = end
+        out = []
+        for chunk in chunks:
+            parts: List[Tuple[str, int, int, int]] = []
+            columns: set = set()
+            for location, size, names, i, _ in chunk:
+                if parts and parts[-1][0] == location and parts[-1][3] == i:
+                    parts[-1] = (location, size, parts[-1][2], i + 1)
+                else:
+                    parts.append((location, size, i, i + 1))
+                    columns.update(names)
+            out.append(TamisPartition(parts, frozenset(columns)))
+        return out
+
+    def read(self, partition: TamisPartition) -> Iterator[pa.RecordBatch]:
+        target = _arrow_schema(self.schema)
+        present = set(partition.columns) | {name for name, _ in self.partition_types}
+        where = []
+        for sql, f in self.conjuncts:
+            if all(c in present for c in _columns_of(f)):
+                where.append(sql)
+            elif _on_null(f) is not True:
+                return  # the column is NULL in all these files: no row passes
+        wanted = [f.name for f in self.schema.fields if f.name in present]
+        columns = wanted or sorted(present)[:1]
+        options = {
+            "where": " AND ".join(f"({w})" for w in where) or None,
+            "columns": columns,
+            "threads": self.threads,
+            "limit": None,
+            "batch_size": None,
+            "filter_order": "auto",
+            "disable_pruning": None,
+            "evaluation": "auto",
+            "memory_limit": None,
+            "index_dir": None,
+            "broken_index": "fail",
+            "storage_options": self.storage or None,
+            "row_groups": [(loc, first, end) for loc, _, first, end in partition.parts],
+            "partition_types": list(self.partition_types) or None,
+        }
+        files = [(loc, size) for loc, size, _, _ in partition.parts]
+        stream = _tamis.scan_files(self.root, files, options)
+        for batch in _reader(stream):
+            yield _conform(batch, target)
+
+
+class PushdownReader(TamisReader):
+    def pushFilters(self, filters: List[Any]) -> Iterator[Any]:
+        for f in filters:
+            sql = to_sql(f, self.types)
+            if sql is None:
+                yield f
+            else:
+                self.conjuncts.append((sql, f))
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """The batch with the columns and exact Arrow types Spark expects (columns the files lack
+    are NULL; nanosecond timestamps are truncated to Spark's microseconds, as Spark does)."""
+    n = batch.num_rows
+    arrays = []
+    for field in target:
+        i = batch.schema.get_field_index(field.name)
+        if i < 0:
+            arrays.append(pa.nulls(n, field.type))
+            continue
+        column = batch.column(i)
+        if column.type != field.type:
+            lossy = pa.types.is_timestamp(field.type) or pa.types.is_list(field.type)
+            column = pc.cast(column, field.type, safe=not lossy)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+__all__ = ["register", "TamisDataSource", "PushdownDataSource", "spark_schema", "spark_type",
+           "to_sql", "FORMAT"]

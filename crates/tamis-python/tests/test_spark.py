@@ -1,0 +1,403 @@
+"""The Spark data source (``tamis.spark``) against Spark's own Parquet reader, in ``local[2]``.
+
+Every Spark process binds to 127.0.0.1. The session is started once for this module and stopped
+after it; the two-worker cluster test runs in a child process with its own session
+(``spark_cluster_job.py``), bounded in time. Without ``pyspark`` these tests are skipped,
+unless ``TAMIS_REQUIRE_SPARK=1`` (CI sets it) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+import random
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+if os.environ.get("TAMIS_REQUIRE_SPARK") == "1":
+    import pyspark  # noqa: F401  (fail, do not skip)
+pytest.importorskip("pyspark")
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+import tamis  # noqa: E402
+import tamis.spark  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+QUERIES = HERE.parents[2] / "bench" / "tpch" / "queries"
+
+
+def loopback_env() -> None:
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["SPARK_LOCAL_HOSTNAME"] = "localhost"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+@pytest.fixture(scope="module")
+def spark():
+    loopback_env()
+    session = (SparkSession.builder.master("local[2]").appName("tamis-test")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.python.filterPushdown.enabled", "true")
+               # The reference reader without its Parquet filter pushdown: with it, Spark 4.3
+               # returns no row for `x = NaN` (row-group statistics leave NaN out).
+               .config("spark.sql.parquet.filterPushdown", "false")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    tamis.spark.register(session)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def rows(df) -> list:
+    """Rows as sortable tuples (None and NaN ordered, so two results compare exactly)."""
+    def key(v):
+        if v is None:
+            return (0, "")
+        if isinstance(v, float) and v != v:
+            return (2, "")
+        return (1, repr(v) if isinstance(v, (list, dict, bytes, bytearray)) else v)
+    out = [tuple(r) for r in df.collect()]
+    return sorted(out, key=lambda r: [key(v) for v in r])
+
+
+def same(a: list, b: list) -> bool:
+    def norm(v):
+        if isinstance(v, float) and v != v:
+            return "NaN"
+        return v
+    return [tuple(norm(v) for v in r) for r in a] == [tuple(norm(v) for v in r) for r in b]
+
+
+# --------------------------------------------------------------------------------------------
+# A dataset with every type the source maps, nulls, NaN, -0.0 and empty strings, written as
+# several files of several row groups, and a hive-partitioned copy.
+
+
+def typed_table(n: int, seed: int) -> pa.Table:
+    rng = random.Random(seed)
+
+    def maybe(v):
+        return None if rng.random() < 0.1 else v
+
+    floats = [0.0, -0.0, 1.5, -2.25, float("nan"), float("inf"), 1e300, 3.0]
+    words = ["", "AIR", "MAIL", "SHIP", "a_b", "50%", "Ünïcode", "TRUCK"]
+    base = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    return pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "b": pa.array([maybe(rng.random() < 0.5) for _ in range(n)], pa.bool_()),
+        "i8": pa.array([maybe(rng.randint(-128, 127)) for _ in range(n)], pa.int8()),
+        "i16": pa.array([maybe(rng.randint(-300, 300)) for _ in range(n)], pa.int16()),
+        "i32": pa.array([maybe(rng.randint(-50, 50)) for _ in range(n)], pa.int32()),
+        "u32": pa.array([maybe(rng.randint(0, 2**32 - 1)) for _ in range(n)], pa.uint32()),
+        "f32": pa.array([maybe(rng.choice(floats[:5] + [0.5])) for _ in range(n)], pa.float32()),
+        "f64": pa.array([maybe(rng.choice(floats)) for _ in range(n)], pa.float64()),
+        "dec": pa.array([maybe(decimal.Decimal(rng.randint(-9999, 9999)) / 100) for _ in range(n)],
+                        pa.decimal128(9, 2)),
+        "dec38": pa.array([maybe(decimal.Decimal(rng.randint(-10**20, 10**20)) / 10**6)
+                           for _ in range(n)], pa.decimal128(38, 6)),
+        "s": pa.array([maybe(rng.choice(words)) for _ in range(n)], pa.string()),
+        "bin": pa.array([maybe(rng.choice(words).encode()) for _ in range(n)], pa.binary()),
+        "d": pa.array([maybe(datetime.date(2020, 1, 1) + datetime.timedelta(days=rng.randint(0, 60)))
+                       for _ in range(n)], pa.date32()),
+        "ts": pa.array([maybe(base + datetime.timedelta(minutes=rng.randint(0, 5000)))
+                        for _ in range(n)], pa.timestamp("us", tz="UTC")),
+        "ntz": pa.array([maybe(datetime.datetime(2021, 6, 1) + datetime.timedelta(seconds=rng.randint(0, 10**6)))
+                         for _ in range(n)], pa.timestamp("ms")),
+        "li": pa.array([maybe([rng.randint(0, 9) for _ in range(rng.randint(0, 3))]) for _ in range(n)],
+                       pa.list_(pa.int32())),
+    })
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("typed")
+    for i in range(3):
+        pq.write_table(typed_table(700, i), root / f"part-{i}.parquet", row_group_size=200,
+                       data_page_size=512, write_statistics=True)
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def hive(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hive")
+    t = typed_table(1500, 7).select(["id", "i32", "s", "d"])
+    for year in (2020, 2021):
+        for region in ("EU", "US"):
+            d = root / f"year={year}" / f"region={region}"
+            d.mkdir(parents=True)
+            pq.write_table(t.slice((year - 2020) * 700 + (region == "US") * 300, 350),
+                           d / "data.parquet", row_group_size=100)
+    return str(root)
+
+
+def test_schema_is_spark_readers(spark, typed):
+    ours = spark.read.format("tamis").load(typed)
+    theirs = spark.read.parquet(typed)
+    assert [(f.name, f.dataType) for f in ours.schema.fields] == \
+        [(f.name, f.dataType) for f in theirs.schema.fields]
+    assert same(rows(ours), rows(theirs))
+
+
+def test_unsigned_64_bit_is_a_decimal_as_in_spark(spark, tmp_path):
+    path = tmp_path / "u64.parquet"
+    pq.write_table(pa.table({"u": pa.array([0, 2**64 - 1, None, 5], pa.uint64())}), path)
+    ours = spark.read.format("tamis").load(str(path))
+    theirs = spark.read.parquet(str(path))
+    assert ours.schema == theirs.schema
+    assert rows(ours) == rows(theirs)
+
+
+def test_nanosecond_timestamps_truncate_to_microseconds(spark, tmp_path):
+    path = tmp_path / "ns.parquet"
+    values = [1_600_000_000_123_456_789, None, -1_999]
+    pq.write_table(pa.table({"t": pa.array(values, pa.timestamp("ns", tz="UTC"))}), path)
+    got = [r.t for r in spark.read.format("tamis").load(str(path)).collect()]
+    # Spark hands back naive datetimes in the session time zone (UTC here).
+    expected = pa.array(values, pa.timestamp("ns")).cast(
+        pa.timestamp("us"), safe=False).to_pylist()
+    assert got == expected
+
+
+PREDICATES = [
+    "i32 < 0", "i32 = 7 OR i32 IS NULL", "i8 >= 100", "i16 BETWEEN -10 AND 10",
+    "u32 > 2000000000", "b", "NOT b", "b IS NULL",
+    "f64 > 1.0", "f64 = 0.0", "f64 = -0.0", "f64 < 0", "f64 = double('NaN')",
+    "f64 <> double('NaN')", "f64 >= double('inf')", "f32 = 0.5", "f32 < 0", "isnan(f32)",
+    "dec > 12.5", "dec = -1.5", "dec IN (1.00, 2.5, -3.25)", "dec38 < 0",
+    "s = ''", "s = 'AIR'", "s IN ('MAIL', 'SHIP', '')", "s NOT IN ('MAIL', 'SHIP')",
+    "s LIKE 'a\\\\_%'", "s LIKE '50%%'", "s LIKE '%IL'", "s LIKE '%ni%'", "s > 'M'",
+    "s <=> NULL", "NOT (s <=> 'AIR')", "s IN ('AIR', NULL)", "NOT (s IN ('AIR', NULL))",
+    "d >= DATE '2020-02-01'", "d = DATE '2020-01-15'",
+    "ts < TIMESTAMP '2020-01-02 12:00:00'", "ts >= TIMESTAMP '2020-01-03 00:00:00+00:00'",
+    "ntz > TIMESTAMP_NTZ '2021-06-05 00:00:00'",
+    "bin = X'414952'", "size(li) > 1", "i32 = i16", "id % 7 = 3",
+]
+
+
+@pytest.mark.parametrize("pushdown", [True, False])
+def test_predicates_match_spark_reader(spark, typed, pushdown):
+    tamis.spark.register(spark, pushdown=pushdown)
+    try:
+        theirs = spark.read.parquet(typed)
+        rng = random.Random(42)
+        combos = [[p] for p in PREDICATES]
+        combos += [rng.sample(PREDICATES, 2) for _ in range(12)]
+        for combo in combos:
+            where = " AND ".join(f"({p})" for p in combo)
+            # A DataFrame per query: see SPARK_REUSE in tamis/spark.py.
+            ours = spark.read.format("tamis").load(typed)
+            a, b = rows(ours.where(where)), rows(theirs.where(where))
+            assert same(a, b), f"{where}: {len(a)} rows, Spark's reader {len(b)}"
+    finally:
+        tamis.spark.register(spark)
+
+
+def test_supported_filters_are_taken_and_the_rest_returned(spark, typed):
+    def plan(where):
+        df = spark.read.format("tamis").load(typed)
+        return df.where(where)._jdf.queryExecution().executedPlan().toString()
+
+    taken = plan("i32 < 5 AND s LIKE 'AI%' AND d IN (DATE '2020-01-02') AND dec > 1.5")
+    assert "Filter (" not in taken, taken
+    returned = plan("i32 < i16 AND s = 'AIR'")
+    assert "Filter (i32" in returned and "AIR" not in returned, returned
+
+
+def test_filters_reduce_what_is_read(spark, typed, tmp_path):
+    """A pushed filter prunes row groups: only the first file's first row group holds id < 10."""
+    df = spark.read.format("tamis").load(typed)
+    # Three files, each with ids 0..699.
+    assert sorted(r.id for r in df.where("id < 10").select("id").collect()) == \
+        sorted(list(range(10)) * 3)
+    funnel = tamis.explain(typed, where="id < 10", columns=["id"])
+    assert funnel["row_groups_pruned_statistics"] > 0
+
+
+def test_partitions_are_files_by_row_group_ranges(spark, typed):
+    small = (spark.read.format("tamis").option("maxPartitionBytes", "1")
+             .option("minPartitions", "1").load(typed))
+    # 3 files of 4 row groups (200 rows each; 700 rows per file): one partition per row group.
+    groups = sum(pq.ParquetFile(p).metadata.num_row_groups
+                 for p in sorted(Path(typed).glob("*.parquet")))
+    assert small.rdd.getNumPartitions() == groups
+    assert same(rows(small), rows(spark.read.format("tamis").load(typed)))
+    one = (spark.read.format("tamis").option("maxPartitionBytes", str(1 << 30))
+           .option("minPartitions", "1").load(typed))
+    assert one.rdd.getNumPartitions() == 1
+    two = spark.read.format("tamis").option("minPartitions", "2").load(typed)
+    assert two.rdd.getNumPartitions() == 2
+
+
+def test_column_option_and_user_schema_read_fewer_columns(spark, typed):
+    df = spark.read.format("tamis").option("columns", "s, id").load(typed)
+    assert df.columns == ["s", "id"]
+    assert rows(df.where("s = 'AIR'")) == rows(
+        spark.read.parquet(typed).where("s = 'AIR'").select("s", "id"))
+    user = spark.read.format("tamis").schema("id BIGINT, d DATE").load(typed)
+    assert rows(user.where("d > DATE '2020-02-20'")) == rows(
+        spark.read.parquet(typed).where("d > DATE '2020-02-20'").select("id", "d"))
+    with pytest.raises(Exception, match="nope"):
+        spark.read.format("tamis").option("columns", "id,nope").load(typed).collect()
+    with pytest.raises(Exception, match="type string; the dataset has bigint"):
+        spark.read.format("tamis").schema("id STRING").load(typed).collect()
+
+
+def test_hive_partitions(spark, hive):
+    theirs = spark.read.parquet(hive)
+    cols = theirs.columns
+    for where in ["year = 2021", "region = 'EU' AND i32 > 10", "year = 2020 OR s = 'AIR'",
+                  "region IN ('US') AND d < DATE '2020-01-20'", "region IS NULL"]:
+        ours = spark.read.format("tamis").option("maxPartitionBytes", "1").load(hive)
+        assert sorted(ours.columns) == sorted(cols)
+        assert rows(ours.where(where).select(*cols)) == rows(theirs.where(where)), where
+
+
+def test_files_lacking_a_column_read_it_as_null(spark, tmp_path):
+    root = tmp_path / "evolved"
+    root.mkdir()
+    pq.write_table(pa.table({"k": pa.array([1, 2, 3], pa.int64())}), root / "a.parquet")
+    pq.write_table(pa.table({"k": pa.array([4, 5], pa.int64()), "c": pa.array([10, None], pa.int32())}),
+                   root / "b.parquet")
+    theirs = spark.read.option("mergeSchema", "true").parquet(str(root))
+    for where in [None, "c = 10", "c IS NULL", "NOT (c <=> 10)", "c IS NOT NULL OR k = 1", "c < 0"]:
+        ours = spark.read.format("tamis").option("maxPartitionBytes", "1").load(str(root))
+        a = ours if where is None else ours.where(where)
+        b = theirs if where is None else theirs.where(where)
+        assert rows(a.select("k", "c")) == rows(b.select("k", "c")), where
+
+
+def test_executor_errors_name_the_file(spark, tmp_path):
+    good = typed_table(50, 1)
+    root = tmp_path / "broken"
+    root.mkdir()
+    pq.write_table(good, root / "a.parquet")
+    pq.write_table(good, root / "b.parquet")
+    df = spark.read.format("tamis").option("maxPartitionBytes", "1").load(str(root))
+    # Corrupt a data page of b after planning: the executor reading it fails, naming it.
+    data = bytearray((root / "b.parquet").read_bytes())
+    data[4:200] = b"\xff" * 196
+    (root / "b.parquet").write_bytes(bytes(data))
+    with pytest.raises(Exception) as e:
+        df.collect()
+    assert "b.parquet" in str(e.value) and "corrupt file" in str(e.value)
+    # A file deleted after planning.
+    df = spark.read.format("tamis").option("maxPartitionBytes", "1").load(str(root / "a.parquet"))
+    (root / "a.parquet").unlink()
+    with pytest.raises(Exception) as e:
+        df.collect()
+    assert "a.parquet" in str(e.value)
+
+
+def test_unsupported_type_is_one_clear_error(spark, tmp_path):
+    path = tmp_path / "duration.parquet"
+    pq.write_table(pa.table({"t": pa.array([1, 2], pa.time64("us"))}), path)
+    with pytest.raises(Exception) as e:
+        spark.read.format("tamis").load(str(path)).collect()
+    assert "column 't'" in str(e.value) and "no Spark type" in str(e.value)
+
+
+def test_unknown_option_and_missing_path(spark, typed):
+    with pytest.raises(Exception, match="unknown tamis source option"):
+        spark.read.format("tamis").option("colums", "id").load(typed).collect()
+    with pytest.raises(Exception, match="No such file|no such file"):
+        spark.read.format("tamis").load(typed + "/nope.parquet").collect()
+
+
+# --------------------------------------------------------------------------------------------
+# TPC-H queries in Spark SQL over tamis tables, against Spark's reader over the same files.
+
+
+@pytest.fixture(scope="module")
+def tpch(tmp_path_factory):
+    cli = os.environ.get("TAMIS_CLI")
+    if not cli:
+        pytest.skip("TAMIS_CLI (the tamis binary) is needed to generate TPC-H data")
+    out = tmp_path_factory.mktemp("tpch")
+    subprocess.run([cli, "gen", "tpch", "--scale-factor", "0.01", "--output", str(out),
+                    "--tables", "lineitem,orders,part", "--row-group-rows", "20000"],
+                   check=True, timeout=300, stdout=subprocess.DEVNULL)
+    return out
+
+
+def _tpch_answer(spark, tpch, query, reader):
+    for table in ("lineitem", "orders", "part"):
+        path = str(tpch / f"{table}.parquet")
+        df = (spark.read.format("tamis").load(path) if reader == "tamis"
+              else spark.read.parquet(path))
+        df.createOrReplaceTempView(table)
+    text = (QUERIES / f"{query}.sql").read_text()
+    # At SF 0.01 no MED BOX of Brand#23 has lineitems: Q17 with the most common pair.
+    text = text.replace("'Brand#23'", "'Brand#45'").replace("'MED BOX'", "'MED JAR'")
+    return [tuple(r) for r in spark.sql(text).collect()]
+
+
+@pytest.mark.parametrize("query", ["q01", "q06", "q12", "q14", "q17"])
+def test_tpch_queries_match_spark_reader(spark, tpch, query):
+    ours = _tpch_answer(spark, tpch, query, "tamis")
+    theirs = _tpch_answer(spark, tpch, query, "parquet")
+    assert ours == theirs
+    assert ours and any(v is not None for v in ours[0])
+
+
+# --------------------------------------------------------------------------------------------
+# Object storage (moto's S3 server on 127.0.0.1) read on the executors.
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_object_store_paths_read_on_executors(spark, typed):
+    moto_server = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+        s3.create_bucket(Bucket="spark")
+        for p in sorted(Path(typed).glob("*.parquet")):
+            s3.put_object(Bucket="spark", Key=f"typed/{p.name}", Body=p.read_bytes())
+        reader = spark.read.format("tamis").option("maxPartitionBytes", "1")
+        for k, v in {"endpoint": endpoint, "region": "us-east-1", "access_key_id": "testing",
+                     "secret_access_key": "testing"}.items():
+            reader = reader.option(f"storage.{k}", v)
+        remote = reader.load("s3://spark/typed/")
+        assert remote.rdd.getNumPartitions() > 3
+        local = spark.read.parquet(typed)
+        for where in ["i32 < 0", "s = 'AIR' AND d > DATE '2020-01-10'"]:
+            assert same(rows(remote.where(where)), rows(local.where(where))), where
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# A standalone cluster: a master and two workers on 127.0.0.1, started and stopped by the job.
+
+
+def test_two_worker_cluster(typed, tmp_path):
+    job = HERE / "spark_cluster_job.py"
+    env = dict(os.environ)
+    result = subprocess.run([sys.executable, str(job), typed, str(tmp_path)], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    assert "workers used: 2" in result.stdout, result.stdout
