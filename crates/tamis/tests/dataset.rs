@@ -926,3 +926,60 @@ fn hundreds_of_tiny_files() {
     assert_eq!(m.row_groups_pruned_statistics, 26);
     assert_eq!(m.row_groups_total, 60);
 }
+
+/// A dataset split by files, each part opened alone by name with the dataset's root and
+/// partition types (as a Spark executor opens its part): the parts' rows together are the
+/// whole dataset's, partition values included, and each part reads only its own footers.
+#[test]
+fn named_files_of_a_dataset_read_as_the_dataset_does() {
+    let h = hive();
+    let root = h.root.to_str().unwrap();
+    let whole = tamis::Dataset::open(root).unwrap();
+    assert_eq!(whole.root().as_deref(), Some(root));
+    let types: Vec<(String, DataType)> = whole.plan().partitions.fields.clone();
+    let typed: Vec<(&str, DataType)> = types.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+    let files = whole.files();
+    let mut rows = Vec::new();
+    for chunk in files.chunks(3) {
+        let named: Vec<(String, Option<u64>)> = chunk.iter().map(|f| (f.clone(), None)).collect();
+        let listing = tamis::io::location::named(Some(root), &named, &Default::default()).unwrap();
+        let scan = tamis::Scan::open_listing(listing)
+            .unwrap()
+            .partition_types(&typed)
+            .unwrap()
+            .select(&["id", "v", "s", "year", "day", "region"])
+            .unwrap();
+        let (got, m) = scan_with(scan, Some("v IS NULL OR v > -15"), None);
+        assert_eq!(m.files as usize, chunk.len());
+        rows.extend(rows_of(&got));
+    }
+    rows.sort_by_key(|r| r.id);
+    let want: Vec<Row> = (h.rows.iter())
+        .filter(|r| r.v.is_none_or(|v| v > -15))
+        .cloned()
+        .collect();
+    assert_eq!(rows, want);
+    // A row-group range of one named file (row groups of 16 rows).
+    let file = (files.iter())
+        .find(|f| rows_in_file(f) > 16)
+        .unwrap()
+        .clone();
+    let named = [(file.clone(), None)];
+    let listing = tamis::io::location::named(Some(root), &named, &Default::default()).unwrap();
+    let scan = tamis::Scan::open_listing(listing)
+        .unwrap()
+        .partition_types(&typed)
+        .unwrap()
+        .row_groups(vec![(file.clone(), 1..2)]);
+    let (got, _) = scan_with(scan, None, None);
+    assert_eq!(got.num_rows(), 16.min(rows_in_file(&file) - 16));
+    assert!(tamis::io::location::named(Some(root), &[], &Default::default()).is_err());
+}
+
+fn rows_in_file(path: &str) -> usize {
+    let reader =
+        parquet::file::reader::SerializedFileReader::new(File::open(path).unwrap()).unwrap();
+    parquet::file::reader::FileReader::metadata(&reader)
+        .file_metadata()
+        .num_rows() as usize
+}
