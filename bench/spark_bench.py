@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """Benchmark suite ``spark``: the tamis data source against Spark's built-in Parquet reader
-(vectorized, Parquet filter pushdown on), in Spark ``local[2]`` over TPC-H lineitem.
+(vectorized, Parquet filter pushdown on, runtime Bloom filter joins on), in Spark
+``local[2]`` over TPC-H SF1 lineitem — the file, and the dataset partitioned by ship year.
 
     python bench/spark_bench.py --data-dir data/tpch-sf1 --runs 5
-    python bench/spark_bench.py --smoke --data-dir /tmp/sf001      # a few seconds, for CI
+    python bench/spark_bench.py --smoke --data-dir /tmp/sf001 --datasets file   # CI
 
-Per query and reader: wall time (median of ``--runs`` after one warm-up, with min–max) and
-bytes read — Spark's reader from its stage input metrics (the status REST API on 127.0.0.1),
-tamis from its own counters (``tamis.explain`` of the same scan: the Python data source path
-reports no input metrics to Spark). Spark's Python data sources get no column pruning, so the
-tamis tables name their columns (``.option("columns", …)``); Spark's reader prunes by itself.
-Filter pushdown into tamis is on, with a DataFrame per query (see SPARK_REUSE in
-``tamis/spark.py``). ``overhead`` rows time the same tamis scans outside Spark
-(``tamis.scan``, one thread per partition's worth of work is not modelled: 2 threads), so
-the Python data source path (Arrow batches crossing to the JVM) is measured by difference.
-Results: ``bench/results/spark.json`` and a Markdown table on stdout.
+Per query and reader: wall time of the query (median of ``--runs`` after one warm-up, with
+min–max), the answers checked equal; and bytes read. Spark's bytes are Hadoop's file-system
+counters in one more run with Parquet's vectored reads off (they bypass the counters: Spark's
+own input metrics show 2.6 MB for Q6's 40 MB); tamis's are its own counters for the same scans
+(``tamis.explain``: the Python data source path reports no input metrics to Spark). Spark
+gives Python data sources no column pruning, so the tamis tables name their columns
+(``.option("columns", …)``); Spark's reader prunes by itself. Filter pushdown into tamis is
+on, with a DataFrame per query (see SPARK_REUSE in ``tamis/spark.py``). ``tamis.scan alone``
+is the same scans outside Spark (same thread count), so the Python data source path — Arrow
+batches crossing to the JVM — is measured by difference. Results: ``spark.json`` in
+``--results-dir`` and a Markdown table on stdout.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import os
 import statistics
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,22 +34,26 @@ HERE = Path(__file__).resolve().parent
 Q6 = ("l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' "
       "AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24")
 
-#: name → (SQL over the view `lineitem` (and `part`), lineitem columns tamis reads,
-#:         the scan's predicate for tamis's bytes-read count)
+#: name → (SQL over the views `lineitem` and `part`, and per table what tamis reads of it:
+#: (columns given to the source or None for all, the predicate Spark pushes, scans)). The
+#: last two count tamis's bytes (`tamis.explain` of the same scan).
 QUERIES = {
     "q6": (f"SELECT sum(l_extendedprice * l_discount) AS revenue FROM lineitem WHERE {Q6}",
-           ["l_shipdate", "l_discount", "l_quantity", "l_extendedprice"], Q6),
+           {"lineitem": (["l_shipdate", "l_discount", "l_quantity", "l_extendedprice"], Q6, 1)}),
     "q1": ((HERE / "tpch" / "queries" / "q01.sql").read_text(),
-           ["l_returnflag", "l_linestatus", "l_quantity", "l_extendedprice", "l_discount",
-            "l_tax", "l_shipdate"], "l_shipdate <= DATE '1998-09-02'"),
-    "lookup_orderkey": ("SELECT * FROM lineitem WHERE l_orderkey = {orderkey}", None,
-                        "l_orderkey = {orderkey}"),
-    "lookup_partkey": ("SELECT * FROM lineitem WHERE l_partkey = {partkey}", None,
-                       "l_partkey = {partkey}"),
-    "shipmode": ("SELECT * FROM lineitem WHERE l_shipmode = 'AIR' AND l_quantity < 5", None,
-                 "l_shipmode = 'AIR' AND l_quantity < 5"),
+           {"lineitem": (["l_returnflag", "l_linestatus", "l_quantity", "l_extendedprice",
+                          "l_discount", "l_tax", "l_shipdate"],
+                         "l_shipdate <= DATE '1998-09-02'", 1)}),
+    "lookup_orderkey": ("SELECT * FROM lineitem WHERE l_orderkey = {orderkey}",
+                        {"lineitem": (None, "l_orderkey = {orderkey}", 1)}),
+    "lookup_partkey": ("SELECT * FROM lineitem WHERE l_partkey = {partkey}",
+                       {"lineitem": (None, "l_partkey = {partkey}", 1)}),
+    "shipmode": ("SELECT * FROM lineitem WHERE l_shipmode = 'AIR' AND l_quantity < 5",
+                 {"lineitem": (None, "l_shipmode = 'AIR' AND l_quantity < 5", 1)}),
     "q17": ((HERE / "tpch" / "queries" / "q17.sql").read_text(),
-            ["l_partkey", "l_quantity", "l_extendedprice"], None),
+            {"lineitem": (["l_partkey", "l_quantity", "l_extendedprice"], None, 2),
+             "part": (["p_partkey", "p_brand", "p_container"],
+                      "p_brand = 'Brand#23' AND p_container = 'MED BOX'", 1)}),
 }
 
 
@@ -77,43 +82,46 @@ def session(threads: int):
     return spark
 
 
-def stage_input_bytes(spark) -> int:
-    """Input bytes of all stages so far, from the status REST API (loopback)."""
-    url = spark.sparkContext.uiWebUrl
-    app = spark.sparkContext.applicationId
-    with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages", timeout=30) as r:
-        stages = json.load(r)
-    return sum(s.get("inputBytes", 0) for s in stages)
+def hadoop_bytes_read(spark) -> int:
+    """Bytes read through Hadoop file systems in this JVM (local mode: the executors too)."""
+    stats = spark.sparkContext._jvm.org.apache.hadoop.fs.FileSystem.getAllStatistics()
+    return sum(stats.get(i).getBytesRead() for i in range(stats.size()))
 
 
-def views(spark, data: Path, reader: str, columns) -> None:
-    for table in ("lineitem", "part"):
-        path = str(data / f"{table}.parquet")
+def vectored_io(spark, on: bool) -> None:
+    # Parquet's vectored reads bypass Hadoop's byte counters (Spark's input metrics show
+    # 2.6 MB for Q6's 40 MB with them): bytes are counted in a run without them.
+    spark.sparkContext._jsc.hadoopConfiguration().set(
+        "parquet.hadoop.vectored.io.enabled", "true" if on else "false")
+
+
+def views(spark, paths: dict, reader: str, tables: dict) -> None:
+    for table, path in paths.items():
         if reader == "spark":
             df = spark.read.parquet(path)
         else:
             r = spark.read.format("tamis")
-            if table == "lineitem" and columns:
+            columns = tables.get(table, (None,))[0]
+            if columns:
                 r = r.option("columns", ",".join(columns))
             df = r.load(path)
         df.createOrReplaceTempView(table)
 
 
-def run_query(spark, data: Path, reader: str, sql: str, columns) -> tuple:
-    views(spark, data, reader, columns)
-    before = stage_input_bytes(spark) if reader == "spark" else 0
+def run_query(spark, paths: dict, reader: str, sql: str, tables: dict) -> tuple:
+    views(spark, paths, reader, tables)
     t = time.perf_counter()
     result = spark.sql(sql).collect()
-    elapsed = time.perf_counter() - t
-    read = stage_input_bytes(spark) - before if reader == "spark" else None
-    return elapsed, read, sorted(tuple(r) for r in result)
+    return time.perf_counter() - t, sorted(tuple(r) for r in result)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default="data/tpch-sf1")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="Spark local[N] (default 2)")
+    ap.add_argument("--datasets", default="file,partitioned",
+                    help="file: lineitem.parquet; partitioned: lineitem by ship year (hive)")
     ap.add_argument("--smoke", action="store_true", help="one run of each query, no warm-up")
     ap.add_argument("--results-dir", default=str(HERE / "results"))
     args = ap.parse_args()
@@ -129,53 +137,70 @@ def main() -> int:
     spark = session(args.threads)
     rows = []
     try:
-        for name, (sql, columns, predicate) in QUERIES.items():
-            sql = sql.format(**params)
-            results = {}
-            for reader in ("spark", "tamis"):
-                times, read, answer = [], None, None
-                for i in range(runs + (0 if args.smoke else 1)):
-                    elapsed, read_now, answer = run_query(spark, data, reader, sql, columns)
-                    if i > 0 or args.smoke:
-                        times.append(elapsed)
-                        read = read_now if read_now is not None else read
-                if reader == "tamis":
-                    where = predicate.format(**params) if predicate else None
-                    cols = columns if columns else None
-                    funnel = tamis.explain(str(data / "lineitem.parquet"), where=where,
-                                           columns=cols, threads=args.threads)
-                    read = funnel["bytes_read"]
-                    if name == "q17":
-                        read *= 2  # two lineitem scans
-                    t = time.perf_counter()
-                    for _ in range(runs):
-                        tamis.scan(str(data / "lineitem.parquet"), where=where, columns=cols,
-                                   threads=args.threads)
-                    alone = (time.perf_counter() - t) / runs
-                results[reader] = (statistics.median(times), min(times), max(times), read, answer)
-            if results["spark"][4] != results["tamis"][4]:
-                raise SystemExit(f"{name}: tamis's answer differs from Spark's reader's")
-            s, t = results["spark"], results["tamis"]
-            rows.append({"query": name, "spark_s": s[0], "spark_range": [s[1], s[2]],
-                         "spark_bytes": s[3], "tamis_s": t[0], "tamis_range": [t[1], t[2]],
-                         "tamis_bytes": t[3], "ratio": t[0] / s[0], "tamis_alone_s": alone,
-                         "threads": args.threads, "runs": runs})
-            print(f"{name}: spark {s[0]:.3f}s tamis {t[0]:.3f}s ({t[0] / s[0]:.2f}x) "
-                  f"bytes {s[3]} vs {t[3]}; tamis alone {alone:.3f}s", flush=True)
+        for dataset in args.datasets.split(","):
+            if dataset == "partitioned":
+                sys.path.insert(0, str(HERE))
+                from remote import partitioned
+
+                lineitem = partitioned(str(data / "lineitem.parquet"))
+            else:
+                lineitem = str(data / "lineitem.parquet")
+            paths = {"lineitem": lineitem, "part": str(data / "part.parquet")}
+            for name, (sql, tables) in QUERIES.items():
+                sql = sql.format(**params)
+                results = {}
+                for reader in ("spark", "tamis"):
+                    times, answer = [], None
+                    for i in range(runs + (0 if args.smoke else 1)):
+                        elapsed, answer = run_query(spark, paths, reader, sql, tables)
+                        if i > 0 or args.smoke:
+                            times.append(elapsed)
+                    if reader == "spark":
+                        vectored_io(spark, False)
+                        before = hadoop_bytes_read(spark)
+                        run_query(spark, paths, reader, sql, tables)
+                        read = hadoop_bytes_read(spark) - before
+                        vectored_io(spark, True)
+                    else:
+                        read, alone = 0, 0.0
+                        for table, (columns, predicate, scans) in tables.items():
+                            where = predicate.format(**params) if predicate else None
+                            funnel = tamis.explain(paths[table], where=where, columns=columns,
+                                                   threads=args.threads)
+                            read += funnel["bytes_read"] * scans
+                            t = time.perf_counter()
+                            for _ in range(runs):
+                                tamis.scan(paths[table], where=where, columns=columns,
+                                           threads=args.threads)
+                            alone += scans * (time.perf_counter() - t) / runs
+                    results[reader] = (statistics.median(times), min(times), max(times), read,
+                                       answer)
+                if results["spark"][4] != results["tamis"][4]:
+                    raise SystemExit(f"{dataset} {name}: tamis's answer differs from Spark's")
+                s, t = results["spark"], results["tamis"]
+                rows.append({"dataset": dataset, "query": name, "spark_s": s[0],
+                             "spark_range": [s[1], s[2]], "spark_bytes": s[3], "tamis_s": t[0],
+                             "tamis_range": [t[1], t[2]], "tamis_bytes": t[3],
+                             "ratio": t[0] / s[0], "tamis_alone_s": alone,
+                             "threads": args.threads, "runs": runs})
+                print(f"{dataset} {name}: spark {s[0]:.3f}s tamis {t[0]:.3f}s "
+                      f"({t[0] / s[0]:.2f}x) bytes {s[3]} vs {t[3]}; tamis alone {alone:.3f}s",
+                      flush=True)
     finally:
         spark.stop()
     out = Path(args.results_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "spark.json").write_text(json.dumps(rows, indent=1))
     print()
-    print("| query | Spark reader s (min–max) | tamis source s (min–max) | ratio | bytes Spark | "
-          "bytes tamis | tamis.scan alone s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| dataset | query | Spark reader s (min–max) | tamis source s (min–max) | ratio | "
+          "MiB read, Spark | MiB read, tamis | tamis.scan alone s |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['query']} | {r['spark_s']:.3f} ({r['spark_range'][0]:.3f}–{r['spark_range'][1]:.3f}) "
+        print(f"| {r['dataset']} | {r['query']} "
+              f"| {r['spark_s']:.3f} ({r['spark_range'][0]:.3f}–{r['spark_range'][1]:.3f}) "
               f"| {r['tamis_s']:.3f} ({r['tamis_range'][0]:.3f}–{r['tamis_range'][1]:.3f}) "
-              f"| {r['ratio']:.2f}x | {r['spark_bytes'] / 2**20:.1f} MiB "
-              f"| {r['tamis_bytes'] / 2**20:.1f} MiB | {r['tamis_alone_s']:.3f} |")
+              f"| {r['ratio']:.2f}x | {r['spark_bytes'] / 2**20:.1f} "
+              f"| {r['tamis_bytes'] / 2**20:.1f} | {r['tamis_alone_s']:.3f} |")
     return 0
 
 

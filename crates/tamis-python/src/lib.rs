@@ -524,6 +524,24 @@ impl PyDataset {
         (self.inner.root(), partitions, files)
     }
 
+    /// The row groups a scan with this filter would read after pruning by partition values
+    /// and footer statistics: `(file location, row-group indexes)` per file left.
+    #[pyo3(signature = (filter=None))]
+    fn row_groups_left(
+        &self,
+        py: Python<'_>,
+        filter: Option<String>,
+    ) -> PyResult<Vec<(String, Vec<usize>)>> {
+        py.detach(|| {
+            let mut scan = self.inner.scan();
+            if let Some(sql) = &filter {
+                scan = scan.filter(sql)?;
+            }
+            scan.row_groups_left()
+        })
+        .map_err(|e| to_py_err(py, e))
+    }
+
     fn scan_all(&self, py: Python<'_>, options: Request) -> PyResult<ArrowStream> {
         let stream = py
             .detach(|| options.configure(self.inner.scan()))

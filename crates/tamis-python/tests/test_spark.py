@@ -228,6 +228,21 @@ def test_filters_reduce_what_is_read(spark, typed, tmp_path):
     assert funnel["row_groups_pruned_statistics"] > 0
 
 
+def test_row_groups_pruned_on_the_driver_get_no_task(spark, typed):
+    """Each file's ids are 0..699 in row groups of 200: `id < 150` leaves the first group of
+    each file, `id < 0` none (Spark then runs one empty partition)."""
+    def load():
+        return (spark.read.format("tamis").option("maxPartitionBytes", "1")
+                .option("minPartitions", "1").load(typed))
+
+    some = load().where("id < 150")
+    assert some.rdd.getNumPartitions() == 3
+    assert sorted(r.id for r in some.select("id").collect()) == sorted(list(range(150)) * 3)
+    none = load().where("id < 0")
+    assert none.rdd.getNumPartitions() == 1
+    assert none.collect() == []
+
+
 def test_partitions_are_files_by_row_group_ranges(spark, typed):
     small = (spark.read.format("tamis").option("maxPartitionBytes", "1")
              .option("minPartitions", "1").load(typed))

@@ -498,6 +498,30 @@ impl Scan {
         Some(sql::render(p, &self.dataset.get()?.leaves))
     }
 
+    /// The row groups the scan would read after pruning by partition values and footer
+    /// statistics, reading no data: `(file location, row-group indexes)` per file left. For
+    /// engines that plan partitions elsewhere (a Spark driver), so that no task is started for
+    /// row groups the filter rules out; the scan itself prunes the same way, and further.
+    pub fn row_groups_left(mut self) -> Result<Vec<(String, Vec<usize>)>> {
+        self.plan()?;
+        let plan = self
+            .dataset
+            .take()
+            .ok_or_else(|| Error::internal("no files opened"))?;
+        let predicate = self.predicate.as_ref().zip(self.predicate_expr.as_ref());
+        let files = plan.bind(
+            predicate,
+            self.only.as_deref().map(Vec::as_slice),
+            &self.projection,
+            self.pruning.statistics,
+            &self.metrics,
+        )?;
+        Ok(files
+            .into_iter()
+            .map(|f| (f.location, f.row_groups))
+            .collect())
+    }
+
     /// Starts the scan.
     pub fn batches(mut self) -> Result<ScanStream> {
         let schema = self.schema()?;
