@@ -115,6 +115,35 @@ def run_query(spark, paths: dict, reader: str, sql: str, tables: dict) -> tuple:
     return time.perf_counter() - t, sorted(tuple(r) for r in result)
 
 
+#: The crossing: whole columns of lineitem through each reader into a trivial aggregate, by
+#: type — what the Python data source path costs per value beside Spark's own reader.
+CROSSING = {
+    "4 decimal(15,2)": (["l_quantity", "l_extendedprice", "l_discount", "l_tax"],
+                        "sum(l_quantity), sum(l_extendedprice), sum(l_discount), sum(l_tax)"),
+    "4 bigint/int": (["l_orderkey", "l_partkey", "l_suppkey", "l_linenumber"],
+                     "sum(l_orderkey), sum(l_partkey), sum(l_suppkey), sum(l_linenumber)"),
+    "2 string": (["l_returnflag", "l_linestatus"],
+                 "count(DISTINCT l_returnflag, l_linestatus)"),
+    "1 bigint, count only": (["l_orderkey"], "count(*)"),
+}
+
+
+def crossing(spark, lineitem: str, runs: int) -> list:
+    out = []
+    for name, (columns, aggregate) in CROSSING.items():
+        sql = f"SELECT {aggregate} FROM lineitem"
+        tables = {"lineitem": (columns, None, 1)}
+        times = {}
+        for reader in ("spark", "tamis"):
+            samples = [run_query(spark, {"lineitem": lineitem}, reader, sql, tables)[0]
+                       for _ in range(runs + 1)][1:]
+            times[reader] = statistics.median(samples)
+        out.append({"columns": name, "spark_s": times["spark"], "tamis_s": times["tamis"]})
+        print(f"crossing {name}: spark {times['spark']:.3f}s tamis {times['tamis']:.3f}s",
+              flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default="data/tpch-sf1")
@@ -123,6 +152,8 @@ def main() -> int:
     ap.add_argument("--datasets", default="file,partitioned",
                     help="file: lineitem.parquet; partitioned: lineitem by ship year (hive)")
     ap.add_argument("--smoke", action="store_true", help="one run of each query, no warm-up")
+    ap.add_argument("--crossing", action="store_true",
+                    help="only the crossing: whole columns by type into a trivial aggregate")
     ap.add_argument("--results-dir", default=str(HERE / "results"))
     args = ap.parse_args()
     data = Path(args.data_dir)
@@ -136,6 +167,18 @@ def main() -> int:
     runs = 1 if args.smoke else args.runs
     spark = session(args.threads)
     rows = []
+    if args.crossing:
+        try:
+            result = crossing(spark, str(data / "lineitem.parquet"), runs)
+        finally:
+            spark.stop()
+        print()
+        print("| columns (6 Mi rows at SF1) | Spark reader s | tamis source s | ratio |")
+        print("|---|---|---|---|")
+        for r in result:
+            print(f"| {r['columns']} | {r['spark_s']:.3f} | {r['tamis_s']:.3f} "
+                  f"| {r['tamis_s'] / r['spark_s']:.2f}x |")
+        return 0
     try:
         for dataset in args.datasets.split(","):
             if dataset == "partitioned":
