@@ -323,7 +323,7 @@ def test_unsupported_type_is_one_clear_error(spark, tmp_path):
     pq.write_table(pa.table({"t": pa.array([1, 2], pa.time64("us"))}), path)
     with pytest.raises(Exception) as e:
         spark.read.format("tamis").load(str(path)).collect()
-    assert "column 't'" in str(e.value) and "no Spark type" in str(e.value)
+    assert f"{path}: column 't'" in str(e.value) and "no Spark type" in str(e.value)
 
 
 def test_unknown_option_and_missing_path(spark, typed):

@@ -164,9 +164,16 @@ def spark_type(t: pa.DataType, column: str) -> DataType:
     raise UnsupportedError(f"unsupported: column '{column}': Arrow type {t} has no Spark type")
 
 
-def spark_schema(schema: pa.Schema) -> StructType:
-    """The Spark schema of a dataset schema (every field nullable: files may lack a column)."""
-    return StructType([StructField(f.name, spark_type(f.type, f.name), True) for f in schema])
+def spark_schema(schema: pa.Schema, path: str = "") -> StructType:
+    """The Spark schema of a dataset schema (every field nullable: files may lack a column);
+    ``UnsupportedError`` names ``path`` and the column."""
+    try:
+        return StructType([StructField(f.name, spark_type(f.type, f.name), True) for f in schema])
+    except UnsupportedError as e:
+        if not path:
+            raise
+        raise UnsupportedError(str(e).replace("unsupported: ", f"unsupported: {path}: ", 1)) \
+            from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +363,7 @@ class TamisDataSource(DataSource):
 
     def schema(self) -> StructType:
         path, _, rest, ds = self._dataset()
-        schema = spark_schema(ds.schema)
+        schema = spark_schema(ds.schema, path)
         columns = rest.get("columns")
         if columns is None:
             return schema
@@ -391,7 +398,7 @@ class TamisReader(DataSourceReader):
         self.batch_size = _positive(rest, "batchSize", _DEFAULT_BATCH_ROWS)
         self.partition_bytes = _positive(rest, "maxPartitionBytes", _DEFAULT_PARTITION_BYTES)
         self.min_partitions = _positive(rest, "minPartitions", os.cpu_count() or 1)
-        dataset_types = {f.name: f.dataType for f in spark_schema(ds.schema).fields}
+        dataset_types = {f.name: f.dataType for f in spark_schema(ds.schema, path).fields}
         unknown = [f.name for f in schema.fields if f.name not in dataset_types]
         if unknown:
             raise InvalidArgumentError(
