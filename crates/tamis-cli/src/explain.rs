@@ -5,7 +5,7 @@ use std::io::Write as _;
 
 use tamis::ScanMetrics;
 
-use crate::query::{build_scan, drive};
+use crate::scan::{build_scan, drive};
 use crate::{CliError, CliResult, ExplainArgs};
 
 pub fn run(args: &ExplainArgs) -> CliResult<()> {

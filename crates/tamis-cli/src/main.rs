@@ -8,6 +8,7 @@ mod optimize;
 mod output;
 mod progress;
 mod query;
+mod scan;
 mod sql;
 
 use std::path::PathBuf;

@@ -1,88 +1,14 @@
-//! `tamis query` and the scan set-up shared with `tamis explain`.
+//! `tamis query`: a scan's batches to the chosen output (its funnel from `explain`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use arrow::record_batch::RecordBatch;
-
 use crate::output::BatchSink;
-use crate::{
-    explain, progress, BrokenIndexArg, CliError, CliResult, EvaluationArg, FilterOrderArg, Format,
-    QueryArgs, ScanArgs,
-};
+use crate::scan::{build_scan, drive};
+use crate::{explain, CliError, CliResult, Format, QueryArgs};
 
 /// Rows the table format shows when no --limit is given (the table is built in memory).
 pub const TABLE_DEFAULT_ROWS: usize = 10_000;
-
-/// Builds the scan described by the command line.
-pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Scan> {
-    let options: tamis::io::StorageOptions = args.storage_options.iter().cloned().collect();
-    let mut scan = tamis::Scan::open_with(&args.path, &options)?;
-    if let Some(filter) = &args.filter {
-        scan = scan.filter(filter)?;
-    }
-    if let Some(columns) = &args.select {
-        let columns: Vec<&str> = columns
-            .iter()
-            .map(|c| c.trim())
-            .filter(|c| !c.is_empty())
-            .collect();
-        if columns.is_empty() {
-            return Err(CliError::msg("--select needs at least one column name"));
-        }
-        scan = scan.select(&columns)?;
-    }
-    if let Some(limit) = args.memory_limit {
-        scan = scan.memory_limit(limit);
-    }
-    if let Some(dir) = &args.index_dir {
-        scan = scan.index_dir(dir);
-    }
-    scan = scan.broken_index(match args.broken_index {
-        BrokenIndexArg::Fail => tamis::BrokenIndex::Fail,
-        BrokenIndexArg::Ignore => tamis::BrokenIndex::Ignore,
-    });
-    if let Some(threads) = args.threads {
-        scan = scan.threads(threads as usize);
-    }
-    scan = scan.filter_order(match args.filter_order {
-        FilterOrderArg::Auto => tamis::FilterOrder::Auto,
-        FilterOrderArg::Written => tamis::FilterOrder::AsWritten,
-    });
-    scan = scan.evaluation(match args.evaluation {
-        EvaluationArg::Auto => tamis::Evaluation::Auto,
-        EvaluationArg::Selected => tamis::Evaluation::Selected,
-        EvaluationArg::Whole => tamis::Evaluation::Whole,
-    });
-    Ok(scan.limit(limit).batch_size(8192))
-}
-
-/// Drives a scan stream to its end, feeding every batch to `on_batch`, with a progress bar.
-/// Returns the final metrics.
-pub fn drive(
-    mut stream: tamis::ScanStream,
-    mut on_batch: impl FnMut(RecordBatch) -> CliResult<()>,
-) -> CliResult<tamis::ScanMetrics> {
-    let (_, total) = stream.progress();
-    let pb = progress::bar(total as u64, "row groups", "scanning");
-    let result = (|| {
-        while let Some(batch) = stream.next() {
-            let batch = batch?;
-            let (done, total) = stream.progress();
-            pb.set_length(total as u64);
-            pb.set_position(done as u64);
-            on_batch(batch)?;
-        }
-        Ok::<(), CliError>(())
-    })();
-    pb.finish_and_clear();
-    result?;
-    let metrics = stream.metrics();
-    for w in &metrics.warnings {
-        eprintln!("warning: {w}");
-    }
-    Ok(metrics)
-}
 
 pub fn run(args: &QueryArgs) -> CliResult<()> {
     if matches!(args.format, Format::Parquet | Format::Arrow) && args.output.is_none() {
@@ -103,7 +29,7 @@ pub fn run(args: &QueryArgs) -> CliResult<()> {
         // The table is laid out once all its rows are known, so it is built in memory:
         // at most --limit rows, or the first TABLE_DEFAULT_ROWS (the rest is counted, not kept).
         let cap = args.limit.unwrap_or(TABLE_DEFAULT_ROWS);
-        let mut kept: Vec<RecordBatch> = Vec::new();
+        let mut kept: Vec<arrow::record_batch::RecordBatch> = Vec::new();
         let mut kept_rows = 0usize;
         let mut dropped_rows = 0u64;
         let metrics = drive(stream, |batch| {
