@@ -498,8 +498,9 @@ impl PyDataset {
     }
 
     /// What a planner splitting the dataset needs, from the footers already read: the root,
-    /// the partition columns with their types, and per file its location, size, top-level
-    /// column names, and per row group its rows and compressed bytes.
+    /// the partition columns with their types, per file its location, size, top-level
+    /// column names, and per row group its rows and compressed bytes; and the top-level
+    /// columns stored as INT96 (Spark's timestamps) in any file.
     #[allow(clippy::type_complexity)]
     fn layout(
         &self,
@@ -507,6 +508,7 @@ impl PyDataset {
         Option<String>,
         Vec<(String, String)>,
         Vec<(String, u64, Vec<String>, Vec<(i64, i64)>)>,
+        Vec<String>,
     ) {
         let plan = self.inner.plan();
         let partitions = (plan.partitions.fields.iter())
@@ -521,7 +523,16 @@ impl PyDataset {
                 (f.location.clone(), f.len, columns, groups)
             })
             .collect();
-        (self.inner.root(), partitions, files)
+        let mut int96: Vec<String> = (plan.files.iter())
+            .flat_map(|f| {
+                (f.leaves.iter())
+                    .filter(|l| l.physical == parquet::basic::Type::INT96)
+                    .map(|l| f.schema.field(l.root).name().clone())
+            })
+            .collect();
+        int96.sort();
+        int96.dedup();
+        (self.inner.root(), partitions, files, int96)
     }
 
     /// The row groups a scan with this filter would read after pruning by partition values

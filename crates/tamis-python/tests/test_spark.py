@@ -416,3 +416,53 @@ def test_two_worker_cluster(typed, tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     assert "workers used: 2" in result.stdout, result.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# Found in review: each with the rows Spark's own reader (or Spark's semantics) gives.
+
+
+def test_a_partition_with_two_ranges_of_one_file_reads_each_once(spark, tmp_path):
+    path = tmp_path / "gaps.parquet"
+    x = list(range(10)) + list(range(100, 110)) + list(range(10))
+    pq.write_table(pa.table({"x": pa.array(x, pa.int64())}), path, row_group_size=10)
+    df = (spark.read.format("tamis").option("minPartitions", "1").load(str(path))
+          .where("x < 50"))  # the middle row group is pruned on the driver
+    assert df.rdd.getNumPartitions() == 1
+    assert sorted(r.x for r in df.collect()) == sorted(list(range(10)) * 2)
+
+
+def test_decimals_beyond_28_digits_are_left_to_spark(spark, tmp_path):
+    path = tmp_path / "d38.parquet"
+    big = decimal.Decimal("1234567890123456789012345678.9012345678")
+    pq.write_table(pa.table({"d": pa.array([big, decimal.Decimal(1)], pa.decimal128(38, 10))}),
+                   path)
+    for where, n in [(f"d = {big}", 1), (f"d < {big}", 1), (f"d >= {big}", 1)]:
+        got = spark.read.format("tamis").load(str(path)).where(where).count()
+        assert got == n == spark.read.parquet(str(path)).where(where).count(), where
+
+
+def test_nanosecond_columns_compare_as_spark_sees_them(spark, tmp_path):
+    path = tmp_path / "ns.parquet"
+    pq.write_table(pa.table({"t": pa.array([1500, -1500, None], pa.timestamp("ns"))}), path)
+    for where, n in [("t > TIMESTAMP_NTZ '1970-01-01 00:00:00.000001'", 0),
+                     ("t = TIMESTAMP_NTZ '1970-01-01 00:00:00.000001'", 1),
+                     ("t = TIMESTAMP_NTZ '1969-12-31 23:59:59.999999'", 1),
+                     ("t < TIMESTAMP_NTZ '1969-12-31 23:59:59.999999'", 0),
+                     ("t IS NULL", 1)]:
+        assert spark.read.format("tamis").load(str(path)).where(where).count() == n, where
+
+
+def test_filters_tamis_cannot_bind_go_back_to_spark(spark, typed, tmp_path):
+    for where in ["li IS NOT NULL", "li IS NULL", "NOT (li IS NULL) AND i32 > 0"]:
+        ours = spark.read.format("tamis").load(typed).where(where)
+        assert same(rows(ours), rows(spark.read.parquet(typed).where(where))), where
+    path = tmp_path / "int96.parquet"
+    stamps = pa.array([0, 86_400 * 10**9, None], pa.timestamp("ns"))
+    pq.write_table(pa.table({"t": stamps}), path, use_deprecated_int96_timestamps=True)
+    ours = spark.read.format("tamis").load(str(path))
+    theirs = spark.read.parquet(str(path))
+    assert ours.schema == theirs.schema  # INT96 is Spark's `timestamp`
+    for where in ["t > TIMESTAMP '1970-01-01 12:00:00+00:00'", "t IS NULL", "t IS NOT NULL"]:
+        ours = spark.read.format("tamis").load(str(path)).where(where)
+        assert rows(ours) == rows(theirs.where(where)), where

@@ -119,8 +119,10 @@ def _pushdown_supported() -> bool:
 # Types: Arrow (what tamis returns) → Spark, as Spark's own Parquet reader maps them.
 
 
-def spark_type(t: pa.DataType, column: str) -> DataType:
-    """The Spark type of an Arrow type tamis returns; ``UnsupportedError`` names the column."""
+def spark_type(t: pa.DataType, column: str, int96: bool = False) -> DataType:
+    """The Spark type of an Arrow type tamis returns (``int96``: the column is stored as
+    INT96, Spark's own timestamps, which it reads as ``timestamp``); ``UnsupportedError``
+    names the column."""
     if pa.types.is_boolean(t):
         return BooleanType()
     if pa.types.is_int8(t):
@@ -150,7 +152,7 @@ def spark_type(t: pa.DataType, column: str) -> DataType:
     if pa.types.is_date(t):
         return DateType()
     if pa.types.is_timestamp(t):
-        return TimestampType() if t.tz is not None else TimestampNTZType()
+        return TimestampType() if t.tz is not None or int96 else TimestampNTZType()
     if pa.types.is_null(t):
         return NullType()
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
@@ -164,11 +166,13 @@ def spark_type(t: pa.DataType, column: str) -> DataType:
     raise UnsupportedError(f"unsupported: column '{column}': Arrow type {t} has no Spark type")
 
 
-def spark_schema(schema: pa.Schema, path: str = "") -> StructType:
+def spark_schema(schema: pa.Schema, path: str = "", int96: Sequence[str] = ()) -> StructType:
     """The Spark schema of a dataset schema (every field nullable: files may lack a column);
-    ``UnsupportedError`` names ``path`` and the column."""
+    ``int96`` names the columns stored as INT96. ``UnsupportedError`` names ``path`` and the
+    column."""
     try:
-        return StructType([StructField(f.name, spark_type(f.type, f.name), True) for f in schema])
+        return StructType([StructField(f.name, spark_type(f.type, f.name, f.name in int96), True)
+                           for f in schema])
     except UnsupportedError as e:
         if not path:
             raise
@@ -199,6 +203,10 @@ def _literal(value: Any, t: DataType) -> Optional[str]:
         return str(int(value)) if isinstance(value, int) and not isinstance(value, bool) else None
     if isinstance(t, DecimalType):
         if isinstance(value, decimal.Decimal) and value.is_finite():
+            # pyspark builds the value in Python's 28-digit context: one that long may have
+            # been rounded from Spark's literal.
+            if len(value.as_tuple().digits) >= 28:
+                return None
             return format(value, "f")
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
@@ -236,17 +244,24 @@ _CMP = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "LessTha
         "LessThanOrEqual": "<="}
 
 
-def to_sql(f: Any, types: Dict[str, DataType]) -> Optional[str]:
-    """tamis SQL evaluating the pushed filter ``f`` exactly as Spark would, or None."""
+def to_sql(f: Any, types: Dict[str, DataType], nanosecond: frozenset = frozenset()
+           ) -> Optional[str]:
+    """tamis SQL evaluating the pushed filter ``f`` exactly as Spark would, or None.
+    ``nanosecond`` names timestamp columns finer than Spark's microseconds: only their null
+    tests are taken."""
     kind = type(f).__name__
     if kind == "Not":
-        inner = to_sql(f.child, types)
+        inner = to_sql(f.child, types, nanosecond)
         return None if inner is None else f"NOT ({inner})"
     attribute = getattr(f, "attribute", None)
     if not isinstance(attribute, tuple) or len(attribute) != 1 or attribute[0] not in types:
         return None  # nested fields and unknown names stay with Spark
     name = attribute[0]
     t = types[name]
+    if isinstance(t, (ArrayType, MapType, StructType, NullType)):
+        return None  # tamis filters on atomic columns
+    if name in nanosecond and kind not in ("IsNull", "IsNotNull"):
+        return None
     column = _ident(name)
     if kind == "IsNull":
         return f"{column} IS NULL"
@@ -363,7 +378,7 @@ class TamisDataSource(DataSource):
 
     def schema(self) -> StructType:
         path, _, rest, ds = self._dataset()
-        schema = spark_schema(ds.schema, path)
+        schema = spark_schema(ds.schema, path, ds._native.layout()[3])
         columns = rest.get("columns")
         if columns is None:
             return schema
@@ -398,7 +413,13 @@ class TamisReader(DataSourceReader):
         self.batch_size = _positive(rest, "batchSize", _DEFAULT_BATCH_ROWS)
         self.partition_bytes = _positive(rest, "maxPartitionBytes", _DEFAULT_PARTITION_BYTES)
         self.min_partitions = _positive(rest, "minPartitions", os.cpu_count() or 1)
-        dataset_types = {f.name: f.dataType for f in spark_schema(ds.schema, path).fields}
+        self.root, self.partition_types, self._files, int96 = ds._native.layout()
+        arrow = ds.schema
+        dataset_types = {f.name: f.dataType for f in spark_schema(arrow, path, int96).fields}
+        # Columns finer than Spark's microseconds: tamis would compare the nanoseconds that
+        # the batches handed to Spark no longer hold.
+        self.nanosecond = {f.name for f in arrow
+                           if pa.types.is_timestamp(f.type) and f.type.unit == "ns"}
         unknown = [f.name for f in schema.fields if f.name not in dataset_types]
         if unknown:
             raise InvalidArgumentError(
@@ -412,7 +433,6 @@ class TamisReader(DataSourceReader):
                     f"{dataset_types[f.name].simpleString()}")
         self.schema = schema
         self.types = dataset_types
-        self.root, self.partition_types, self._files = ds._native.layout()
         self._dataset = ds
         self.conjuncts: List[Tuple[str, Any]] = []
 
@@ -499,7 +519,9 @@ class TamisReader(DataSourceReader):
             "row_groups": [(loc, first, end) for loc, _, first, end in partition.parts],
             "partition_types": list(self.partition_types) or None,
         }
-        files = [(loc, size) for loc, size, _, _ in partition.parts]
+        # A file once, however many of its row-group ranges the partition has: each listed
+        # copy would read every range.
+        files = list(dict.fromkeys((loc, size) for loc, size, _, _ in partition.parts))
         stream = _tamis.scan_files(self.root, files, options)
         for batch in _reader(stream):
             yield _conform(batch, target)
@@ -508,11 +530,22 @@ class TamisReader(DataSourceReader):
 class PushdownReader(TamisReader):
     def pushFilters(self, filters: List[Any]) -> Iterator[Any]:
         for f in filters:
-            sql = to_sql(f, self.types)
+            sql = to_sql(f, self.types, frozenset(self.nanosecond))
+            if sql is not None and not self._binds(sql):
+                sql = None
             if sql is None:
                 yield f
             else:
                 self.conjuncts.append((sql, f))
+
+    def _binds(self, sql: str) -> bool:
+        """Whether tamis takes the filter on this dataset (an INT96 column, say, it refuses):
+        planning it reads no data."""
+        try:
+            self._dataset._native.row_groups_left(sql)
+        except (InvalidArgumentError, UnsupportedError):
+            return False
+        return True
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
