@@ -974,6 +974,12 @@ fn named_files_of_a_dataset_read_as_the_dataset_does() {
     let (got, _) = scan_with(scan, None, None);
     assert_eq!(got.num_rows(), 16.min(rows_in_file(&file) - 16));
     assert!(tamis::io::location::named(Some(root), &[], &Default::default()).is_err());
+    // A file named twice is read once.
+    let twice = [(file.clone(), None), (file.clone(), None)];
+    let listing = tamis::io::location::named(Some(root), &twice, &Default::default()).unwrap();
+    assert_eq!(listing.files.len(), 1);
+    let (got, _) = scan_with(tamis::Scan::open_listing(listing).unwrap(), None, None);
+    assert_eq!(got.num_rows(), rows_in_file(&file));
 }
 
 fn rows_in_file(path: &str) -> usize {

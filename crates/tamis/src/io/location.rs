@@ -179,8 +179,11 @@ pub fn named(
     if files.is_empty() {
         return Err(Error::invalid("no files named"));
     }
+    // A file named twice would be scanned twice.
+    let mut seen = std::collections::HashSet::new();
     let files = files
         .iter()
+        .filter(|(location, _)| seen.insert(location.as_str()))
         .map(|(location, size)| {
             if is_url(location) && !location.starts_with("file://") {
                 let (store, path) = store_for(location, options)?;
