@@ -73,7 +73,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from . import Dataset, UnsupportedError, InvalidArgumentError, _reader, _tamis
+from . import Dataset, InvalidArgumentError, ScanOptions, UnsupportedError, _reader, _tamis
 
 #: The name of the format: ``spark.read.format("tamis")``.
 FORMAT = "tamis"
@@ -294,6 +294,10 @@ def to_sql(f: Any, types: Dict[str, DataType], nanosecond: frozenset = frozenset
     return None
 
 
+def _conjunction(sqls: Sequence[str]) -> Optional[str]:
+    return " AND ".join(f"({sql})" for sql in sqls) or None
+
+
 def _columns_of(f: Any) -> List[str]:
     if type(f).__name__ == "Not":
         return _columns_of(f.child)
@@ -444,7 +448,7 @@ class TamisReader(DataSourceReader):
         return state
 
     def _where(self) -> Optional[str]:
-        return " AND ".join(f"({sql})" for sql, _ in self.conjuncts) or None
+        return _conjunction([sql for sql, _ in self.conjuncts])
 
     def partitions(self) -> List[TamisPartition]:
         """Contiguous row-group ranges of about equal compressed bytes: as many as
@@ -503,25 +507,13 @@ class TamisReader(DataSourceReader):
                 return  # the column is NULL in all these files: no row passes
         wanted = [f.name for f in self.schema.fields if f.name in present]
         columns = wanted or sorted(present)[:1]
-        options = {
-            "where": " AND ".join(f"({w})" for w in where) or None,
-            "columns": columns,
-            "threads": self.threads,
-            "limit": None,
-            "batch_size": self.batch_size,
-            "filter_order": "auto",
-            "disable_pruning": None,
-            "evaluation": "auto",
-            "memory_limit": None,
-            "index_dir": None,
-            "broken_index": "fail",
-            "storage_options": self.storage or None,
-            "row_groups": [(loc, first, end) for loc, _, first, end in partition.parts],
-            "partition_types": list(self.partition_types) or None,
-        }
-        # A file once, however many of its row-group ranges the partition has: each listed
-        # copy would read every range.
-        files = list(dict.fromkeys((loc, size) for loc, size, _, _ in partition.parts))
+        options = ScanOptions(where=_conjunction(where), columns=columns, threads=self.threads,
+                              batch_size=self.batch_size,
+                              storage_options=self.storage or None)._native()
+        options["row_groups"] = [(loc, first, end) for loc, _, first, end in partition.parts]
+        options["partition_types"] = list(self.partition_types) or None
+        # A file with two ranges here is named twice; `scan_files` opens it once.
+        files = [(loc, size) for loc, size, _, _ in partition.parts]
         stream = _tamis.scan_files(self.root, files, options)
         for batch in _reader(stream):
             yield _conform(batch, target)

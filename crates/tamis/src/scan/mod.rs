@@ -508,18 +508,24 @@ impl Scan {
             .dataset
             .take()
             .ok_or_else(|| Error::internal("no files opened"))?;
+        Ok(self
+            .bind(plan)?
+            .into_iter()
+            .map(|f| (f.location, f.row_groups))
+            .collect())
+    }
+
+    /// The files left after partition values and footer statistics, each with its predicate,
+    /// projection and row groups (see [`DatasetPlan::bind`]).
+    fn bind(&self, plan: DatasetPlan) -> Result<Vec<ScanFile>> {
         let predicate = self.predicate.as_ref().zip(self.predicate_expr.as_ref());
-        let files = plan.bind(
+        plan.bind(
             predicate,
             self.only.as_deref().map(Vec::as_slice),
             &self.projection,
             self.pruning.statistics,
             &self.metrics,
-        )?;
-        Ok(files
-            .into_iter()
-            .map(|f| (f.location, f.row_groups))
-            .collect())
+        )
     }
 
     /// Starts the scan.
@@ -538,14 +544,7 @@ impl Scan {
             .thread_name(|i| format!("tamis-{i}"))
             .build()
             .map_err(|e| Error::internal(format!("cannot start threads: {e}")))?;
-        let predicate = self.predicate.as_ref().zip(self.predicate_expr.as_ref());
-        let mut files = plan.bind(
-            predicate,
-            self.only.as_deref().map(Vec::as_slice),
-            &self.projection,
-            self.pruning.statistics,
-            &self.metrics,
-        )?;
+        let mut files = self.bind(plan)?;
         let kept = files.iter_mut().map(|f| f.opened.take()).collect();
         let tasks: VecDeque<(usize, usize)> = files
             .iter()
