@@ -5,7 +5,7 @@
 //! page header. A column whose max level is 0 stores no levels at all.
 
 use crate::encoding::bitpack;
-use crate::encoding::rle::{decode_rle, RleDecoder, Run};
+use crate::encoding::rle::{decode_rle, Runs, Span, SPAN};
 use crate::error::{Error, Result};
 use crate::selection::Bitmap;
 use parquet::basic::Encoding;
@@ -143,10 +143,6 @@ pub fn decode_v2(data: &[u8], max_level: i16, num_values: usize, out: &mut Vec<i
 // range. Levels are never materialised as integers, yet validated as strictly as by
 // `decode_v1` / `decode_v2`: a level above the max level or a truncated section is an error.
 
-/// Bit-packed runs are compared this many levels at a time (a multiple of 64: chunks start on a
-/// byte of the run and on a word of the scratch bitmap).
-const CHUNK: usize = 4096;
-
 /// Validity of `num_values` levels: bit `i` set iff definition level `i` equals `max_def` (the
 /// value is present, fact ① of the paper). Returns the bitmap and the bytes the v1 level
 /// section takes. Max level 0 stores no levels: everything is valid, nothing is consumed.
@@ -282,74 +278,60 @@ fn equal_hybrid(
         .map(|_| Bitmap::new_zeroed(num_values))
         .collect();
     let equal = crate::kernels::kernels().equal;
-    let mut scratch = vec![0u64; CHUNK / 64];
+    let mut scratch = [0u64; SPAN / 64];
     let mut unpacked: Vec<u32> = Vec::new();
-    let mut decoder = RleDecoder::new(data, k);
-    let mut pos = 0usize;
-    while pos < num_values {
-        match decoder.next_run()? {
-            None => {
-                return Err(Error::corrupt(format!(
-                    "RLE data ends after {pos} of {num_values} values"
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let take = count.min(num_values - pos);
-                if take > 0 && value > max {
+    let mut runs = Runs::new(data, k, num_values);
+    while let Some((pos, span)) = runs.next()? {
+        match span {
+            Span::Repeated { value, count } => {
+                if value > max {
                     return Err(above_max(value, max_level));
                 }
                 for (map, &lit) in maps.iter_mut().zip(literals) {
                     if value == lit {
-                        map.set_range(pos, pos + take);
+                        map.set_range(pos, pos + count);
                     }
                 }
-                pos += take;
             }
-            Some(Run::BitPacked { data: run, count }) => {
-                let take = count.min(num_values - pos);
-                let mut done = 0;
-                while done < take {
-                    let n = CHUNK.min(take - done);
-                    // `done` is a multiple of 8: the chunk starts on a byte of the run.
-                    let bytes = &run[done / 8 * k as usize..];
-                    let words = n.div_ceil(64);
-                    let tail_mask = match n % 64 {
-                        0 => u64::MAX,
-                        r => (1u64 << r) - 1,
-                    };
-                    if few_invalid {
-                        for bad in max + 1..=top {
-                            equal(bytes, k, n, bad, &mut scratch[..words]);
-                            scratch[words - 1] &= tail_mask;
-                            if scratch[..words].iter().any(|&w| w != 0) {
-                                return Err(above_max(bad, max_level));
-                            }
-                        }
-                        for (map, &lit) in maps.iter_mut().zip(literals) {
-                            if lit > max {
-                                continue;
-                            }
-                            equal(bytes, k, n, lit, &mut scratch[..words]);
-                            scratch[words - 1] &= tail_mask;
-                            for (w, &word) in scratch[..words].iter().enumerate() {
-                                map.or_word_at(pos + done + w * 64, word);
-                            }
-                        }
-                    } else {
-                        unpacked.clear();
-                        bitpack::unpack(bytes, k, n, &mut unpacked)?;
-                        if let Some(&bad) = unpacked.iter().find(|&&l| l > max) {
+            Span::Packed {
+                data: bytes,
+                count: n,
+            } => {
+                let words = n.div_ceil(64);
+                let tail_mask = match n % 64 {
+                    0 => u64::MAX,
+                    r => (1u64 << r) - 1,
+                };
+                if few_invalid {
+                    for bad in max + 1..=top {
+                        equal(bytes, k, n, bad, &mut scratch[..words]);
+                        scratch[words - 1] &= tail_mask;
+                        if scratch[..words].iter().any(|&w| w != 0) {
                             return Err(above_max(bad, max_level));
                         }
-                        for (map, &lit) in maps.iter_mut().zip(literals) {
-                            for (i, _) in unpacked.iter().enumerate().filter(|(_, &l)| l == lit) {
-                                map.set(pos + done + i);
-                            }
+                    }
+                    for (map, &lit) in maps.iter_mut().zip(literals) {
+                        if lit > max {
+                            continue;
+                        }
+                        equal(bytes, k, n, lit, &mut scratch[..words]);
+                        scratch[words - 1] &= tail_mask;
+                        for (w, &word) in scratch[..words].iter().enumerate() {
+                            map.or_word_at(pos + w * 64, word);
                         }
                     }
-                    done += n;
+                } else {
+                    unpacked.clear();
+                    bitpack::unpack(bytes, k, n, &mut unpacked)?;
+                    if let Some(&bad) = unpacked.iter().find(|&&l| l > max) {
+                        return Err(above_max(bad, max_level));
+                    }
+                    for (map, &lit) in maps.iter_mut().zip(literals) {
+                        for (i, _) in unpacked.iter().enumerate().filter(|(_, &l)| l == lit) {
+                            map.set(pos + i);
+                        }
+                    }
                 }
-                pos += take;
             }
         }
     }

@@ -26,7 +26,7 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use crate::budget::Budget;
-use crate::encoding;
+use crate::encoding::{self, EncodedPage, PageEncoding};
 use crate::error::{Error, Result};
 use crate::io::{FetchedRanges, Reader};
 use crate::levels;
@@ -70,15 +70,6 @@ pub struct PageFrame {
     /// The decoded values of a non-dictionary page, kept once decoded so that every filter on
     /// the column and its projection decode the page once.
     pub decoded: OnceLock<Arc<Values>>,
-}
-
-impl PageFrame {
-    pub fn is_dictionary_encoded(&self) -> bool {
-        matches!(
-            self.encoding,
-            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
-        )
-    }
 }
 
 /// Pages of one column chunk, loaded on demand.
@@ -229,62 +220,42 @@ impl<'a> ColumnChunk<'a> {
         }
     }
 
-    /// The dense decoded values of a page (dictionary pages are looked up), and how many values
-    /// this call decoded (0 when they were already decoded).
+    /// The page's encoded values and the operations its encoding offers on them.
+    pub fn encoded<'f>(
+        &'f self,
+        frame: &'f PageFrame,
+    ) -> Result<(EncodedPage<'f>, Box<dyn PageEncoding + 'f>)> {
+        let page = EncodedPage {
+            column: self.leaf,
+            data: &frame.values,
+            num_values: frame.non_null,
+            budget: self.budget,
+        };
+        let ops = encoding::for_page(frame.encoding, self.dictionary.as_deref())
+            .map_err(|e| e.in_page(frame.page))?;
+        Ok((page, ops))
+    }
+
+    /// The dense decoded values of a page, and how many values this call decoded (0 when they
+    /// were already decoded). They are kept on the page for every later filter and the
+    /// projection.
     pub fn decode_page(&self, frame: &PageFrame) -> Result<(Arc<Values>, usize)> {
         if let Some(v) = frame.decoded.get() {
             return Ok((v.clone(), 0));
         }
-        self.decode_page_inner(frame)
-            .map_err(|e| e.in_page(frame.page))
-    }
-
-    fn decode_page_inner(&self, frame: &PageFrame) -> Result<(Arc<Values>, usize)> {
-        let values = if frame.is_dictionary_encoded() {
-            encoding::dictionary::gather(
-                self.dictionary_for(frame)?,
-                &self.page_codes(frame)?,
-                self.budget,
-            )?
-        } else {
-            encoding::decode_values(
-                frame.encoding,
-                self.leaf.physical,
-                self.leaf.type_length,
-                &frame.values,
-                frame.non_null,
-                self.budget,
-            )?
-        };
+        let (page, ops) = self.encoded(frame)?;
+        let values = ops.decode(&page).map_err(|e| e.in_page(frame.page))?;
         if values.len() != frame.non_null {
             return Err(Error::corrupt(format!(
                 "page decoded to {} values where its levels announce {}",
                 values.len(),
                 frame.non_null
-            )));
+            ))
+            .in_page(frame.page));
         }
         let values = Arc::new(values);
         let _ = frame.decoded.set(values.clone());
         Ok((values, frame.non_null))
-    }
-
-    /// The dictionary codes of a dictionary-encoded page, checked against the dictionary's size.
-    pub fn page_codes(&self, frame: &PageFrame) -> Result<Vec<u32>> {
-        let dict = self.dictionary_for(frame)?;
-        let n = frame.non_null;
-        self.budget
-            .reserve_items(n, 4, || format!("{n} dictionary codes"))
-            .map_err(|e| e.in_page(frame.page))?;
-        let mut codes = Vec::with_capacity(n);
-        encoding::dictionary::decode_codes(&frame.values, n, dict.len(), &mut codes)
-            .map_err(|e| e.in_page(frame.page))?;
-        Ok(codes)
-    }
-
-    pub fn dictionary_for(&self, _frame: &PageFrame) -> Result<&Values> {
-        self.dictionary
-            .as_deref()
-            .ok_or_else(|| Error::corrupt("dictionary-encoded page without a dictionary page"))
     }
 }
 

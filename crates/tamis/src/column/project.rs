@@ -3,13 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::encoding;
 use crate::error::{Error, Result};
 use crate::metrics::{add, MetricsCollector};
 use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
-
-use parquet::basic::Encoding;
 
 use super::{ColumnChunk, PageFrame};
 
@@ -77,49 +74,25 @@ pub fn project(
 }
 
 /// The page's values whose bit is set in `selected` (one bit per non-null value), decoding only
-/// those where the encoding allows: dictionary codes through the select kernel, PLAIN values by a
-/// gather; other encodings are decoded whole (once per page) and the selected values taken.
+/// those where the encoding can select them (dictionary codes through the select kernel, PLAIN
+/// values by a gather); otherwise the page is decoded whole (once) and the selected values taken.
 fn select_values(
     chunk: &ColumnChunk<'_>,
     frame: &PageFrame,
     selected: &Bitmap,
     metrics: &MetricsCollector,
 ) -> Result<Values> {
-    let all = selected.all_set();
-    if frame.is_dictionary_encoded() {
-        let dict = chunk.dictionary_for(frame)?;
-        if all {
-            let codes = chunk.page_codes(frame)?;
-            add(&metrics.values_decoded, codes.len() as u64);
-            return encoding::dictionary::gather(dict, &codes, chunk.budget)
-                .map_err(|e| e.in_page(frame.page));
+    if frame.decoded.get().is_none() {
+        let (page, ops) = chunk.encoded(frame)?;
+        if let Some(values) = ops.select(&page, selected) {
+            let values = values.map_err(|e| e.in_page(frame.page))?;
+            add(&metrics.values_decoded, values.len() as u64);
+            return Ok(values);
         }
-        let mut codes = Vec::with_capacity(selected.count_ones());
-        encoding::dictionary::select_codes(
-            &frame.values,
-            frame.non_null,
-            dict.len(),
-            selected,
-            &mut codes,
-        )?;
-        add(&metrics.values_decoded, codes.len() as u64);
-        return encoding::dictionary::gather(dict, &codes, chunk.budget)
-            .map_err(|e| e.in_page(frame.page));
-    }
-    if frame.decoded.get().is_none() && frame.encoding == Encoding::PLAIN {
-        let values = encoding::plain::decode_selected(
-            chunk.leaf.physical,
-            chunk.leaf.type_length,
-            &frame.values,
-            frame.non_null,
-            selected,
-        )?;
-        add(&metrics.values_decoded, values.len() as u64);
-        return Ok(values);
     }
     let (values, fresh) = chunk.decode_page(frame)?;
     add(&metrics.values_decoded, fresh as u64);
-    Ok(if all {
+    Ok(if selected.all_set() {
         Arc::unwrap_or_clone(values)
     } else {
         let idx: Vec<u32> = selected.iter_ones().map(|i| i as u32).collect();

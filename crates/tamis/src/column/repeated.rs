@@ -347,46 +347,22 @@ impl ListPlan<'_> {
                 b_value.len()
             )));
         }
-        // Selection pushdown: dictionary codes through the select kernel, PLAIN values by a
-        // gather; only the selected values are decoded.
-        if matches!(
-            p.encoding,
-            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
-        ) {
-            let dict = dictionary.ok_or_else(|| {
-                Error::corrupt("dictionary-encoded page without a dictionary page")
-            })?;
-            let mut codes = Vec::with_capacity(b_value.count_ones());
-            encoding::dictionary::select_codes(
-                &p.values,
-                non_null,
-                dict.len(),
-                b_value,
-                &mut codes,
-            )?;
-            add(&metrics.values_decoded, codes.len() as u64);
-            return encoding::dictionary::gather(dict, &codes, budget);
-        }
-        if p.encoding == Encoding::PLAIN {
-            let values = encoding::plain::decode_selected(
-                leaf.physical,
-                leaf.type_length,
-                &p.values,
-                non_null,
-                b_value,
-            )?;
+        // Selection pushdown where the encoding can select (dictionary codes through the select
+        // kernel, PLAIN values by a gather): only the selected values are decoded.
+        let page = encoding::EncodedPage {
+            column: leaf,
+            data: &p.values,
+            num_values: non_null,
+            budget,
+        };
+        let ops = encoding::for_page(p.encoding, dictionary)?;
+        if let Some(values) = ops.select(&page, b_value) {
+            let values = values?;
             add(&metrics.values_decoded, values.len() as u64);
             return Ok(values);
         }
         add(&metrics.values_decoded, non_null as u64);
-        let all = encoding::decode_values(
-            p.encoding,
-            leaf.physical,
-            leaf.type_length,
-            &p.values,
-            non_null,
-            budget,
-        )?;
+        let all = ops.decode(&page)?;
         if all.len() != non_null {
             return Err(Error::corrupt(format!(
                 "page decoded to {} values where its levels announce {non_null}",

@@ -5,14 +5,84 @@
 //! then maps codes to a row bitmap run by run, so a repeated run costs one lookup however long.
 
 use super::bitpack;
-use super::rle::{RleDecoder, Run};
+use super::rle::{Runs, Span, SPAN};
+use super::{EncodedPage, PageEncoding};
 use crate::budget::Budget;
 use crate::error::{Error, Result};
+use crate::expr::eval::Conjunction;
 use crate::selection::{BitBuilder, Bitmap};
 use crate::values::{ByteArrays, Values};
 
-/// Bit-packed runs are unpacked and tested this many codes at a time.
-const CHUNK: usize = 1024;
+/// Dictionary-encoded pages of a column chunk whose dictionary is `entries`.
+pub struct Dictionary<'d> {
+    pub entries: &'d Values,
+}
+
+impl Dictionary<'_> {
+    /// Every code of the page, checked.
+    fn codes(&self, page: &EncodedPage<'_>) -> Result<Vec<u32>> {
+        let n = page.num_values;
+        page.budget
+            .reserve_items(n, 4, || format!("{n} dictionary codes"))?;
+        let mut codes = Vec::with_capacity(n);
+        decode_codes(page.data, n, self.entries.len(), &mut codes)?;
+        Ok(codes)
+    }
+}
+
+impl PageEncoding for Dictionary<'_> {
+    fn decode(&self, page: &EncodedPage<'_>) -> Result<Values> {
+        gather(self.entries, &self.codes(page)?, page.budget)
+    }
+
+    fn selects(&self) -> bool {
+        true
+    }
+
+    /// The codes against the conjunction's result over the entries. No entry or every entry
+    /// matching needs no code, but the codes are still checked against the dictionary (a
+    /// corrupt page is an error on every path); one matching entry is the `equal` kernel.
+    fn evaluate(&self, page: &EncodedPage<'_>, conj: &Conjunction<'_>) -> Option<Result<Bitmap>> {
+        let (data, n, entries) = (page.data, page.num_values, self.entries.len());
+        let matches = match conj.on_dictionary(self.entries) {
+            Ok(m) => m,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(match matches.count_ones() {
+            0 => check_codes(data, n, entries).map(|()| Bitmap::new_zeroed(n)),
+            m if m == entries => check_codes(data, n, entries).map(|()| Bitmap::new_set(n)),
+            1 => {
+                let needle = matches.iter_ones().next().expect("one match") as u32;
+                filter_single_code(data, n, entries, needle)
+            }
+            _ => filter_codes(data, n, entries, matches),
+        })
+    }
+
+    fn evaluate_selected(
+        &self,
+        page: &EncodedPage<'_>,
+        conj: &Conjunction<'_>,
+        selected: &Bitmap,
+    ) -> Option<Result<Bitmap>> {
+        Some(conj.on_dictionary(self.entries).and_then(|matches| {
+            let entries = self.entries.len();
+            filter_selected_codes(page.data, page.num_values, entries, matches, selected)
+        }))
+    }
+
+    fn select(&self, page: &EncodedPage<'_>, selected: &Bitmap) -> Option<Result<Values>> {
+        if selected.all_set() {
+            return Some(self.decode(page));
+        }
+        let mut codes = Vec::with_capacity(selected.count_ones());
+        let entries = self.entries.len();
+        Some(
+            select_codes(page.data, page.num_values, entries, selected, &mut codes)
+                .and_then(|()| gather(self.entries, &codes, page.budget)),
+        )
+    }
+}
 
 fn out_of_range(code: u32, dict_len: usize) -> Error {
     Error::corrupt(format!(
@@ -20,22 +90,83 @@ fn out_of_range(code: u32, dict_len: usize) -> Error {
     ))
 }
 
-/// Splits off the bit-width byte; `None` means there are no values to read.
-fn split_header(data: &[u8], num_values: usize) -> Result<Option<(u8, &[u8])>> {
-    if num_values == 0 {
-        return Ok(None);
+/// The codes of a dictionary-encoded page as spans of the hybrid walk ([`Runs`]), checked
+/// against the dictionary's size: the one place a code is compared with it. A repeated run's
+/// code is checked when handed out; bit-packed codes are checked as they are unpacked
+/// ([`Codes::unpack`], [`Codes::check`]) or, when tested in place, by [`Codes::check_packed`].
+struct Codes<'a> {
+    runs: Runs<'a>,
+    dict_len: usize,
+    /// Codes of this bit width cannot reach past the dictionary: nothing to check.
+    in_range_by_width: bool,
+}
+
+impl<'a> Codes<'a> {
+    /// The codes of a page of `num_values` values: a bit-width byte, then the hybrid stream.
+    fn new(data: &'a [u8], num_values: usize, dict_len: usize) -> Result<Self> {
+        let (bit_width, rest) = match data.split_first() {
+            _ if num_values == 0 => (0, &[][..]),
+            Some((&bw, rest)) if bw <= 32 => (bw, rest),
+            Some((&bw, _)) => {
+                return Err(Error::corrupt(format!(
+                    "dictionary code bit width {bw} is above 32"
+                )))
+            }
+            None => {
+                return Err(Error::corrupt(format!(
+                    "dictionary-encoded page for {num_values} values is empty"
+                )))
+            }
+        };
+        Ok(Codes {
+            runs: Runs::new(rest, bit_width, num_values),
+            dict_len,
+            in_range_by_width: bit_width < 32 && (1usize << bit_width) <= dict_len,
+        })
     }
-    let (&bit_width, rest) = data.split_first().ok_or_else(|| {
-        Error::corrupt(format!(
-            "dictionary-encoded page for {num_values} values is empty"
-        ))
-    })?;
-    if bit_width > 32 {
-        return Err(Error::corrupt(format!(
-            "dictionary code bit width {bit_width} is above 32"
-        )));
+
+    fn bit_width(&self) -> u8 {
+        self.runs.bit_width()
     }
-    Ok(Some((bit_width, rest)))
+
+    /// The next span and its first value's index; a repeated run's code is checked.
+    fn next(&mut self) -> Result<Option<(usize, Span<'a>)>> {
+        let next = self.runs.next()?;
+        if let Some((_, Span::Repeated { value, .. })) = next {
+            self.check(&[value])?;
+        }
+        Ok(next)
+    }
+
+    /// Every code below the dictionary's size.
+    #[inline]
+    fn check(&self, codes: &[u32]) -> Result<()> {
+        if self.in_range_by_width {
+            return Ok(());
+        }
+        // One branch-free max, then a precise message only on failure.
+        match codes.iter().copied().max() {
+            Some(max) if max as usize >= self.dict_len => Err(out_of_range(max, self.dict_len)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Appends a packed span's codes to `out`, checked.
+    fn unpack(&self, data: &[u8], count: usize, out: &mut Vec<u32>) -> Result<()> {
+        let start = out.len();
+        bitpack::unpack(data, self.bit_width(), count, out)?;
+        self.check(&out[start..])
+    }
+
+    /// Checks a packed span's codes without keeping them (`scratch` is a buffer to unpack into,
+    /// used only when the bit width can reach past the dictionary).
+    fn check_packed(&self, data: &[u8], count: usize, scratch: &mut Vec<u32>) -> Result<()> {
+        if self.in_range_by_width {
+            return Ok(());
+        }
+        scratch.clear();
+        self.unpack(data, count, scratch)
+    }
 }
 
 /// Appends the `num_values` codes of a dictionary-encoded page to `out`, checking each is below
@@ -46,15 +177,23 @@ pub fn decode_codes(
     dict_len: usize,
     out: &mut Vec<u32>,
 ) -> Result<()> {
-    let Some((bit_width, rest)) = split_header(data, num_values)? else {
-        return Ok(());
-    };
-    let start = out.len();
-    super::rle::decode_rle(rest, bit_width, num_values, out)?;
-    // One branch-free max over the codes, then a precise message only on failure.
-    let max = out[start..].iter().copied().max().unwrap_or(0);
-    if max as usize >= dict_len {
-        return Err(out_of_range(max, dict_len));
+    let mut codes = Codes::new(data, num_values, dict_len)?;
+    while let Some((_, span)) = codes.next()? {
+        match span {
+            Span::Repeated { value, count } => out.resize(out.len() + count, value),
+            Span::Packed { data, count } => codes.unpack(data, count, out)?,
+        }
+    }
+    Ok(())
+}
+
+/// The match bitmap must have a bit per dictionary entry.
+fn check_matches(matches: &Bitmap, dict_len: usize) -> Result<()> {
+    if matches.len() < dict_len {
+        return Err(Error::internal(format!(
+            "dictionary match bitmap has {} bits for {dict_len} entries",
+            matches.len()
+        )));
     }
     Ok(())
 }
@@ -69,64 +208,24 @@ pub fn filter_codes(
     dict_len: usize,
     matches: &Bitmap,
 ) -> Result<Bitmap> {
-    if matches.len() < dict_len {
-        return Err(Error::internal(format!(
-            "dictionary match bitmap has {} bits for {dict_len} entries",
-            matches.len()
-        )));
-    }
+    check_matches(matches, dict_len)?;
     let mut result = Bitmap::new_zeroed(num_values);
-    let Some((bit_width, rest)) = split_header(data, num_values)? else {
-        return Ok(result);
-    };
-    let mut decoder = RleDecoder::new(rest, bit_width);
-    let mut pos = 0usize;
-    let mut codes: Vec<u32> = Vec::with_capacity(CHUNK.min(num_values));
-    while pos < num_values {
-        match decoder.next_run()? {
-            None => {
-                return Err(Error::corrupt(format!(
-                    "dictionary codes end after {pos} of {num_values} values"
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let take = count.min(num_values - pos);
-                if take > 0 {
-                    if value as usize >= dict_len {
-                        return Err(out_of_range(value, dict_len));
-                    }
-                    if matches.get(value as usize) {
-                        result.set_range(pos, pos + take);
-                    }
+    let mut codes = Codes::new(data, num_values, dict_len)?;
+    let mut buf: Vec<u32> = Vec::with_capacity(SPAN.min(num_values));
+    let lookup = matches.words();
+    while let Some((pos, span)) = codes.next()? {
+        match span {
+            Span::Repeated { value, count } => {
+                if matches.get(value as usize) {
+                    result.set_range(pos, pos + count);
                 }
-                pos += take;
             }
-            Some(Run::BitPacked { data, count }) => {
-                let take = count.min(num_values - pos);
-                let bw = bit_width as usize;
-                let mut done = 0;
-                while done < take {
-                    let n = CHUNK.min(take - done);
-                    // CHUNK is a multiple of 8, so each chunk starts on a byte boundary.
-                    let from = done / 8 * bw;
-                    codes.clear();
-                    bitpack::unpack(
-                        data.get(from..).unwrap_or_default(),
-                        bit_width,
-                        n,
-                        &mut codes,
-                    )?;
-                    let max = codes.iter().copied().max().unwrap_or(0);
-                    if max as usize >= dict_len {
-                        return Err(out_of_range(max, dict_len));
-                    }
-                    let lookup = matches.words();
-                    for (g, group) in codes.chunks(64).enumerate() {
-                        result.or_word_at(pos + done + g * 64, lookup_word(lookup, group));
-                    }
-                    done += n;
+            Span::Packed { data, count } => {
+                buf.clear();
+                codes.unpack(data, count, &mut buf)?;
+                for (g, group) in buf.chunks(64).enumerate() {
+                    result.or_word_at(pos + g * 64, lookup_word(lookup, group));
                 }
-                pos += take;
             }
         }
     }
@@ -135,64 +234,42 @@ pub fn filter_codes(
 
 /// [`filter_codes`] when exactly one dictionary entry matches (paper 000, T5a): bit `i` is
 /// `code_i == needle`, tested on the packed codes by the `equal` kernel, one test per RLE run.
-/// Codes are checked against `dict_len` like everywhere else ([`check_codes`], which unpacks
-/// nothing when the bit width cannot reach past the dictionary).
+/// Codes are still checked against `dict_len` (nothing is unpacked for that when the bit width
+/// cannot reach past the dictionary).
 pub fn filter_single_code(
     data: &[u8],
     num_values: usize,
     dict_len: usize,
     needle: u32,
 ) -> Result<Bitmap> {
-    check_codes(data, num_values, dict_len)?;
     let mut result = Bitmap::new_zeroed(num_values);
-    let Some((bit_width, rest)) = split_header(data, num_values)? else {
-        return Ok(result);
-    };
+    let mut codes = Codes::new(data, num_values, dict_len)?;
     let equal = crate::kernels::kernels().equal;
-    let mut scratch = [0u64; CHUNK / 64];
-    let mut decoder = RleDecoder::new(rest, bit_width);
-    let mut pos = 0usize;
-    while pos < num_values {
-        match decoder.next_run()? {
-            None => {
-                return Err(Error::corrupt(format!(
-                    "dictionary codes end after {pos} of {num_values} values"
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let take = count.min(num_values - pos);
+    let mut scratch = [0u64; SPAN / 64];
+    let mut unpacked = Vec::new();
+    while let Some((pos, span)) = codes.next()? {
+        match span {
+            Span::Repeated { value, count } => {
                 if value == needle {
-                    result.set_range(pos, pos + take);
+                    result.set_range(pos, pos + count);
                 }
-                pos += take;
             }
-            Some(Run::BitPacked { data, count }) => {
-                let take = count.min(num_values - pos);
-                let bw = bit_width as usize;
-                if data.len() < (take * bw).div_ceil(8) {
-                    return Err(Error::corrupt("bit-packed dictionary run is truncated"));
+            Span::Packed { data, count } => {
+                codes.check_packed(data, count, &mut unpacked)?;
+                let words = count.div_ceil(64);
+                equal(
+                    data,
+                    codes.bit_width(),
+                    count,
+                    needle,
+                    &mut scratch[..words],
+                );
+                if count % 64 != 0 {
+                    scratch[words - 1] &= (1u64 << (count % 64)) - 1;
                 }
-                let mut done = 0;
-                while done < take {
-                    let n = CHUNK.min(take - done);
-                    let words = n.div_ceil(64);
-                    // CHUNK is a multiple of 8, so each chunk starts on a byte boundary.
-                    equal(
-                        &data[done / 8 * bw..],
-                        bit_width,
-                        n,
-                        needle,
-                        &mut scratch[..words],
-                    );
-                    if n % 64 != 0 {
-                        scratch[words - 1] &= (1u64 << (n % 64)) - 1;
-                    }
-                    for (g, &w) in scratch[..words].iter().enumerate() {
-                        result.or_word_at(pos + done + g * 64, w);
-                    }
-                    done += n;
+                for (g, &w) in scratch[..words].iter().enumerate() {
+                    result.or_word_at(pos + g * 64, w);
                 }
-                pos += take;
             }
         }
     }
@@ -222,19 +299,10 @@ pub fn select_codes(
     selected: &Bitmap,
     out: &mut Vec<u32>,
 ) -> Result<()> {
-    let start = out.len();
-    for_selected_runs(data, num_values, dict_len, selected, |piece| {
-        match piece {
-            Piece::Repeated { value, count } => out.resize(out.len() + count, value),
-            Piece::Codes(codes) => out.extend_from_slice(codes),
-        }
-        Ok(())
-    })?;
-    let max = out[start..].iter().copied().max().unwrap_or(0);
-    if max as usize >= dict_len {
-        return Err(out_of_range(max, dict_len));
-    }
-    Ok(())
+    for_selected_runs(data, num_values, dict_len, selected, |piece| match piece {
+        Piece::Repeated { value, count } => out.resize(out.len() + count, value),
+        Piece::Codes(codes) => out.extend_from_slice(codes),
+    })
 }
 
 /// The predicate result over the selected values only: bit `j` is `matches[code]` of the `j`-th
@@ -246,37 +314,25 @@ pub fn filter_selected_codes(
     matches: &Bitmap,
     selected: &Bitmap,
 ) -> Result<Bitmap> {
-    if matches.len() < dict_len {
-        return Err(Error::internal(format!(
-            "dictionary match bitmap has {} bits for {dict_len} entries",
-            matches.len()
-        )));
-    }
+    check_matches(matches, dict_len)?;
     let lookup = matches.words();
     let mut result = BitBuilder::with_capacity(selected.count_ones());
-    for_selected_runs(data, num_values, dict_len, selected, |piece| {
-        match piece {
-            Piece::Repeated { value, count } => result.push_run(matches.get(value as usize), count),
-            Piece::Codes(codes) => {
-                let max = codes.iter().copied().max().unwrap_or(0);
-                if max as usize >= dict_len {
-                    return Err(out_of_range(max, dict_len));
-                }
-                for group in codes.chunks(64) {
-                    result.push_bits(lookup_word(lookup, group), group.len());
-                }
+    for_selected_runs(data, num_values, dict_len, selected, |piece| match piece {
+        Piece::Repeated { value, count } => result.push_run(matches.get(value as usize), count),
+        Piece::Codes(codes) => {
+            for group in codes.chunks(64) {
+                result.push_bits(lookup_word(lookup, group), group.len());
             }
         }
-        Ok(())
     })?;
     Ok(result.finish())
 }
 
-/// What [`for_selected_runs`] hands out, in value order.
+/// What [`for_selected_runs`] hands out, in value order; every code is checked.
 enum Piece<'a> {
-    /// `count` selected values of one repeated run (a checked code).
+    /// `count` selected values of one repeated run.
     Repeated { value: u32, count: usize },
-    /// Selected codes of a bit-packed run (unchecked).
+    /// Selected codes of a bit-packed run.
     Codes(&'a [u32]),
 }
 
@@ -286,7 +342,7 @@ fn for_selected_runs(
     num_values: usize,
     dict_len: usize,
     selected: &Bitmap,
-    mut f: impl FnMut(Piece<'_>) -> Result<()>,
+    mut f: impl FnMut(Piece<'_>),
 ) -> Result<()> {
     if selected.len() != num_values {
         return Err(Error::internal(format!(
@@ -294,57 +350,26 @@ fn for_selected_runs(
             selected.len()
         )));
     }
-    let Some((bit_width, rest)) = split_header(data, num_values)? else {
-        return Ok(());
-    };
-    let kernels = crate::kernels::kernels();
-    let mut decoder = RleDecoder::new(rest, bit_width);
-    let mut pos = 0usize;
-    let mut codes: Vec<u32> = Vec::with_capacity(CHUNK);
-    let mut sel: Vec<u64> = Vec::with_capacity(CHUNK / 64);
-    while pos < num_values {
-        match decoder.next_run()? {
-            None => {
-                return Err(Error::corrupt(format!(
-                    "dictionary codes end after {pos} of {num_values} values"
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let take = count.min(num_values - pos);
-                let count = selected.count_range(pos, pos + take);
+    let select_unpack = crate::kernels::kernels().select_unpack;
+    let mut codes = Codes::new(data, num_values, dict_len)?;
+    let mut buf: Vec<u32> = Vec::with_capacity(SPAN);
+    let mut sel: Vec<u64> = Vec::with_capacity(SPAN / 64);
+    while let Some((pos, span)) = codes.next()? {
+        match span {
+            Span::Repeated { value, count } => {
+                let count = selected.count_range(pos, pos + count);
                 if count > 0 {
-                    if value as usize >= dict_len {
-                        return Err(out_of_range(value, dict_len));
-                    }
-                    f(Piece::Repeated { value, count })?;
+                    f(Piece::Repeated { value, count });
                 }
-                pos += take;
             }
-            Some(Run::BitPacked { data, count }) => {
-                let take = count.min(num_values - pos);
-                let bw = bit_width as usize;
-                let mut done = 0;
-                while done < take {
-                    let n = CHUNK.min(take - done);
-                    if selected.any_in(pos + done, pos + done + n) {
-                        // CHUNK is a multiple of 8, so each chunk starts on a byte boundary.
-                        let from = done / 8 * bw;
-                        let bytes = (n * bw).div_ceil(8);
-                        let packed = data.get(from..from + bytes).ok_or_else(|| {
-                            Error::corrupt(format!(
-                                "bit-packed run holds {} bytes, {} needed",
-                                data.len(),
-                                from + bytes
-                            ))
-                        })?;
-                        selected.window_words(pos + done, n, &mut sel);
-                        codes.clear();
-                        (kernels.select_unpack)(packed, bit_width, n, &sel, &mut codes);
-                        f(Piece::Codes(&codes))?;
-                    }
-                    done += n;
+            Span::Packed { data, count } => {
+                if selected.any_in(pos, pos + count) {
+                    selected.window_words(pos, count, &mut sel);
+                    buf.clear();
+                    select_unpack(data, codes.bit_width(), count, &sel, &mut buf);
+                    codes.check(&buf)?;
+                    f(Piece::Codes(&buf));
                 }
-                pos += take;
             }
         }
     }
@@ -414,53 +439,11 @@ pub fn gather(dict: &Values, codes: &[u32], budget: &Budget) -> Result<Values> {
 /// `dict_len`, without keeping them: the fast paths that need no code (no entry or every entry
 /// matches) still refuse a page whose codes point outside the dictionary.
 pub fn check_codes(data: &[u8], num_values: usize, dict_len: usize) -> Result<()> {
-    let Some((bit_width, rest)) = split_header(data, num_values)? else {
-        return Ok(());
-    };
-    // Codes of this width cannot reach past the dictionary: only the count is checked.
-    let in_range_by_width = bit_width < 32 && (1usize << bit_width) <= dict_len;
-    let mut decoder = RleDecoder::new(rest, bit_width);
-    let mut pos = 0usize;
-    let mut codes: Vec<u32> = Vec::with_capacity(CHUNK.min(num_values));
-    while pos < num_values {
-        match decoder.next_run()? {
-            None => {
-                return Err(Error::corrupt(format!(
-                    "dictionary codes end after {pos} of {num_values} values"
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let take = count.min(num_values - pos);
-                if take > 0 && value as usize >= dict_len {
-                    return Err(out_of_range(value, dict_len));
-                }
-                pos += take;
-            }
-            Some(Run::BitPacked { data, count }) => {
-                let take = count.min(num_values - pos);
-                if !in_range_by_width {
-                    let bw = bit_width as usize;
-                    let mut done = 0;
-                    while done < take {
-                        let n = CHUNK.min(take - done);
-                        codes.clear();
-                        bitpack::unpack(
-                            data.get(done / 8 * bw..).unwrap_or_default(),
-                            bit_width,
-                            n,
-                            &mut codes,
-                        )?;
-                        let max = codes.iter().copied().max().unwrap_or(0);
-                        if max as usize >= dict_len {
-                            return Err(out_of_range(max, dict_len));
-                        }
-                        done += n;
-                    }
-                } else if data.len() < (take * bit_width as usize).div_ceil(8) {
-                    return Err(Error::corrupt("bit-packed dictionary run is truncated"));
-                }
-                pos += take;
-            }
+    let mut codes = Codes::new(data, num_values, dict_len)?;
+    let mut scratch = Vec::new();
+    while let Some((_, span)) = codes.next()? {
+        if let Span::Packed { data, count } = span {
+            codes.check_packed(data, count, &mut scratch)?;
         }
     }
     Ok(())

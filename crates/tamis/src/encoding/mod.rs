@@ -2,8 +2,16 @@
 //!
 //! Every decoder checks lengths and counts against the bytes it was given and reports a corrupt
 //! file instead of panicking, and never sizes an allocation from a header count the data cannot
-//! back. Dictionary-encoded pages are decoded to codes by [`dictionary`], which can also filter on
-//! the codes directly without materialising values.
+//! back.
+//!
+//! What the scan may do with a page's values is asked of its encoding through
+//! [`PageEncoding`] (from [`for_page`]): decode them all, evaluate a conjunction on them without
+//! decoding, evaluate only the selected ones, or decode only the selected ones. Every verb but
+//! `decode` may decline, and the column layer then decodes the page whole; it never asks which
+//! encoding a page has. PLAIN ([`plain::Plain`]) evaluates in place and gathers selected values;
+//! dictionary codes ([`dictionary::Dictionary`]) are tested against the conjunction's result over
+//! the dictionary, one test per RLE run, and selected by the select kernel; the other encodings
+//! decode.
 
 pub mod bitpack;
 pub mod byte_stream_split;
@@ -16,8 +24,102 @@ pub mod rle;
 
 use crate::budget::Budget;
 use crate::error::{Error, Result};
+use crate::expr::eval::Conjunction;
+use crate::schema::LeafColumn;
+use crate::selection::Bitmap;
 use crate::values::Values;
 use parquet::basic::{Encoding, Type as PhysicalType};
+
+/// A data page's non-null values, still encoded: what every [`PageEncoding`] verb works on.
+#[derive(Clone, Copy)]
+pub struct EncodedPage<'a> {
+    pub column: &'a LeafColumn,
+    /// The encoded values (after the levels).
+    pub data: &'a [u8],
+    /// Non-null values on the page.
+    pub num_values: usize,
+    /// Every decoded buffer is reserved here first.
+    pub budget: &'a Budget,
+}
+
+/// The operations one encoding offers over a page's values. Only [`decode`](Self::decode) is
+/// required; every other verb may decline with `None`, and the caller then decodes the page
+/// whole and works on the values. Giving an encoding a faster path is implementing a verb in
+/// its own module.
+///
+/// `selected` bitmaps have one bit per non-null value of the page; results of the selected
+/// verbs are compact (one bit or value per selected value, in order).
+pub trait PageEncoding {
+    /// Every value of the page.
+    fn decode(&self, page: &EncodedPage<'_>) -> Result<Values>;
+
+    /// Whether [`select`](Self::select) and [`evaluate_selected`](Self::evaluate_selected) are
+    /// offered, so that a caller has a choice between them and a whole-page pass.
+    fn selects(&self) -> bool {
+        false
+    }
+
+    /// The conjunction over every value, without decoding them into a buffer.
+    fn evaluate(&self, _page: &EncodedPage<'_>, _conj: &Conjunction<'_>) -> Option<Result<Bitmap>> {
+        None
+    }
+
+    /// The conjunction over the selected values only (selection pushdown, paper 001 §4).
+    fn evaluate_selected(
+        &self,
+        _page: &EncodedPage<'_>,
+        _conj: &Conjunction<'_>,
+        _selected: &Bitmap,
+    ) -> Option<Result<Bitmap>> {
+        None
+    }
+
+    /// Only the selected values, decoded (late materialization).
+    fn select(&self, _page: &EncodedPage<'_>, _selected: &Bitmap) -> Option<Result<Values>> {
+        None
+    }
+}
+
+/// The operations of a page stored with `encoding`; a dictionary-encoded page needs its
+/// chunk's `dictionary`.
+pub fn for_page<'d>(
+    encoding: Encoding,
+    dictionary: Option<&'d Values>,
+) -> Result<Box<dyn PageEncoding + 'd>> {
+    Ok(match encoding {
+        Encoding::PLAIN => Box::new(plain::Plain),
+        Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => Box::new(dictionary::Dictionary {
+            entries: dictionary.ok_or_else(|| {
+                Error::corrupt("dictionary-encoded page without a dictionary page")
+            })?,
+        }),
+        other => Box::new(Decoder(other)),
+    })
+}
+
+/// An encoding whose only verb is decoding the page whole (DELTA_*, BYTE_STREAM_SPLIT, RLE
+/// booleans).
+struct Decoder(Encoding);
+
+impl PageEncoding for Decoder {
+    fn decode(&self, page: &EncodedPage<'_>) -> Result<Values> {
+        page.decode_as(self.0)
+    }
+}
+
+impl EncodedPage<'_> {
+    /// The page decoded by [`decode_values`] as `encoding`.
+    fn decode_as(&self, encoding: Encoding) -> Result<Values> {
+        decode_values(
+            encoding,
+            self.column.physical,
+            self.column.type_length,
+            self.data,
+            self.num_values,
+            self.budget,
+        )
+    }
+}
 
 /// Bytes a decoder holds per value of `physical` type, output and scratch (INT32 deltas decode
 /// in 64 bits; byte arrays keep an offset and, in the DELTA encodings, a decoded length; RLE

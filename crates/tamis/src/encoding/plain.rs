@@ -5,15 +5,70 @@
 
 use std::cell::Cell;
 
+use super::{EncodedPage, PageEncoding};
 use crate::error::{Error, Result};
 use crate::expr::eval::{
-    eval_byte_values, eval_f32, eval_f64, eval_i32, eval_i64, FromLe, LeBytes,
+    eval_byte_values, eval_f32, eval_f64, eval_i32, eval_i64, Conjunction, FromLe, LeBytes,
 };
 use crate::expr::LeafOp;
 use crate::schema::{Domain, LeafColumn};
 use crate::selection::Bitmap;
 use crate::values::{ByteArrays, Values};
-use parquet::basic::Type as PhysicalType;
+use parquet::basic::{Encoding, Type as PhysicalType};
+
+/// PLAIN pages: conjunctions evaluated in place on the page bytes ([`eval`]), selected values
+/// gathered straight from them ([`decode_selected`]).
+pub struct Plain;
+
+impl PageEncoding for Plain {
+    fn decode(&self, page: &EncodedPage<'_>) -> Result<Values> {
+        page.decode_as(Encoding::PLAIN)
+    }
+
+    fn selects(&self) -> bool {
+        true
+    }
+
+    fn evaluate(&self, page: &EncodedPage<'_>, conj: &Conjunction<'_>) -> Option<Result<Bitmap>> {
+        if !conj
+            .leaves
+            .iter()
+            .all(|l| evaluates_in_place(&l.op, page.column))
+        {
+            return None;
+        }
+        Some(conj.fold(|op| {
+            eval(op, page.column, page.data, page.num_values).unwrap_or_else(|| {
+                Err(Error::internal(
+                    "in-place evaluation declined a supported leaf",
+                ))
+            })
+        }))
+    }
+
+    fn evaluate_selected(
+        &self,
+        page: &EncodedPage<'_>,
+        conj: &Conjunction<'_>,
+        selected: &Bitmap,
+    ) -> Option<Result<Bitmap>> {
+        Some(
+            self.select(page, selected)?
+                .and_then(|values| conj.on_values(&values)),
+        )
+    }
+
+    fn select(&self, page: &EncodedPage<'_>, selected: &Bitmap) -> Option<Result<Values>> {
+        let column = page.column;
+        Some(decode_selected(
+            column.physical,
+            column.type_length,
+            page.data,
+            page.num_values,
+            selected,
+        ))
+    }
+}
 
 /// Whether [`eval`] evaluates `op` on this column's PLAIN pages in place. It declines BOOLEAN,
 /// INT96 and FIXED_LEN_BYTE_ARRAY (decimals, FLOAT16, UUIDs): those decode first.

@@ -132,31 +132,108 @@ impl<'a> RleDecoder<'a> {
     }
 }
 
+/// Most values in one bit-packed [`Span`]: a caller unpacks or tests a span in a fixed buffer.
+pub const SPAN: usize = 1024;
+
+/// A piece of a hybrid stream handed out by [`Runs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span<'a> {
+    /// `count` (at least 1) repetitions of `value`, a value that fits the bit width.
+    Repeated { value: u32, count: usize },
+    /// `count` (1..=[`SPAN`]) values packed LSB-first; `data` holds at least
+    /// `ceil(count * bit_width / 8)` bytes.
+    Packed { data: &'a [u8], count: usize },
+}
+
+/// Exactly `num_values` values of a hybrid stream, in order, as [`Span`]s: the one walk over
+/// runs that every reader of the encoding uses (levels, dictionary codes, RLE booleans), so
+/// lengths are validated in one place.
+///
+/// A repeated run is clipped to the values still wanted; empty runs are skipped. A bit-packed
+/// run is cut into spans of at most [`SPAN`] values, each starting on a byte of the run (eight
+/// values of `w` bits are `w` bytes) and each checked to hold its values. Padding after the last
+/// wanted value is ignored; data that ends before `num_values` values is an error.
+#[derive(Debug, Clone)]
+pub struct Runs<'a> {
+    decoder: RleDecoder<'a>,
+    num_values: usize,
+    /// Values handed out so far.
+    pos: usize,
+    /// The rest of the current bit-packed run: its bytes and values.
+    packed: (&'a [u8], usize),
+}
+
+impl<'a> Runs<'a> {
+    pub fn new(data: &'a [u8], bit_width: u8, num_values: usize) -> Self {
+        Runs {
+            decoder: RleDecoder::new(data, bit_width),
+            num_values,
+            pos: 0,
+            packed: (&[], 0),
+        }
+    }
+
+    pub fn bit_width(&self) -> u8 {
+        self.decoder.bit_width
+    }
+
+    /// The next span and the index of its first value, or `None` after `num_values` values.
+    #[allow(clippy::should_implement_trait)] // fallible: `Result<Option<_>>`, not an Iterator
+    pub fn next(&mut self) -> Result<Option<(usize, Span<'a>)>> {
+        loop {
+            let wanted = self.num_values - self.pos;
+            if wanted == 0 {
+                return Ok(None);
+            }
+            let (bytes, left) = self.packed;
+            if left > 0 {
+                let bw = self.decoder.bit_width as usize;
+                let count = left.min(SPAN).min(wanted);
+                let need = (count * bw).div_ceil(8);
+                let data = bytes.get(..need).ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "RLE bit-packed run holds {} bytes for {count} values of {bw} bits",
+                        bytes.len()
+                    ))
+                })?;
+                // A whole span of SPAN values ends on a byte; a shorter one is the last taken.
+                let used = (count / 8 * bw).min(bytes.len());
+                self.packed = (&bytes[used..], left - count);
+                let first = self.pos;
+                self.pos += count;
+                return Ok(Some((first, Span::Packed { data, count })));
+            }
+            match self.decoder.next_run()? {
+                None => {
+                    return Err(Error::corrupt(format!(
+                        "RLE data ends after {} of {} values",
+                        self.pos, self.num_values
+                    )))
+                }
+                Some(Run::Repeated { value, count }) => {
+                    let count = count.min(wanted);
+                    if count > 0 {
+                        let first = self.pos;
+                        self.pos += count;
+                        return Ok(Some((first, Span::Repeated { value, count })));
+                    }
+                }
+                Some(Run::BitPacked { data, count }) => self.packed = (data, count),
+            }
+        }
+    }
+}
+
 /// Appends exactly `num_values` values of the hybrid stream `data` to `out`.
 ///
 /// Padding values at the end of the last bit-packed run are ignored; running out of data before
 /// `num_values` is an error.
 pub fn decode_rle(data: &[u8], bit_width: u8, num_values: usize, out: &mut Vec<u32>) -> Result<()> {
-    let mut decoder = RleDecoder::new(data, bit_width);
-    let mut remaining = num_values;
-    while remaining > 0 {
-        match decoder.next_run()? {
-            None => {
-                return Err(Error::corrupt(format!(
-                    "RLE data ends after {} of {num_values} values",
-                    num_values - remaining
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let take = count.min(remaining);
-                out.resize(out.len() + take, value);
-                remaining -= take;
-            }
-            Some(Run::BitPacked { data, count }) => {
-                let take = count.min(remaining);
-                bitpack::unpack(data, bit_width, take, out)?;
-                remaining -= take;
-            }
+    let mut runs = Runs::new(data, bit_width, num_values);
+    while let Some((_, span)) = runs.next()? {
+        match span {
+            Span::Repeated { value, count } => out.resize(out.len() + count, value),
+            Span::Packed { data, count } => bitpack::unpack(data, bit_width, count, out)?,
         }
     }
     Ok(())
@@ -227,6 +304,34 @@ mod tests {
             }
         }
 
+        /// The spans of `Runs` tile the wanted values in order, each packed span holds its bytes,
+        /// starts on a byte of its run and is at most SPAN long, and together they are the values.
+        #[test]
+        fn spans_tile_the_values((bw, values) in runs_strategy(), cut in 0usize..5000) {
+            let data = encode(&values, bw);
+            let wanted = cut.min(values.len());
+            let mut runs = Runs::new(&data, bw, wanted);
+            let (mut next, mut got) = (0, Vec::new());
+            while let Some((first, span)) = runs.next().unwrap() {
+                prop_assert_eq!(first, next);
+                match span {
+                    Span::Repeated { value, count } => {
+                        prop_assert!(count > 0);
+                        got.extend(std::iter::repeat_n(value, count));
+                        next += count;
+                    }
+                    Span::Packed { data, count } => {
+                        prop_assert!((1..=SPAN).contains(&count));
+                        prop_assert!(data.len() >= (count * bw as usize).div_ceil(8));
+                        bitpack::unpack(data, bw, count, &mut got).unwrap();
+                        next += count;
+                    }
+                }
+            }
+            prop_assert_eq!(next, wanted);
+            prop_assert_eq!(&got[..], &values[..wanted]);
+        }
+
         #[test]
         fn garbage_never_panics(bw in 0u8..=40, data in prop::collection::vec(any::<u8>(), 0..64), n in 0usize..1000) {
             let mut out = Vec::new();
@@ -234,6 +339,10 @@ mod tests {
             let mut dec = RleDecoder::new(&data, bw);
             for _ in 0..100 {
                 match dec.next_run() { Ok(Some(_)) => {}, _ => break }
+            }
+            let mut runs = Runs::new(&data, bw, n);
+            for _ in 0..100 {
+                match runs.next() { Ok(Some(_)) => {}, _ => break }
             }
         }
     }
@@ -261,6 +370,46 @@ mod tests {
             })
         );
         assert_eq!(dec.next_run().unwrap(), None);
+    }
+
+    /// A bit-packed run longer than a span is cut into spans of SPAN values, each starting on
+    /// the run's byte for its first value; a short final run ends the walk early.
+    #[test]
+    fn long_packed_runs_are_cut_into_spans() {
+        let values: Vec<u32> = (0..5000u32)
+            .map(|i| i.wrapping_mul(2654435761) & 0x7f)
+            .collect();
+        let data = encode(&values, 7);
+        let mut runs = Runs::new(&data, 7, 3000);
+        let mut counts = Vec::new();
+        let mut got = Vec::new();
+        while let Some((first, span)) = runs.next().unwrap() {
+            let Span::Packed { data, count } = span else {
+                panic!("noise encodes as bit-packed runs")
+            };
+            assert_eq!(first, got.len());
+            counts.push(count);
+            bitpack::unpack(data, 7, count, &mut got).unwrap();
+        }
+        assert_eq!(got, values[..3000]);
+        assert!(
+            counts.iter().all(|&c| c <= SPAN) && counts.len() >= 3,
+            "{counts:?}"
+        );
+        // Data cut short: the walk errors where the values run out, naming the count.
+        let mut runs = Runs::new(&data[..data.len() / 2], 7, 5000);
+        let e = loop {
+            match runs.next() {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("half the data cannot hold every value"),
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            e.message.contains("of 5000 values") || e.message.contains("bytes for"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -5,15 +5,62 @@
 //! operator fills the bitmap 64 results per word, with no per-value allocation.
 //! [`eval_scalar`] is the slow, obvious reference the kernels are tested against.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::cmp::Ordering;
 
 use super::key_filter::KeyKind;
-use super::{cmp_f64, i128_from_be, CmpOp, KeyFilter, LeafOp, Scalar};
+use super::{cmp_f64, i128_from_be, CmpOp, KeyFilter, Leaf, LeafOp, Scalar};
 use crate::error::{Error, Result};
 use crate::schema::{Domain, LeafColumn, LogicalKind};
 use crate::selection::Bitmap;
 use crate::values::Values;
+
+/// Leaf predicates on one column that must all hold (`a >= 5 AND a < 9`), evaluated together over
+/// the values of each page of a column chunk; the result over the chunk's dictionary is computed
+/// once and kept.
+pub struct Conjunction<'a> {
+    pub leaves: &'a [&'a Leaf],
+    pub column: &'a LeafColumn,
+    dictionary: OnceCell<Bitmap>,
+}
+
+impl<'a> Conjunction<'a> {
+    /// `leaves` must not be empty (an empty conjunction is an internal error when evaluated).
+    pub fn new(leaves: &'a [&'a Leaf], column: &'a LeafColumn) -> Self {
+        Conjunction {
+            leaves,
+            column,
+            dictionary: OnceCell::new(),
+        }
+    }
+
+    /// Bit `i` set iff dense value `i` satisfies every leaf.
+    pub fn on_values(&self, values: &Values) -> Result<Bitmap> {
+        self.fold(|op| eval_dense(op, self.column, values))
+    }
+
+    /// The result over the dictionary `entries` (one bit per entry), computed on first use.
+    pub fn on_dictionary(&self, entries: &Values) -> Result<&Bitmap> {
+        if let Some(matches) = self.dictionary.get() {
+            return Ok(matches);
+        }
+        let matches = self.on_values(entries)?;
+        Ok(self.dictionary.get_or_init(|| matches))
+    }
+
+    /// The AND of `eval` over the leaves' operators.
+    pub fn fold(&self, mut eval: impl FnMut(&LeafOp) -> Result<Bitmap>) -> Result<Bitmap> {
+        let mut acc: Option<Bitmap> = None;
+        for leaf in self.leaves {
+            let bits = eval(&leaf.op)?;
+            match &mut acc {
+                None => acc = Some(bits),
+                Some(a) => a.and_inplace(&bits),
+            }
+        }
+        acc.ok_or_else(|| Error::internal("empty conjunction"))
+    }
+}
 
 /// Lists at most this long are scanned linearly; longer ones are binary searched.
 const LINEAR_IN: usize = 8;
