@@ -1,0 +1,57 @@
+//! Times one tamis scan, for A/B comparisons of two builds on the same machine.
+//!
+//! ```text
+//! cargo run --release -p tamis --example scan_time -- FILE WHERE COLUMNS [runs] [threads]
+//! ```
+//! `COLUMNS` is comma-separated (`-` for every column). Prints rows, the median and spread of
+//! `runs` (default 7) after one warm-up, warm cache, and the scan's value counters.
+
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [path, filter, columns, rest @ ..] = &args[..] else {
+        eprintln!("usage: scan_time FILE WHERE COLUMNS [runs] [threads]");
+        std::process::exit(2);
+    };
+    let runs: usize = rest.first().map_or(7, |r| r.parse().expect("runs"));
+    let threads: usize = rest.get(1).map_or(1, |t| t.parse().expect("threads"));
+    let columns: Vec<&str> = if columns == "-" {
+        Vec::new()
+    } else {
+        columns.split(',').collect()
+    };
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..=runs {
+        let start = Instant::now();
+        let mut scan = tamis::Scan::open(path)
+            .and_then(|s| s.filter(filter))
+            .unwrap_or_else(|e| panic!("{e}"));
+        if !columns.is_empty() {
+            scan = scan.select(&columns).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut stream = scan
+            .threads(threads)
+            .batches()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut rows = 0;
+        for b in &mut stream {
+            rows += b.unwrap_or_else(|e| panic!("{e}")).num_rows();
+        }
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        last = Some((rows, stream.metrics()));
+    }
+    times.remove(0);
+    times.sort_by(|a, b| a.total_cmp(b));
+    let (rows, m) = last.expect("at least one run");
+    println!(
+        "rows {rows}  median {:.1} ms ({:.1}–{:.1})  in place {}  decoded {}  read {} B",
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1],
+        m.values_in_place,
+        m.values_decoded,
+        m.bytes_read
+    );
+}
