@@ -12,6 +12,7 @@
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use parquet::basic::Type as PhysicalType;
 
+use super::compare::{Comparison, Number, Operand};
 use super::key_filter::KeyKind;
 use super::tree::{Column, Expr, Literal as Lit};
 use super::{CmpOp, Leaf, LeafOp, LikePattern, Predicate, Scalar, Verdict};
@@ -47,7 +48,9 @@ fn unsupported(what: &str, e: &Expr) -> Error {
 fn describe(e: &Expr) -> &str {
     match e {
         Expr::Unsupported { kind, .. } => kind,
-        Expr::Compare(..) | Expr::And(..) | Expr::Or(..) | Expr::Not(_) => "arithmetic",
+        Expr::Compare(..) | Expr::And(..) | Expr::Or(..) | Expr::Not(_) | Expr::Arith(..) => {
+            "arithmetic"
+        }
         _ => "unsupported expression",
     }
 }
@@ -134,10 +137,12 @@ impl Binder<'_> {
             }
             Expr::Compare(left, cmp, right) => {
                 let (lc, rc) = (self.column_ref(left)?, self.column_ref(right)?);
+                let plain = |x: &Expr| !matches!(x, Expr::Arith(..));
+                if (lc.is_some() && rc.is_some()) || !plain(left) || !plain(right) {
+                    return self.compare_columns(e, left, *cmp, right, neg);
+                }
                 let (col, op, lit) = match (lc, rc) {
-                    (Some(_), Some(_)) => {
-                        return Err(unsupported("column-to-column comparison", e));
-                    }
+                    (Some(_), Some(_)) => unreachable!("compared as columns above"),
                     (Some(c), None) => (c, *cmp, right),
                     (None, Some(c)) => (c, cmp.flip(), left),
                     (None, None) => {
@@ -309,8 +314,54 @@ impl Binder<'_> {
                 ))
             }
             Expr::Invalid { kind, message } => Err(Error::new(*kind, message.clone())),
-            Expr::Unsupported { .. } => Err(unsupported(describe(e), e)),
+            Expr::Unsupported { .. } | Expr::Arith(..) => Err(unsupported(describe(e), e)),
         }
+    }
+
+    /// `left op right` with columns or arithmetic on both sides: a [`Comparison`] evaluated
+    /// row by row; FALSE when a side is NULL (the comparison is then NULL, negated or not).
+    fn compare_columns(
+        &self,
+        whole: &Expr,
+        left: &Expr,
+        op: CmpOp,
+        right: &Expr,
+        neg: bool,
+    ) -> Result<Predicate> {
+        let (l, r) = (self.operand(left, whole)?, self.operand(right, whole)?);
+        let (Some(l), Some(r)) = (l, r) else {
+            return Ok(Predicate::False);
+        };
+        let comparison = Comparison::new(l, if neg { op.negate() } else { op }, r, self.columns)?;
+        if comparison.columns().is_empty() {
+            return Err(unsupported("comparison without a column", whole));
+        }
+        Ok(Predicate::Compare(std::sync::Arc::new(comparison)))
+    }
+
+    /// One side of a [`Comparison`]; `None` for NULL (or arithmetic with a NULL).
+    fn operand(&self, x: &Expr, whole: &Expr) -> Result<Option<Operand>> {
+        Ok(match x {
+            Expr::Column(_) => {
+                let col = self.filterable(self.require_column(x, whole)?)?;
+                Some(Operand::Column(col.index))
+            }
+            Expr::Literal(Lit::Null) => None,
+            Expr::Literal(Lit::Number(text)) => Some(Operand::Number(exact_number(text)?)),
+            Expr::Literal(Lit::Float(f)) => Some(Operand::Number(Number::Float(*f))),
+            Expr::Literal(other) => {
+                return Err(Error::unsupported(format!(
+                    "{} in arithmetic or a comparison between columns: `{whole}`",
+                    other.kind()
+                )))
+            }
+            Expr::Arith(a, op, b) => match (self.operand(a, whole)?, self.operand(b, whole)?) {
+                (Some(a), Some(b)) => Some(Operand::Arith(Box::new(a), *op, Box::new(b))),
+                _ => None,
+            },
+            Expr::Invalid { kind, message } => return Err(Error::new(*kind, message.clone())),
+            _ => return Err(unsupported(describe(x), whole)),
+        })
     }
 
     fn in_list(&self, col: &LeafColumn, list: &[Expr], negated: bool) -> Result<Predicate> {
@@ -542,6 +593,40 @@ pub(crate) fn parse_number(t: &str) -> Option<(bool, Vec<u8>, i64)> {
     }
     let digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
     Some((neg, digits, exp.checked_sub(frac.len() as i64)?))
+}
+
+/// A number literal as an exact scaled integer (at most 38 digits and scale 38).
+fn exact_number(text: &str) -> Result<Number> {
+    let too_big = || {
+        Error::unsupported(format!(
+            "number {text} in arithmetic has more than 38 digits or decimal places"
+        ))
+    };
+    let (neg, mut digits, mut exp) =
+        parse_number(text).ok_or_else(|| Error::invalid(format!("`{text}` is not a number")))?;
+    let lead = digits.iter().take_while(|&&d| d == 0).count();
+    digits.drain(..lead);
+    // Trailing zeros of a fraction are kept (1.50 has scale 2, as in SQL); of an integer they
+    // are folded into a positive exponent below.
+    let mut unscaled: i128 = 0;
+    for &d in &digits {
+        unscaled = unscaled
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(d as i128))
+            .ok_or_else(too_big)?;
+    }
+    while exp > 0 {
+        unscaled = unscaled.checked_mul(10).ok_or_else(too_big)?;
+        exp -= 1;
+    }
+    let scale = u8::try_from(-exp)
+        .ok()
+        .filter(|&s| s <= 38)
+        .ok_or_else(too_big)?;
+    Ok(Number::Exact {
+        unscaled: if neg { -unscaled } else { unscaled },
+        scale,
+    })
 }
 
 /// The literal number on the integer grid of `scale` decimal places: floor and exactness.

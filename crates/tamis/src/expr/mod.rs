@@ -17,6 +17,7 @@
 //! rows whose three-valued result is TRUE. A NULL value satisfies no leaf except `IS NULL`.
 
 pub mod bind;
+pub mod compare;
 pub mod eval;
 pub mod key_filter;
 pub mod like;
@@ -172,6 +173,8 @@ pub enum Predicate {
     True,
     False,
     Leaf(Leaf),
+    /// A comparison between columns (or with arithmetic), evaluated row by row.
+    Compare(std::sync::Arc<compare::Comparison>),
     And(Vec<Predicate>),
     Or(Vec<Predicate>),
 }
@@ -181,16 +184,27 @@ impl Predicate {
     pub fn columns(&self) -> Vec<usize> {
         let mut out = Vec::new();
         self.visit_leaves(&mut |l| out.push(l.column));
+        self.visit_comparisons(&mut |c| out.extend(c.columns()));
         out.sort_unstable();
         out.dedup();
         out
     }
 
+    /// Every single-column leaf (comparisons between columns are not leaves).
     pub fn visit_leaves(&self, f: &mut impl FnMut(&Leaf)) {
         match self {
             Predicate::Leaf(l) => f(l),
             Predicate::And(c) | Predicate::Or(c) => c.iter().for_each(|p| p.visit_leaves(f)),
-            Predicate::True | Predicate::False => {}
+            Predicate::True | Predicate::False | Predicate::Compare(_) => {}
+        }
+    }
+
+    /// Every comparison between columns.
+    pub fn visit_comparisons(&self, f: &mut impl FnMut(&compare::Comparison)) {
+        match self {
+            Predicate::Compare(c) => f(c),
+            Predicate::And(c) | Predicate::Or(c) => c.iter().for_each(|p| p.visit_comparisons(f)),
+            Predicate::True | Predicate::False | Predicate::Leaf(_) => {}
         }
     }
 
@@ -200,6 +214,8 @@ impl Predicate {
             Predicate::True => Verdict::AllMatch,
             Predicate::False => Verdict::NoneMatch,
             Predicate::Leaf(l) => leaf(l),
+            // Metadata of one column says nothing about how two compare.
+            Predicate::Compare(_) => Verdict::Unknown,
             Predicate::And(c) => c
                 .iter()
                 .fold(Verdict::AllMatch, |acc, p| acc.and(p.verdict(leaf))),
@@ -214,7 +230,7 @@ impl Predicate {
     /// Replaces leaves with a definite verdict by `True` / `False` and folds constants.
     pub fn simplify(&self, leaf: &mut impl FnMut(&Leaf) -> Verdict) -> Predicate {
         match self {
-            Predicate::True | Predicate::False => self.clone(),
+            Predicate::True | Predicate::False | Predicate::Compare(_) => self.clone(),
             Predicate::Leaf(l) => match leaf(l) {
                 Verdict::AllMatch => Predicate::True,
                 Verdict::NoneMatch => Predicate::False,

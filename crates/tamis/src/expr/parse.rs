@@ -12,6 +12,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use super::bind::{parse_f64, parse_number, parse_time, parse_timestamp};
+use super::compare::ArithOp;
 use super::tree::{Column, Expr, Literal};
 use super::CmpOp;
 use crate::error::{Error, ErrorKind, Result};
@@ -130,6 +131,9 @@ fn convert(e: &Sql) -> Expr {
         Sql::BinaryOp { left, op, right } => match op {
             BinaryOperator::And => Expr::And(boxed(left), boxed(right)),
             BinaryOperator::Or => Expr::Or(boxed(left), boxed(right)),
+            BinaryOperator::Plus => Expr::Arith(boxed(left), ArithOp::Add, boxed(right)),
+            BinaryOperator::Minus => Expr::Arith(boxed(left), ArithOp::Sub, boxed(right)),
+            BinaryOperator::Multiply => Expr::Arith(boxed(left), ArithOp::Mul, boxed(right)),
             _ => match cmp_op(op) {
                 Some(c) => Expr::Compare(boxed(left), c, boxed(right)),
                 None => unsupported(describe(e), e),

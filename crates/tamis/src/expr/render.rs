@@ -12,6 +12,7 @@ pub fn render(p: &Predicate, columns: &[LeafColumn]) -> String {
         Predicate::True => "TRUE".into(),
         Predicate::False => "FALSE".into(),
         Predicate::Leaf(l) => render_leaf(l, columns),
+        Predicate::Compare(c) => c.render(columns),
         Predicate::And(c) | Predicate::Or(c) => {
             let and = matches!(p, Predicate::And(_));
             let parts: Vec<String> = c

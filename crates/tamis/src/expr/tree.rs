@@ -149,8 +149,11 @@ impl From<NaiveTime> for Literal {
 pub enum Expr {
     Column(Column),
     Literal(Literal),
-    /// `left op right`: one side a column, the other a literal.
+    /// `left op right`: a column and a literal, or (see [`crate::expr::compare`]) columns,
+    /// literals and arithmetic on both sides.
     Compare(Box<Expr>, CmpOp, Box<Expr>),
+    /// `left + right`, `left - right`, `left * right` on numbers (inside a comparison).
+    Arith(Box<Expr>, crate::expr::compare::ArithOp, Box<Expr>),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Not(Box<Expr>),
@@ -228,6 +231,21 @@ impl From<Literal> for Expr {
 }
 
 impl Expr {
+    fn arith(self, op: crate::expr::compare::ArithOp, other: impl Into<Expr>) -> Expr {
+        Expr::Arith(Box::new(self), op, Box::new(other.into()))
+    }
+    /// `self + other` (numbers).
+    pub fn plus(self, other: impl Into<Expr>) -> Expr {
+        self.arith(crate::expr::compare::ArithOp::Add, other)
+    }
+    /// `self - other` (numbers).
+    pub fn minus(self, other: impl Into<Expr>) -> Expr {
+        self.arith(crate::expr::compare::ArithOp::Sub, other)
+    }
+    /// `self * other` (numbers).
+    pub fn times(self, other: impl Into<Expr>) -> Expr {
+        self.arith(crate::expr::compare::ArithOp::Mul, other)
+    }
     fn cmp(self, op: CmpOp, other: impl Into<Expr>) -> Expr {
         Expr::Compare(Box::new(self), op, Box::new(other.into()))
     }
@@ -405,6 +423,7 @@ impl fmt::Display for Expr {
             Expr::Column(c) => write!(f, "{c}"),
             Expr::Literal(l) => write!(f, "{l}"),
             Expr::Compare(l, op, r) => write!(f, "{} {} {}", operand(l), op.sql(), operand(r)),
+            Expr::Arith(l, op, r) => write!(f, "{} {} {}", operand(l), op.sql(), operand(r)),
             Expr::And(l, r) => {
                 let side = |e: &Expr| match e {
                     Expr::Or(..) => format!("({e})"),

@@ -142,7 +142,7 @@ fn eval(
     used: &mut bool,
 ) -> Vec<Range<usize>> {
     match pred {
-        Predicate::True => all.to_vec(),
+        Predicate::True | Predicate::Compare(_) => all.to_vec(),
         Predicate::False => Vec::new(),
         Predicate::Leaf(leaf) => {
             let (Some(b), Some(column)) = (blooms.get(&leaf.column), leaves.get(leaf.column))

@@ -270,7 +270,7 @@ fn eval(
     all: &[Range<usize>],
 ) -> Vec<Range<usize>> {
     match pred {
-        Predicate::True => all.to_vec(),
+        Predicate::True | Predicate::Compare(_) => all.to_vec(),
         Predicate::False => Vec::new(),
         Predicate::Leaf(leaf) => {
             let (Some(Some(col_pages)), Some(_)) =

@@ -358,6 +358,11 @@ impl<'a> Estimates<'a> {
             FilterKind::Node(Predicate::True) => 1.0,
             FilterKind::Node(Predicate::False) => 0.0,
             FilterKind::Node(Predicate::Leaf(l)) => self.column_selectivity(l.column, &[l]),
+            FilterKind::Node(Predicate::Compare(c)) => match c.op {
+                CmpOp::Eq => DEFAULT_EQ,
+                CmpOp::NotEq => 1.0 - DEFAULT_EQ,
+                _ => DEFAULT_RANGE,
+            },
         };
         s.clamp(0.0, 1.0)
     }

@@ -24,6 +24,7 @@ use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
 use crate::dataset::FileOutput;
 use crate::error::{Error, ErrorKind, Result};
+use crate::expr::compare::{ColumnRows, Comparison};
 use crate::expr::Predicate;
 use crate::expr::{CmpOp, LeafOp};
 use crate::index::page_bloom::{self, PageBlooms};
@@ -469,6 +470,14 @@ fn eval(p: &Predicate, mask: &Bitmap, negate: bool, cx: &mut Filtering<'_, '_>) 
         Predicate::Leaf(_) => {
             eval_sequence(&or_filters(std::slice::from_ref(p)), mask, negate, cx)?
         }
+        Predicate::Compare(c) => {
+            let passed = compare_rows(c, mask, cx)?;
+            if negate {
+                complement(mask, &passed)
+            } else {
+                passed
+            }
+        }
         Predicate::And(children) => {
             let all = eval_sequence(&and_filters(children), mask, false, cx)?;
             if negate {
@@ -545,6 +554,44 @@ fn eval_sequence(
         alive = kept;
     }
     Ok(alive)
+}
+
+/// Rows in `mask` where a comparison between columns is TRUE: its columns are decoded for
+/// those rows only, then compared row by row.
+fn compare_rows(c: &Comparison, mask: &Bitmap, cx: &mut Filtering<'_, '_>) -> Result<Bitmap> {
+    let n = mask.count_ones();
+    let mut out = Bitmap::new_zeroed(mask.len());
+    if n == 0 {
+        return Ok(out);
+    }
+    let selection = Selection::from_bitmap(mask.clone());
+    let mut decoded = Vec::new();
+    for column in c.columns() {
+        let ch = cx
+            .chunks
+            .get_mut(&column)
+            .ok_or_else(|| Error::internal("comparison column not prepared"))?;
+        let projected = project(ch, &selection, cx.metrics)?;
+        let values = projected
+            .values
+            .ok_or_else(|| Error::internal("no values decoded for a comparison"))?;
+        decoded.push((ch.leaf, values, projected.validity));
+    }
+    let rows: Vec<ColumnRows<'_>> = decoded
+        .into_iter()
+        .map(|(column, values, validity)| ColumnRows {
+            column,
+            values,
+            validity,
+        })
+        .collect();
+    let holds = c.evaluate(&rows, n)?;
+    for (row, holds) in mask.iter_ones().zip(holds) {
+        if holds {
+            out.set(row);
+        }
+    }
+    Ok(out)
 }
 
 /// The rows of `within` not in `rows`.
@@ -684,6 +731,7 @@ fn decide(
     leaf: &mut impl FnMut(&crate::expr::Leaf) -> Result<Option<Bitmap>>,
 ) -> Result<(Predicate, Option<Bitmap>)> {
     Ok(match p {
+        Predicate::Compare(_) => (p.clone(), None),
         Predicate::Leaf(l) => match leaf(l)? {
             Some(rows) => (Predicate::True, Some(rows)),
             None => (p.clone(), None),

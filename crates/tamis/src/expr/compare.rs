@@ -1,0 +1,610 @@
+//! Predicates between columns: `l_commitdate < l_receiptdate`, `a = b`, and comparisons with
+//! arithmetic on either side (`l_extendedprice * (1 - l_discount) > 1000`).
+//!
+//! They cannot be decided per value of one column, so the scan evaluates them last-ish (the cost
+//! model orders them like any other filter) on the rows still alive: the columns are decoded for
+//! those rows only and compared row by row.
+//!
+//! Semantics (those of DuckDB and the SQL standard):
+//! * Numbers are exact: integers and decimals are evaluated as scaled 128-bit integers (`+`/`-`
+//!   align scales, `*` adds them), an overflow is an error, never a wrapped value. A FLOAT or
+//!   DOUBLE anywhere makes that side a double; an exact side compared with a double is converted
+//!   to it. Floats order as everywhere in tamis: NaN above every number, -0.0 = 0.0.
+//! * Dates, times and timestamps compare with a column of the same type and unit only, and take
+//!   no arithmetic. Strings and binary compare bytewise, booleans false < true.
+//! * A NULL on either side makes the comparison NULL: the row is not selected (nor by its
+//!   negation).
+
+use std::fmt;
+
+use super::{cmp_f64, i128_from_be, CmpOp};
+use crate::error::{Error, Result};
+use crate::schema::{Domain, LeafColumn, LogicalKind};
+use crate::values::Values;
+
+/// `+`, `-` or `*` (division would need rounding rules of its own; it is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+}
+
+impl ArithOp {
+    pub fn sql(self) -> &'static str {
+        match self {
+            ArithOp::Add => "+",
+            ArithOp::Sub => "-",
+            ArithOp::Mul => "*",
+        }
+    }
+}
+
+/// An exact number `unscaled × 10^-scale` or a double.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    Exact { unscaled: i128, scale: u8 },
+    Float(f64),
+}
+
+/// One side of a comparison between columns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    /// A leaf column, by index.
+    Column(usize),
+    Number(Number),
+    Arith(Box<Operand>, ArithOp, Box<Operand>),
+}
+
+impl Operand {
+    fn columns(&self, out: &mut Vec<usize>) {
+        match self {
+            Operand::Column(c) => out.push(*c),
+            Operand::Number(_) => {}
+            Operand::Arith(a, _, b) => {
+                a.columns(out);
+                b.columns(out);
+            }
+        }
+    }
+}
+
+/// `left op right`, at least one side naming a column and the two sides of compatible types
+/// (checked by [`Comparison::new`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub left: Operand,
+    pub op: CmpOp,
+    pub right: Operand,
+}
+
+/// What an operand holds, for type checking at binding.
+#[derive(Debug, Clone, PartialEq)]
+enum Type {
+    /// Exact with this scale, or a double.
+    Exact(u8),
+    Float,
+    /// A date, time or timestamp column: comparable only with the same kind.
+    Temporal(LogicalKind),
+    Bytes,
+    Bool,
+}
+
+/// Largest scale an exact intermediate may have (i128 holds 38 digits).
+const MAX_SCALE: u8 = 38;
+
+impl Comparison {
+    /// Type-checks `left op right` against `columns`: an error names what cannot be compared.
+    pub fn new(left: Operand, op: CmpOp, right: Operand, columns: &[LeafColumn]) -> Result<Self> {
+        let (l, r) = (type_of(&left, columns)?, type_of(&right, columns)?);
+        let ok = match (&l, &r) {
+            (Type::Exact(_) | Type::Float, Type::Exact(_) | Type::Float) => true,
+            (Type::Temporal(a), Type::Temporal(b)) => a == b,
+            (a, b) => a == b,
+        };
+        if !ok {
+            return Err(Error::invalid(format!(
+                "type mismatch: cannot compare {} with {}",
+                describe(&left, &l, columns),
+                describe(&right, &r, columns)
+            )));
+        }
+        Ok(Comparison { left, op, right })
+    }
+
+    /// Leaf columns read, ascending, without duplicates.
+    pub fn columns(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.left.columns(&mut out);
+        self.right.columns(&mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The comparison with its operator negated (`NOT (a < b)` is `a >= b` for non-null rows).
+    pub fn negated(&self) -> Comparison {
+        Comparison {
+            op: self.op.negate(),
+            ..self.clone()
+        }
+    }
+
+    /// Bit `i` is whether the comparison is TRUE on row `i` of `rows`: the decoded values of
+    /// each column the comparison reads, for the same `n` rows, and their validity.
+    pub fn evaluate(&self, rows: &[ColumnRows<'_>], n: usize) -> Result<Vec<bool>> {
+        let l = eval_operand(&self.left, rows, n)?;
+        let r = eval_operand(&self.right, rows, n)?;
+        let op = self.op;
+        let mut out = vec![false; n];
+        match (&l.values, &r.values) {
+            (Vector::Exact(a, sa), Vector::Exact(b, sb)) => {
+                let s = (*sa).max(*sb);
+                let (a, b) = (rescaled(a, *sa, s)?, rescaled(b, *sb, s)?);
+                compare_into(&mut out, &l, &r, |i| a[i].cmp(&b[i]), op);
+            }
+            (Vector::Float(a), Vector::Float(b)) => {
+                compare_into(&mut out, &l, &r, |i| cmp_f64(a[i], b[i]), op)
+            }
+            (Vector::Exact(..), Vector::Float(b)) => {
+                let a = l.values.as_f64();
+                compare_into(&mut out, &l, &r, |i| cmp_f64(a[i], b[i]), op)
+            }
+            (Vector::Float(a), Vector::Exact(..)) => {
+                let b = r.values.as_f64();
+                compare_into(&mut out, &l, &r, |i| cmp_f64(a[i], b[i]), op)
+            }
+            (Vector::Bytes(a), Vector::Bytes(b)) => {
+                compare_into(&mut out, &l, &r, |i| a.get(i).cmp(b.get(i)), op)
+            }
+            (Vector::Bool(a), Vector::Bool(b)) => {
+                compare_into(&mut out, &l, &r, |i| a[i].cmp(&b[i]), op)
+            }
+            _ => return Err(Error::internal("comparison sides of different types")),
+        }
+        Ok(out)
+    }
+
+    /// SQL text, naming columns by their paths.
+    pub fn render(&self, columns: &[LeafColumn]) -> String {
+        format!(
+            "{} {} {}",
+            Rendered(&self.left, columns, false),
+            self.op.sql(),
+            Rendered(&self.right, columns, false)
+        )
+    }
+}
+
+fn type_of(o: &Operand, columns: &[LeafColumn]) -> Result<Type> {
+    Ok(match o {
+        Operand::Number(Number::Exact { scale, .. }) => Type::Exact(*scale),
+        Operand::Number(Number::Float(_)) => Type::Float,
+        Operand::Column(c) => {
+            let col = column(columns, *c)?;
+            match (col.domain(), col.logical.clone()) {
+                (
+                    _,
+                    k @ (LogicalKind::Date
+                    | LogicalKind::Time { .. }
+                    | LogicalKind::Timestamp { .. }),
+                ) => Type::Temporal(k),
+                (Domain::Int | Domain::Decimal, LogicalKind::Decimal { scale, .. }) => Type::Exact(
+                    u8::try_from(scale)
+                        .unwrap_or(MAX_SCALE + 1)
+                        .min(MAX_SCALE + 1),
+                ),
+                (Domain::Int | Domain::UInt, _) => Type::Exact(0),
+                (Domain::Float, _) => Type::Float,
+                (Domain::Bytes, _) => Type::Bytes,
+                (Domain::Bool, _) => Type::Bool,
+                _ => {
+                    return Err(Error::unsupported(format!(
+                        "comparison on column '{}' of type {} is not supported",
+                        col.path,
+                        super::bind::type_name(col)
+                    )))
+                }
+            }
+        }
+        Operand::Arith(a, op, b) => {
+            let (ta, tb) = (type_of(a, columns)?, type_of(b, columns)?);
+            match (&ta, &tb) {
+                (&Type::Exact(x), &Type::Exact(y)) => {
+                    let scale = match op {
+                        ArithOp::Add | ArithOp::Sub => x.max(y),
+                        ArithOp::Mul => x.saturating_add(y),
+                    };
+                    if scale > MAX_SCALE {
+                        return Err(Error::unsupported(format!(
+                            "arithmetic with a result scale of {scale} (above {MAX_SCALE})"
+                        )));
+                    }
+                    Type::Exact(scale)
+                }
+                (Type::Exact(_) | Type::Float, Type::Exact(_) | Type::Float) => Type::Float,
+                _ => {
+                    let bad = if matches!(ta, Type::Exact(_) | Type::Float) {
+                        (b, &tb)
+                    } else {
+                        (a, &ta)
+                    };
+                    return Err(Error::unsupported(format!(
+                        "arithmetic on {}",
+                        describe(bad.0, bad.1, columns)
+                    )));
+                }
+            }
+        }
+    })
+}
+
+fn column(columns: &[LeafColumn], c: usize) -> Result<&LeafColumn> {
+    columns
+        .iter()
+        .find(|l| l.index == c)
+        .ok_or_else(|| Error::internal(format!("comparison names leaf {c}, not in the file")))
+}
+
+fn describe(o: &Operand, t: &Type, columns: &[LeafColumn]) -> String {
+    let what = match t {
+        Type::Exact(_) => "a number".to_string(),
+        Type::Float => "a floating-point number".to_string(),
+        Type::Temporal(k) => format!("{k:?}").to_lowercase(),
+        Type::Bytes => "a string".to_string(),
+        Type::Bool => "a boolean".to_string(),
+    };
+    match o {
+        Operand::Column(c) => match column(columns, *c) {
+            Ok(col) => format!("column '{}' ({})", col.path, super::bind::type_name(col)),
+            Err(_) => what,
+        },
+        _ => format!("`{}` ({what})", Rendered(o, columns, false)),
+    }
+}
+
+/// The decoded values of one column for the rows a comparison is evaluated on.
+pub struct ColumnRows<'a> {
+    pub column: &'a LeafColumn,
+    /// Dense non-null values, in row order.
+    pub values: Values,
+    /// One flag per row.
+    pub validity: Vec<bool>,
+}
+
+/// An operand's value on every row, with validity.
+struct Evaluated {
+    values: Vector,
+    /// `None`: every row valid.
+    validity: Option<Vec<bool>>,
+}
+
+enum Vector {
+    Exact(Vec<i128>, u8),
+    Float(Vec<f64>),
+    Bytes(crate::values::ByteArrays),
+    Bool(Vec<bool>),
+}
+
+impl Vector {
+    fn as_f64(&self) -> Vec<f64> {
+        match self {
+            Vector::Exact(v, s) => {
+                let div = 10f64.powi(*s as i32);
+                v.iter().map(|&x| x as f64 / div).collect()
+            }
+            Vector::Float(v) => v.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Evaluated {
+    fn valid(&self, i: usize) -> bool {
+        self.validity.as_ref().is_none_or(|v| v[i])
+    }
+}
+
+fn compare_into(
+    out: &mut [bool],
+    l: &Evaluated,
+    r: &Evaluated,
+    cmp: impl Fn(usize) -> std::cmp::Ordering,
+    op: CmpOp,
+) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = l.valid(i) && r.valid(i) && op.holds(cmp(i));
+    }
+}
+
+fn overflow() -> Error {
+    Error::invalid("arithmetic overflow in a filter (the exact result does not fit 38 digits)")
+}
+
+fn pow10(s: u8) -> Option<i128> {
+    10i128.checked_pow(s as u32)
+}
+
+/// `values` (at `from` scale) at scale `to >= from`, exactly.
+fn rescaled(values: &[i128], from: u8, to: u8) -> Result<Vec<i128>> {
+    if from == to {
+        return Ok(values.to_vec());
+    }
+    let f = pow10(to - from).ok_or_else(overflow)?;
+    values
+        .iter()
+        .map(|&v| v.checked_mul(f).ok_or_else(overflow))
+        .collect()
+}
+
+fn eval_operand(o: &Operand, rows: &[ColumnRows<'_>], n: usize) -> Result<Evaluated> {
+    match o {
+        Operand::Number(Number::Exact { unscaled, scale }) => Ok(Evaluated {
+            values: Vector::Exact(vec![*unscaled; n], *scale),
+            validity: None,
+        }),
+        Operand::Number(Number::Float(f)) => Ok(Evaluated {
+            values: Vector::Float(vec![*f; n]),
+            validity: None,
+        }),
+        Operand::Column(c) => {
+            let col = rows
+                .iter()
+                .find(|r| r.column.index == *c)
+                .ok_or_else(|| Error::internal(format!("leaf {c} not decoded")))?;
+            column_vector(col, n)
+        }
+        Operand::Arith(a, op, b) => {
+            let (a, b) = (eval_operand(a, rows, n)?, eval_operand(b, rows, n)?);
+            let validity = match (a.validity, b.validity) {
+                (None, v) | (v, None) => v,
+                (Some(x), Some(y)) => Some(x.iter().zip(&y).map(|(p, q)| *p && *q).collect()),
+            };
+            let values = match (a.values, b.values) {
+                (Vector::Exact(x, sx), Vector::Exact(y, sy)) => {
+                    exact_arith(&x, sx, &y, sy, *op, validity.as_deref())?
+                }
+                (
+                    x @ (Vector::Exact(..) | Vector::Float(_)),
+                    y @ (Vector::Exact(..) | Vector::Float(_)),
+                ) => {
+                    let (x, y) = (x.as_f64(), y.as_f64());
+                    Vector::Float(
+                        x.iter()
+                            .zip(&y)
+                            .map(|(p, q)| match op {
+                                ArithOp::Add => p + q,
+                                ArithOp::Sub => p - q,
+                                ArithOp::Mul => p * q,
+                            })
+                            .collect(),
+                    )
+                }
+                _ => return Err(Error::internal("arithmetic on a non-number")),
+            };
+            Ok(Evaluated { values, validity })
+        }
+    }
+}
+
+/// Exact `x op y`; rows that are NULL on either side are 0 (never an overflow).
+fn exact_arith(
+    x: &[i128],
+    sx: u8,
+    y: &[i128],
+    sy: u8,
+    op: ArithOp,
+    validity: Option<&[bool]>,
+) -> Result<Vector> {
+    let live = |i: usize| validity.is_none_or(|v| v[i]);
+    match op {
+        ArithOp::Mul => {
+            let out = (0..x.len())
+                .map(|i| {
+                    if live(i) {
+                        x[i].checked_mul(y[i]).ok_or_else(overflow)
+                    } else {
+                        Ok(0)
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Vector::Exact(out, sx + sy))
+        }
+        ArithOp::Add | ArithOp::Sub => {
+            let s = sx.max(sy);
+            let (fx, fy) = (
+                pow10(s - sx).ok_or_else(overflow)?,
+                pow10(s - sy).ok_or_else(overflow)?,
+            );
+            let out = (0..x.len())
+                .map(|i| {
+                    if !live(i) {
+                        return Ok(0);
+                    }
+                    let (a, b) = (x[i].checked_mul(fx), y[i].checked_mul(fy));
+                    match (a, b, op) {
+                        (Some(a), Some(b), ArithOp::Add) => a.checked_add(b),
+                        (Some(a), Some(b), _) => a.checked_sub(b),
+                        _ => None,
+                    }
+                    .ok_or_else(overflow)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Vector::Exact(out, s))
+        }
+    }
+}
+
+/// A column's rows as a vector: dense values spread over the rows (NULL rows hold a default).
+fn column_vector(col: &ColumnRows<'_>, n: usize) -> Result<Evaluated> {
+    if col.validity.len() != n {
+        return Err(Error::internal(format!(
+            "column '{}' decoded {} rows for a comparison over {n}",
+            col.column.path,
+            col.validity.len()
+        )));
+    }
+    let all_valid = col.validity.iter().all(|&v| v);
+    let dense_len = col.values.len();
+    if col.validity.iter().filter(|&&v| v).count() != dense_len {
+        return Err(Error::internal(
+            "comparison values do not match their validity",
+        ));
+    }
+    // Row i's dense index, for spreading.
+    let spread = |f: &mut dyn FnMut(Option<usize>)| {
+        let mut k = 0;
+        for &v in &col.validity {
+            if v {
+                f(Some(k));
+                k += 1;
+            } else {
+                f(None);
+            }
+        }
+    };
+    let c = col.column;
+    let unsigned = c.domain() == Domain::UInt;
+    let values = match &col.values {
+        Values::I32(v) => {
+            let mut out = Vec::with_capacity(n);
+            spread(&mut |k| {
+                out.push(k.map_or(0, |k| {
+                    if unsigned {
+                        v[k] as u32 as i128
+                    } else {
+                        v[k] as i128
+                    }
+                }))
+            });
+            Vector::Exact(out, exact_scale(c))
+        }
+        Values::I64(v) => {
+            let mut out = Vec::with_capacity(n);
+            spread(&mut |k| {
+                out.push(k.map_or(0, |k| {
+                    if unsigned {
+                        v[k] as u64 as i128
+                    } else {
+                        v[k] as i128
+                    }
+                }))
+            });
+            Vector::Exact(out, exact_scale(c))
+        }
+        Values::F32(v) => {
+            let mut out = Vec::with_capacity(n);
+            spread(&mut |k| out.push(k.map_or(0.0, |k| v[k] as f64)));
+            Vector::Float(out)
+        }
+        Values::F64(v) => {
+            let mut out = Vec::with_capacity(n);
+            spread(&mut |k| out.push(k.map_or(0.0, |k| v[k])));
+            Vector::Float(out)
+        }
+        Values::Bool(v) => {
+            let mut out = Vec::with_capacity(n);
+            spread(&mut |k| out.push(k.is_some_and(|k| v[k])));
+            Vector::Bool(out)
+        }
+        Values::Bytes(b) => match c.domain() {
+            Domain::Decimal => {
+                let mut out = Vec::with_capacity(n);
+                let mut bad = false;
+                spread(&mut |k| {
+                    out.push(k.map_or(0, |k| {
+                        i128_from_be(b.get(k)).unwrap_or_else(|| {
+                            bad = true;
+                            0
+                        })
+                    }))
+                });
+                if bad {
+                    return Err(Error::corrupt(format!(
+                        "column '{}' holds a decimal wider than 128 bits",
+                        c.path
+                    )));
+                }
+                Vector::Exact(out, exact_scale(c))
+            }
+            Domain::Float => {
+                // FLOAT16.
+                let mut out = Vec::with_capacity(n);
+                spread(&mut |k| {
+                    out.push(k.map_or(0.0, |k| {
+                        <[u8; 2]>::try_from(b.get(k))
+                            .map_or(f64::NAN, |x| half::f16::from_le_bytes(x).to_f64())
+                    }))
+                });
+                Vector::Float(out)
+            }
+            _ => {
+                let mut out = crate::values::ByteArrays::with_capacity(n, b.data.len());
+                spread(&mut |k| out.push(k.map_or(&[][..], |k| b.get(k))));
+                Vector::Bytes(out)
+            }
+        },
+        Values::I96(_) => {
+            return Err(Error::unsupported(format!(
+                "comparison on INT96 column '{}'",
+                c.path
+            )))
+        }
+    };
+    Ok(Evaluated {
+        values,
+        validity: (!all_valid).then(|| col.validity.clone()),
+    })
+}
+
+fn exact_scale(c: &LeafColumn) -> u8 {
+    match c.logical {
+        LogicalKind::Decimal { scale, .. } => u8::try_from(scale).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// An operand as SQL (`paren`: wrap an arithmetic operand in parentheses).
+struct Rendered<'a>(&'a Operand, &'a [LeafColumn], bool);
+
+impl fmt::Display for Rendered<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Operand::Column(c) => match column(self.1, *c) {
+                Ok(col) => write!(f, "{}", col.path),
+                Err(_) => write!(f, "#{c}"),
+            },
+            Operand::Number(Number::Float(x)) => write!(f, "{x:?}"),
+            Operand::Number(Number::Exact { unscaled, scale }) => {
+                write!(f, "{}", exact_text(*unscaled, *scale))
+            }
+            Operand::Arith(a, op, b) => {
+                let (open, close) = if self.2 { ("(", ")") } else { ("", "") };
+                // A right operand of `-` or any operand of `*` that is itself a sum needs
+                // parentheses; so does the right side of `-` for any arithmetic.
+                let wrap_a = *op == ArithOp::Mul;
+                let wrap_b = *op != ArithOp::Add;
+                write!(
+                    f,
+                    "{open}{} {} {}{close}",
+                    Rendered(a, self.1, wrap_a && matches!(**a, Operand::Arith(..))),
+                    op.sql(),
+                    Rendered(b, self.1, wrap_b && matches!(**b, Operand::Arith(..)))
+                )
+            }
+        }
+    }
+}
+
+/// `unscaled × 10^-scale` as decimal text.
+pub fn exact_text(unscaled: i128, scale: u8) -> String {
+    let digits = unscaled.unsigned_abs().to_string();
+    let sign = if unscaled < 0 { "-" } else { "" };
+    let s = scale as usize;
+    if s == 0 {
+        return format!("{sign}{digits}");
+    }
+    let padded = format!("{digits:0>width$}", width = s + 1);
+    let (int, frac) = padded.split_at(padded.len() - s);
+    format!("{sign}{int}.{frac}")
+}
