@@ -17,8 +17,11 @@
 //! - NOT is pushed down here, so widened leaves only ever appear un-negated (a negated
 //!   superset would be a subset); a conjunct that cannot be converted is dropped (`Inexact`), a
 //!   disjunction with such a part is not converted at all;
-//! - anything else (casts of columns, functions, arithmetic, column-to-column comparisons) is
-//!   `Unsupported`.
+//! - comparisons of two columns are `Exact` on integers and decimals (with each other),
+//!   strings, binary and otherwise identical non-float types; arithmetic is not converted
+//!   (DataFusion's integer arithmetic wraps on overflow, tamis's is exact);
+//! - anything else (casts of columns, functions, arithmetic, float columns compared with each
+//!   other) is `Unsupported`.
 
 use arrow::datatypes::{DataType, Schema};
 use chrono::{DateTime, NaiveDate, TimeDelta};
@@ -62,6 +65,9 @@ fn conv(e: &Expr, schema: &Schema, neg: bool) -> Option<(T, bool)> {
             }
             _ => {
                 let op = cmp_op(*op)?;
+                if let (Some(a), Some(b)) = (widened(left, schema), widened(right, schema)) {
+                    return columns_compared(a, op, b, neg);
+                }
                 let (column, op, value) = match (column(left, schema), column(right, schema)) {
                     (Some(c), None) => (c, op, right),
                     (None, Some(c)) => (c, op.flip(), left),
@@ -196,6 +202,72 @@ fn widen(leaf: T, (name, dt): (&str, &DataType), values: &[Literal]) -> (T, bool
         .or(c().eq(Literal::Float(0.0)))
         .or(c().eq(Literal::Float(f64::NAN)));
     (widened, false)
+}
+
+/// `a op b` on two columns, exact where DataFusion's coercion compares exactly what tamis does:
+/// integers and decimals with each other (both compare the exact values), strings with strings,
+/// binary with binary, and otherwise identical types (booleans, dates, timestamps of one unit
+/// and zone). Floats are not converted (their orders differ, see above), nor is arithmetic:
+/// DataFusion's integer arithmetic wraps on overflow where tamis's is exact.
+fn columns_compared(
+    (a, ta): (&str, &DataType),
+    op: CmpOp,
+    (b, tb): (&str, &DataType),
+    neg: bool,
+) -> Option<(T, bool)> {
+    let exact_number = |t: &DataType| t.is_integer() || matches!(t, DataType::Decimal128(..));
+    let comparable = (exact_number(ta) && exact_number(tb))
+        || (is_string(ta) && is_string(tb))
+        || (is_binary(ta) && is_binary(tb))
+        || (ta == tb && !is_float(ta));
+    if !comparable {
+        return None;
+    }
+    let op = if neg { op.negate() } else { op };
+    Some((
+        T::Compare(Box::new(tree::col(a)), op, Box::new(tree::col(b))),
+        true,
+    ))
+}
+
+/// The column `e` names, under a cast that DataFusion's type coercion adds to compare two
+/// columns (`CAST(i32 AS Int64) < i64`), when that cast keeps every value exactly: integers to
+/// wider integers or to decimals with room for all their digits, decimals to decimals with at
+/// least their scale and integer digits. tamis compares the exact values without it.
+fn widened<'s>(e: &Expr, schema: &'s Schema) -> Option<(&'s str, &'s DataType)> {
+    let Expr::Cast(datafusion::logical_expr::Cast { expr, field }) = e else {
+        return column(e, schema);
+    };
+    let data_type = field.data_type();
+    let (name, from) = column(expr, schema)?;
+    let int_digits = |t: &DataType| -> Option<i16> {
+        Some(match t {
+            DataType::Int8 | DataType::UInt8 => 3,
+            DataType::Int16 | DataType::UInt16 => 5,
+            DataType::Int32 | DataType::UInt32 => 10,
+            DataType::Int64 => 19,
+            DataType::UInt64 => 20,
+            DataType::Decimal128(p, s) => *p as i16 - *s as i16,
+            _ => return None,
+        })
+    };
+    let keeps = match (from, data_type) {
+        (f, t) if f.is_integer() && t.is_integer() => {
+            let signed = |t: &DataType| t.is_signed_integer();
+            let bits = |t: &DataType| t.primitive_width().unwrap_or(0) * 8;
+            (signed(f) == signed(t) && bits(t) >= bits(f))
+                || (!signed(f) && signed(t) && bits(t) > bits(f))
+        }
+        (f, &DataType::Decimal128(_, s)) => {
+            let from_scale = match f {
+                DataType::Decimal128(_, fs) => *fs,
+                _ => 0,
+            };
+            s >= from_scale && int_digits(data_type)? >= int_digits(f)?
+        }
+        _ => false,
+    };
+    keeps.then_some((name, from))
 }
 
 /// A DataFusion comparison operator as tamis's (`None` for every other operator).

@@ -198,6 +198,23 @@ fn leaf(rng: &mut StdRng) -> String {
                 items.join(", ")
             )
         }
+        4 => {
+            // Two columns (pushed when exact), or arithmetic (left to DataFusion).
+            let pairs = [
+                ("i", "l"),
+                ("l", "m"),
+                ("m", "i"),
+                ("s", "p"),
+                ("d", "d"),
+                ("b", "b"),
+                ("f", "i"),
+                ("i + 1", "l"),
+                ("m", "l * 2 - m"),
+            ];
+            let (a, b) = pairs[rng.random_range(0..pairs.len())];
+            let ops = ["=", "<>", "<", "<=", ">", ">="];
+            format!("{a} {} {b}", ops[rng.random_range(0..ops.len())])
+        }
         3 if c == "s" || c == "p" => {
             let pats = [
                 "'a%'", "'%b'", "'_'", "''", "'%'", "'x_y'", "'v1%'", "'%0_'",
@@ -301,6 +318,9 @@ async fn exact_filters_leave_no_filter_above_the_scan_and_metrics_show() {
     };
     let exact = plan("EXPLAIN SELECT l FROM t WHERE l < 100 AND s = 'a'").await;
     assert!(exact.contains("TamisExec"), "{exact}");
+    assert!(!exact.contains("FilterExec"), "{exact}");
+    // Two columns compared: exact on integers, decimals and strings.
+    let exact = plan("EXPLAIN SELECT l FROM t WHERE i < l AND m >= i AND s <> p").await;
     assert!(!exact.contains("FilterExec"), "{exact}");
     // Floats are re-checked by DataFusion.
     let inexact = plan("EXPLAIN SELECT l FROM t WHERE f < 1").await;

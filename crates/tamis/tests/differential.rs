@@ -634,9 +634,112 @@ enum P {
     In(usize, Vec<V>, bool),
     IsNull(usize, bool),
     Like(usize, String, bool),
+    /// A comparison between columns, with arithmetic on either side.
+    Cols(Term, Op, Term),
     And(Box<P>, Box<P>),
     Or(Box<P>, Box<P>),
     Not(Box<P>),
+}
+
+/// One side of a comparison between columns.
+#[derive(Clone, Debug)]
+enum Term {
+    Col(usize),
+    Lit(i64),
+    Bin(Box<Term>, AOp, Box<Term>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum AOp {
+    Add,
+    Sub,
+    Mul,
+}
+
+/// Exact numeric kinds (integers and decimals): compared and added with each other exactly.
+fn is_exact(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::I8
+            | Kind::I16
+            | Kind::I32
+            | Kind::I64
+            | Kind::U8
+            | Kind::U16
+            | Kind::U32
+            | Kind::U64
+            | Kind::Dec(..)
+    )
+}
+
+/// Kinds small enough that a product of two stays within 38 digits.
+fn multipliable(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::I8 | Kind::I16 | Kind::I32 | Kind::U8 | Kind::U16 | Kind::U32 | Kind::Dec(7, _)
+    ) || kind.is_float()
+}
+
+fn render_term(t: &Term, cols: &[ColSpec]) -> String {
+    match t {
+        Term::Col(c) => cols[*c].name.clone(),
+        Term::Lit(v) if *v < 0 => format!("({v})"),
+        Term::Lit(v) => v.to_string(),
+        Term::Bin(a, op, b) => format!(
+            "({} {} {})",
+            render_term(a, cols),
+            match op {
+                AOp::Add => "+",
+                AOp::Sub => "-",
+                AOp::Mul => "*",
+            },
+            render_term(b, cols)
+        ),
+    }
+}
+
+/// A comparison between two columns of comparable kinds; numbers sometimes with arithmetic.
+fn gen_cols(f: &GenFile, rng: &mut StdRng) -> P {
+    let kinds: Vec<Kind> = f.cols.iter().map(|c| c.kind).collect();
+    let numeric = |k: Kind| is_exact(k) || k.is_float();
+    let a = rng.random_range(0..kinds.len());
+    let pick = |rng: &mut StdRng, ok: &dyn Fn(Kind) -> bool| {
+        let all: Vec<usize> = (0..kinds.len()).filter(|&c| ok(kinds[c])).collect();
+        *all.choose(rng).unwrap()
+    };
+    let ka = kinds[a];
+    let op = *[Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge]
+        .choose(rng)
+        .unwrap();
+    if !numeric(ka) {
+        // Same kind only (the pair of columns of each kind).
+        let b = pick(rng, &|k| k == ka);
+        return P::Cols(Term::Col(a), op, Term::Col(b));
+    }
+    let b = pick(rng, &|k| numeric(k));
+    let mut left = Term::Col(a);
+    let mut right = Term::Col(b);
+    if rng.random_bool(0.5) {
+        let aop = *[AOp::Add, AOp::Sub, AOp::Mul].choose(rng).unwrap();
+        let other = if rng.random_bool(0.5) {
+            Term::Lit(rng.random_range(-3..20))
+        } else if aop == AOp::Mul {
+            Term::Col(pick(rng, &|k| multipliable(k)))
+        } else {
+            Term::Col(pick(rng, &|k| numeric(k)))
+        };
+        let fits = |t: &Term| match t {
+            Term::Col(c) => multipliable(kinds[*c]),
+            _ => true,
+        };
+        if aop != AOp::Mul || (fits(&left) && fits(&other)) {
+            left = Term::Bin(Box::new(left), aop, Box::new(other));
+        }
+    }
+    if rng.random_bool(0.2) {
+        right = Term::Bin(Box::new(Term::Lit(1)), AOp::Sub, Box::new(right));
+    }
+    P::Cols(left, op, right)
 }
 
 fn quote(s: &str) -> String {
@@ -747,6 +850,19 @@ fn render(p: &P, cols: &[ColSpec]) -> String {
                 quote(pat)
             )
         }
+        P::Cols(l, op, r) => format!(
+            "{} {} {}",
+            render_term(l, cols),
+            match op {
+                Op::Eq => "=",
+                Op::Ne => "<>",
+                Op::Lt => "<",
+                Op::Le => "<=",
+                Op::Gt => ">",
+                Op::Ge => ">=",
+            },
+            render_term(r, cols)
+        ),
         P::And(a, b) => format!("({} AND {})", render(a, cols), render(b, cols)),
         P::Or(a, b) => format!("({} OR {})", render(a, cols), render(b, cols)),
         P::Not(a) => format!("NOT ({})", render(a, cols)),
@@ -888,6 +1004,9 @@ fn gen_leaf(f: &GenFile, rng: &mut StdRng) -> P {
     let c = rng.random_range(0..f.cols.len());
     let kind = f.cols[c].kind;
     let r = rng.random_range(0..100);
+    if rng.random_bool(0.12) {
+        return gen_cols(f, rng);
+    }
     if r < 8 {
         return P::IsNull(c, rng.random());
     }
@@ -989,10 +1108,120 @@ fn eval(p: &P, f: &GenFile) -> BooleanArray {
                 like(&a, &s).unwrap()
             }
         }
+        P::Cols(l, op, r) => {
+            let (l, r) = common_type(eval_term(l, f), eval_term(r, f));
+            match op {
+                Op::Eq => eq(&l, &r),
+                Op::Ne => neq(&l, &r),
+                Op::Lt => lt(&l, &r),
+                Op::Le => lt_eq(&l, &r),
+                Op::Gt => gt(&l, &r),
+                Op::Ge => gt_eq(&l, &r),
+            }
+            .unwrap()
+        }
         P::And(a, b) => and_kleene(&eval(a, f), &eval(b, f)).unwrap(),
         P::Or(a, b) => or_kleene(&eval(a, f), &eval(b, f)).unwrap(),
         P::Not(a) => not(&eval(a, f)).unwrap(),
     }
+}
+
+/// A term's values with Arrow kernels: exact numbers as Decimal128(38, scale), floats as
+/// Float64 (normalised: one NaN, no -0.0, as tamis orders them), other kinds as they are.
+fn eval_term(t: &Term, f: &GenFile) -> ArrayRef {
+    use arrow::compute::cast;
+    use arrow::compute::kernels::numeric::{add, mul, sub};
+    let n = f.norm.num_rows();
+    match t {
+        Term::Col(c) => {
+            let a = f.norm.column(*c).clone();
+            match f.cols[*c].kind {
+                Kind::F32 | Kind::F64 => cast(&a, &DataType::Float64).unwrap(),
+                Kind::Dec(_, s) => cast(&a, &DataType::Decimal128(38, s)).unwrap(),
+                k if is_exact(k) => cast(&a, &DataType::Decimal128(38, 0)).unwrap(),
+                _ => a,
+            }
+        }
+        Term::Lit(v) => Arc::new(
+            Decimal128Array::from(vec![*v as i128; n])
+                .with_precision_and_scale(38, 0)
+                .unwrap(),
+        ),
+        Term::Bin(a, op, b) => {
+            let (a, b) = (eval_term(a, f), eval_term(b, f));
+            let scale = |x: &ArrayRef| match x.data_type() {
+                DataType::Decimal128(_, s) => Some(*s),
+                _ => None,
+            };
+            match (scale(&a), scale(&b)) {
+                (Some(sa), Some(sb)) => {
+                    let out = match op {
+                        AOp::Mul => mul(&a, &b).unwrap(),
+                        _ => {
+                            let s = sa.max(sb);
+                            let t = DataType::Decimal128(38, s);
+                            let (a, b) = (cast(&a, &t).unwrap(), cast(&b, &t).unwrap());
+                            if *op == AOp::Add {
+                                add(&a, &b).unwrap()
+                            } else {
+                                sub(&a, &b).unwrap()
+                            }
+                        }
+                    };
+                    let s = if *op == AOp::Mul { sa + sb } else { sa.max(sb) };
+                    cast(&out, &DataType::Decimal128(38, s)).unwrap()
+                }
+                _ => {
+                    let (a, b) = (
+                        cast(&a, &DataType::Float64).unwrap(),
+                        cast(&b, &DataType::Float64).unwrap(),
+                    );
+                    let out = match op {
+                        AOp::Add => add(&a, &b),
+                        AOp::Sub => sub(&a, &b),
+                        AOp::Mul => mul(&a, &b),
+                    }
+                    .unwrap();
+                    let out: Float64Array = out
+                        .as_any()
+                        .downcast_ref::<Float64Array>()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.map(norm64))
+                        .collect();
+                    Arc::new(out)
+                }
+            }
+        }
+    }
+}
+
+/// Both sides in one type Arrow can compare: doubles if either is, else decimals at the larger
+/// scale, else unchanged (same kind).
+fn common_type(l: ArrayRef, r: ArrayRef) -> (ArrayRef, ArrayRef) {
+    use arrow::compute::cast;
+    let to = match (l.data_type(), r.data_type()) {
+        (DataType::Float64, _) | (_, DataType::Float64) => DataType::Float64,
+        (DataType::Decimal128(_, a), DataType::Decimal128(_, b)) => {
+            DataType::Decimal128(38, *a.max(b))
+        }
+        _ => return (l, r),
+    };
+    let norm = |a: ArrayRef| -> ArrayRef {
+        let a = cast(&a, &to).unwrap();
+        if to != DataType::Float64 {
+            return a;
+        }
+        let out: Float64Array = a
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap()
+            .iter()
+            .map(|v| v.map(norm64))
+            .collect();
+        Arc::new(out)
+    };
+    (norm(l), norm(r))
 }
 
 fn random_projection(f: &GenFile, rng: &mut StdRng) -> Option<Vec<String>> {

@@ -168,6 +168,47 @@ pub(crate) mod tests {
         assert_eq!(p("d203 > 1e30"), Predicate::False);
     }
 
+    /// Comparisons between columns and with arithmetic bind to `Predicate::Compare`, the
+    /// operator negated under NOT, the SQL shown as written; a NULL side is FALSE.
+    #[test]
+    fn comparisons_between_columns() {
+        use crate::expr::compare::{ArithOp, Number, Operand};
+        let compare = |q: &str| match p(q) {
+            Predicate::Compare(c) => (*c).clone(),
+            other => panic!("{q}: {other:?}"),
+        };
+        let c = compare("i32 < i64");
+        assert_eq!(
+            (c.left, c.op, c.right),
+            (Operand::Column(idx("i32")), Lt, Operand::Column(idx("i64")))
+        );
+        assert_eq!(compare("NOT (i32 < i64)").op, GtEq);
+        let c = compare("d92 * (1 - d92) > 1000.50");
+        assert_eq!(
+            c.right,
+            Operand::Number(Number::Exact {
+                unscaled: 100050,
+                scale: 2
+            })
+        );
+        let Operand::Arith(_, ArithOp::Mul, rhs) = &c.left else {
+            panic!("{:?}", c.left)
+        };
+        assert!(matches!(**rhs, Operand::Arith(_, ArithOp::Sub, _)));
+        assert_eq!(
+            compare("f64 >= i32 + 1e3").columns(),
+            vec![idx("i32"), idx("f64")]
+        );
+        assert_eq!(p("i32 < i64 + NULL"), Predicate::False);
+        assert_eq!(p("NOT (NULL * i32 = i64)"), Predicate::False);
+        let rendered = |q: &str| crate::expr::render::render(&p(q), &test_columns());
+        assert_eq!(
+            rendered("i32 - (i64 - 2) < 3 * (f64 + 1)"),
+            "i32 - (i64 - 2) < 3 * (f64 + 1)"
+        );
+        assert_eq!(rendered("NOT s = s"), "s <> s");
+    }
+
     #[test]
     fn floats() {
         assert_eq!(p("f64 > 1"), cmp("f64", Gt, F(1.0)));
@@ -386,12 +427,34 @@ pub(crate) mod tests {
         let e = err("upper(s) = 'X'");
         assert_eq!(e.kind, ErrorKind::Unsupported);
         assert_eq!(e.message, "function call in predicate: `upper(s) = 'X'`");
-        let e = err("i32 + 1 > 5");
-        assert_eq!(e.message, "arithmetic in predicate: `i32 + 1 > 5`");
-        let e = err("i32 = i64");
+        let e = err("i32 / 2 > 5");
+        assert_eq!(e.kind, ErrorKind::Unsupported);
+        assert_eq!(e.message, "arithmetic in predicate: `i32 / 2 > 5`");
+        let e = err("i32 + 1");
+        assert_eq!(e.message, "arithmetic in predicate: `i32 + 1`");
+        let e = err("dt < i32");
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
         assert_eq!(
             e.message,
-            "column-to-column comparison in predicate: `i32 = i64`"
+            "type mismatch: cannot compare column 'dt' (DATE) with column 'i32' (INT32)"
+        );
+        let e = err("dt + 1 > dt");
+        assert_eq!(e.kind, ErrorKind::Unsupported);
+        assert_eq!(e.message, "arithmetic on column 'dt' (DATE)");
+        let e = err("s < i32 + 1");
+        assert_eq!(
+            e.message,
+            "type mismatch: cannot compare column 's' (STRING) with `i32 + 1` (a number)"
+        );
+        let e = err("i32 + 'a' > i64");
+        assert_eq!(
+            e.message,
+            "a string in arithmetic or a comparison between columns: `(i32 + 'a') > i64`"
+        );
+        let e = err("1 + 2 > 3");
+        assert_eq!(
+            e.message,
+            "comparison without a column in predicate: `(1 + 2) > 3`"
         );
         let e = err("i32 IN (SELECT 1)");
         assert_eq!(e.kind, ErrorKind::Unsupported);
