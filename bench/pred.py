@@ -41,6 +41,8 @@ class Pred:
             return f"{a[0]} IN ({', '.join(sql_lit(v) for v in a[1])})"
         if op == "like":
             return f"{a[0]} LIKE {sql_lit(a[1])}"
+        if op == "cols":
+            return f"{a[0]} {a[1]} {a[2]}"
         return f"{a[0]} {op} {sql_lit(a[1])}"
 
     # ---- Polars ------------------------------------------------------------------------------
@@ -55,6 +57,8 @@ class Pred:
         if op == "not":
             return ~a[0].polars()
         col = pl.col(a[0])
+        if op == "cols":
+            return _cmp(a[1], col, pl.col(a[2]))
         if op == "between":
             return col.is_between(pl.lit(a[1]), pl.lit(a[2]), closed="both")
         if op == "in":
@@ -76,6 +80,8 @@ class Pred:
         if op == "not":
             return ~a[0].pyarrow(schema)
         field = pc.field(a[0])
+        if op == "cols":
+            return _cmp(a[1], field, pc.field(a[2]))
         typ = schema.field(a[0]).type
 
         def lit(v):
@@ -128,6 +134,11 @@ def like_regex(pattern: str) -> str:
 
 def col_cmp(column: str, op: str, value: Any) -> Pred:
     return Pred(op, (column, value))
+
+
+def cols(left: str, op: str, right: str) -> Pred:
+    """Two columns of one type compared: ``left op right``."""
+    return Pred("cols", (left, op, right))
 
 
 def between(column: str, low: Any, high: Any) -> Pred:

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import lookup
 import paper
 from engines import Query
-from pred import between, col_cmp, like
+from pred import between, col_cmp, cols, isin, like
 
 SEED = 20261122
 
@@ -87,6 +87,28 @@ def tpch(data_dir: str, args) -> List[Query]:
               ["l_orderkey", "l_extendedprice"]),
         Query("l_comment LIKE '%special%requests%'", path,
               like("l_comment", "%special%requests%"), ["l_orderkey"]),
+        Query("l_suppkey IN (5 values)", path,
+              isin("l_suppkey", [17, 1234, 4321, 7777, 9999]), ["l_orderkey", "l_suppkey"]),
+        # The lineitem scans of Q12, Q14 and Q19 (their filters on lineitem, the columns the
+        # rest of the query needs).
+        Query("Q12 scan (l_commitdate < l_receiptdate …)", path,
+              isin("l_shipmode", ["MAIL", "SHIP"])
+              & cols("l_commitdate", "<", "l_receiptdate")
+              & cols("l_shipdate", "<", "l_commitdate")
+              & col_cmp("l_receiptdate", ">=", dt.date(1994, 1, 1))
+              & col_cmp("l_receiptdate", "<", dt.date(1995, 1, 1)),
+              ["l_orderkey", "l_shipmode"]),
+        Query("Q14 scan", path,
+              col_cmp("l_shipdate", ">=", dt.date(1995, 9, 1))
+              & col_cmp("l_shipdate", "<", dt.date(1995, 10, 1)),
+              ["l_partkey", "l_extendedprice", "l_discount"]),
+        Query("Q19 scan", path,
+              isin("l_shipmode", ["AIR", "AIR REG"])
+              & col_cmp("l_shipinstruct", "=", "DELIVER IN PERSON")
+              & (between("l_quantity", Decimal("1"), Decimal("11"))
+                 | between("l_quantity", Decimal("10"), Decimal("20"))
+                 | between("l_quantity", Decimal("20"), Decimal("30"))),
+              ["l_partkey", "l_quantity", "l_extendedprice", "l_discount"]),
     ]
 
 

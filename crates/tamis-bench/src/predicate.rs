@@ -84,6 +84,12 @@ pub enum Pred {
     BoolColumn {
         col: usize,
     },
+    /// Two columns of one type compared (`l_commitdate < l_receiptdate`).
+    Columns {
+        left: usize,
+        op: CmpOp,
+        right: usize,
+    },
 }
 
 impl Pred {
@@ -155,6 +161,17 @@ impl Pred {
                     (true, true) => nilike(column, &pattern),
                 }
             }
+            Pred::Columns { left, op, right } => {
+                let (l, r) = (batch.column(*left), batch.column(*right));
+                match op {
+                    CmpOp::Eq => eq(l, r),
+                    CmpOp::NotEq => neq(l, r),
+                    CmpOp::Lt => lt(l, r),
+                    CmpOp::LtEq => lt_eq(l, r),
+                    CmpOp::Gt => gt(l, r),
+                    CmpOp::GtEq => gt_eq(l, r),
+                }
+            }
             Pred::BoolColumn { col } => batch
                 .column(*col)
                 .as_boolean_opt()
@@ -177,6 +194,10 @@ impl Pred {
             | Pred::IsNull { col, .. }
             | Pred::Like { col, .. }
             | Pred::BoolColumn { col } => *col = f(*col),
+            Pred::Columns { left, right, .. } => {
+                *left = f(*left);
+                *right = f(*right);
+            }
         }
     }
 }
@@ -426,13 +447,27 @@ impl Compiler<'_> {
         right: &Expr,
         roots: &mut Vec<usize>,
     ) -> Result<Pred, String> {
+        if let (Some(l), Some(r)) = (self.column(left)?, self.column(right)?) {
+            if l.value_type != r.value_type {
+                return Err(format!(
+                    "comparison '{whole}' is between columns of types {} and {}",
+                    l.value_type, r.value_type
+                ));
+            }
+            roots.extend([l.root, r.root]);
+            return Ok(Pred::Columns {
+                left: l.root,
+                op,
+                right: r.root,
+            });
+        }
         let (column, op, literal) = if let Some(column) = self.column(left)? {
             (column, op, right)
         } else if let Some(column) = self.column(right)? {
             (column, op.flip(), left)
         } else {
             return Err(format!(
-                "comparison '{whole}' must be between a column and a literal"
+                "comparison '{whole}' must be between a column and a literal or two columns"
             ));
         };
         let value = self.required_literal(literal, &column, whole)?;

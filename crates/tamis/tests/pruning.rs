@@ -750,7 +750,11 @@ fn bad_predicates_are_reported() {
         ("a LIKE 'x%'", InvalidArgument, "'a'"),
         ("a / 2 > 2", Unsupported, "a / 2 > 2"),
         ("upper(s) = 'X'", Unsupported, "upper(s)"),
-        ("a = s", InvalidArgument, "cannot compare column 'a' (INT32) with column 's'"),
+        (
+            "a = s",
+            InvalidArgument,
+            "cannot compare column 'a' (INT32) with column 's'",
+        ),
         ("a + 1", Unsupported, "a + 1"),
         ("a IN (SELECT 1)", Unsupported, "a"),
     ] {
