@@ -4,6 +4,8 @@
 //! pool; results are emitted in file order, so memory stays bounded by the window (each task
 //! holds one row group's survivors) and `limit` stops the scan early.
 
+pub mod cost;
+pub mod estimate;
 pub mod fallback;
 pub mod file;
 mod fit;

@@ -1,50 +1,29 @@
-//! Filter ordering (paper §4.4) and the selectivities it runs on.
+//! Filter sequences and the scan-wide side of ordering them (paper 001 §4.4).
 //!
 //! A *filter* is one step of a sequence the scan evaluates on the rows still alive: the leaves of
-//! an AND on one column (evaluated in one pass), or a nested AND / OR. The children of an AND
-//! form a sequence; so do the children of an OR, evaluated through De Morgan with the negate flag
-//! (`a ∨ b = ¬(¬a ∧ ¬b)`: each child keeps the rows where it is *not* true).
+//! an AND on one column (evaluated in one pass), a comparison between columns, or a nested
+//! AND / OR. The children of an AND form a sequence; so do the children of an OR, evaluated
+//! through De Morgan with the negate flag (`a ∨ b = ¬(¬a ∧ ¬b)`: each child keeps the rows where
+//! it is *not* true).
 //!
-//! ```text
-//! cost(f1..fn) ∝ Σ_{i≥2} k_i/w + Σ_{i≥2} Π_{j<i} s_j        (Eq. 1, w = 64)
-//! ```
-//!
-//! `k_i` is the bits per value the select operator reads for filter i and `s_i` the fraction of
-//! rows passing it (for a negated filter, `1 − s_i`). The optimal order under the model tries
-//! each filter first and sorts the rest by ascending selectivity ([`greedy_order`]).
-//!
-//! Extensions of the paper's model, which only considers bit-packed dictionary codes:
-//! * `k` of a dictionary-encoded chunk is the code width `ceil(log2(entries))`; of any other
-//!   chunk the physical value width (BOOLEAN 1, INT32/FLOAT 32, INT64/DOUBLE 64, INT96 96,
-//!   FIXED_LEN_BYTE_ARRAY 8·length, BYTE_ARRAY the chunk's mean uncompressed bits per value);
-//!   of a nested filter the sum over its distinct columns.
-//! * Selectivities before any evaluation come from the row group: the fraction of dictionary
-//!   entries matching (when the chunk is all dictionary-encoded), else min/max with a uniform
-//!   distribution for ranges, `1/distinct` (or `1/(max−min+1)` on integers) for equality, null
-//!   counts for `IS NULL`, else the `DEFAULT_*` constants below. Nested filters combine their
-//!   children assuming independence.
-//! * Runtime adaptation: the scan measures each filter's selectivity (rows in, rows passing) and
-//!   later row groups order by the measured value. Filters are identified by their content (a
-//!   hash of their leaves), since pruning rewrites the predicate differently in each row group.
+//! Each sequence is ordered by the cost model ([`super::cost`]) from the row group's estimates
+//! ([`super::estimate`]), corrected at run time: the [`Planner`] measures each filter's
+//! selectivity (rows in, rows passing) and later row groups order by the measured value.
+//! Filters are identified by their content (a hash of their leaves), since pruning rewrites the
+//! predicate differently in each row group.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::column::adapt::{Adaptive, Evaluation};
-
-use parquet::basic::{ColumnOrder, Type as PhysicalType};
-use parquet::file::metadata::RowGroupMetaData;
-
 use crate::error::{Error, Result};
-use crate::expr::{sql, CmpOp, Leaf, LeafOp, Predicate, Scalar};
+use crate::expr::{Leaf, Predicate};
 use crate::metrics::FilterStep;
-use crate::prune::bounds::Bounds;
-use crate::prune::dictionary::matching_entries;
-use crate::prune::row_group::{chunk_bounds, file_column_order};
-use crate::schema::{Domain, LeafColumn};
-use crate::values::Values;
+
+use super::cost::{greedy_order, FilterCost};
+use super::estimate::Estimates;
 
 /// How the scan orders the filters of each AND (and the children of each OR).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,63 +52,6 @@ impl FromStr for FilterOrder {
             ))),
         }
     }
-}
-
-/// Word width of the bit-parallel select (`w` in Eq. 1).
-pub const WORD_BITS: f64 = 64.0;
-/// Selectivity of `IS NULL` when the null count is unknown (and the null fraction assumed for
-/// other leaves).
-pub const DEFAULT_NULL_FRACTION: f64 = 0.1;
-/// Selectivity of `=` without statistics or dictionary.
-pub const DEFAULT_EQ: f64 = 0.1;
-/// Selectivity of one range comparison (`<`, `>=`, …) without usable min/max.
-pub const DEFAULT_RANGE: f64 = 0.5;
-/// Selectivity of a `LIKE` with a wildcard (`NOT LIKE`: the complement).
-pub const DEFAULT_LIKE: f64 = 0.1;
-/// Share of values a join-key filter is expected to pass before any scan has probed it.
-pub const DEFAULT_IN_KEYS: f64 = 0.1;
-
-/// What Eq. 1 knows about one filter.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FilterCost {
-    /// Bits per value the select reads (`k`).
-    pub bits: f64,
-    /// Fraction of the input rows the filter keeps (`s`).
-    pub selectivity: f64,
-}
-
-/// Eq. 1 without the constant first-filter term: `Σ_{i≥2} k_i/w + Σ_{i≥2} Π_{j<i} s_j`.
-pub fn cost(sequence: &[FilterCost]) -> f64 {
-    let mut total = 0.0;
-    let mut passing = 1.0;
-    for (i, f) in sequence.iter().enumerate() {
-        if i > 0 {
-            total += f.bits / WORD_BITS + passing;
-        }
-        passing *= f.selectivity;
-    }
-    total
-}
-
-/// The order minimising [`cost`]: for each candidate first filter, the rest by ascending
-/// selectivity; the cheapest wins (ties: the earlier candidate, so equal filters keep their
-/// written order). Returns indices into `filters`.
-pub fn greedy_order(filters: &[FilterCost]) -> Vec<usize> {
-    let n = filters.len();
-    let mut rest: Vec<usize> = (0..n).collect();
-    rest.sort_by(|&a, &b| filters[a].selectivity.total_cmp(&filters[b].selectivity));
-    let mut best: Option<(f64, Vec<usize>)> = None;
-    for first in 0..n {
-        let order: Vec<usize> = std::iter::once(first)
-            .chain(rest.iter().copied().filter(|&i| i != first))
-            .collect();
-        let seq: Vec<FilterCost> = order.iter().map(|&i| filters[i]).collect();
-        let c = cost(&seq);
-        if best.as_ref().is_none_or(|(b, _)| c < *b) {
-            best = Some((c, order));
-        }
-    }
-    best.map(|(_, o)| o).unwrap_or_default()
 }
 
 /// One step of a filter sequence.
@@ -195,7 +117,7 @@ impl<'p> Filter<'p> {
         }
     }
 
-    fn columns(&self) -> Vec<usize> {
+    pub(crate) fn columns(&self) -> Vec<usize> {
         match &self.kind {
             FilterKind::Column { column, .. } => vec![*column],
             FilterKind::Node(p) => p.columns(),
@@ -249,295 +171,6 @@ pub fn and_filters(children: &[Predicate]) -> Vec<Filter<'_>> {
 /// column cannot share a pass).
 pub fn or_filters(children: &[Predicate]) -> Vec<Filter<'_>> {
     children.iter().map(Filter::node).collect()
-}
-
-/// What one row group's metadata says about a column, for the estimates.
-#[derive(Debug)]
-struct ColumnInfo {
-    bits: u32,
-    bounds: Bounds,
-    /// Null rows / rows, when known.
-    null_fraction: Option<f64>,
-    distinct: Option<u64>,
-}
-
-/// Selectivity and bit-width estimates for one row group, before evaluating anything.
-pub struct Estimates<'a> {
-    leaves: &'a [LeafColumn],
-    rg: &'a RowGroupMetaData,
-    column_orders: Option<&'a [ColumnOrder]>,
-    /// Dictionaries of the all-dictionary-encoded chunks (loaded by pruning).
-    dictionaries: &'a HashMap<usize, Arc<Values>>,
-    columns: HashMap<usize, ColumnInfo>,
-    column_filters: HashMap<u64, f64>,
-}
-
-impl<'a> Estimates<'a> {
-    pub fn new(
-        leaves: &'a [LeafColumn],
-        rg: &'a RowGroupMetaData,
-        column_orders: Option<&'a [ColumnOrder]>,
-        dictionaries: &'a HashMap<usize, Arc<Values>>,
-    ) -> Self {
-        Estimates {
-            leaves,
-            rg,
-            column_orders,
-            dictionaries,
-            columns: HashMap::new(),
-            column_filters: HashMap::new(),
-        }
-    }
-
-    fn info(&mut self, c: usize) -> &ColumnInfo {
-        let (leaves, rg, orders, dicts) =
-            (self.leaves, self.rg, self.column_orders, self.dictionaries);
-        self.columns.entry(c).or_insert_with(|| {
-            let column = &leaves[c];
-            let cc = rg.column(c);
-            let bounds = chunk_bounds(column, rg, c, Some(file_column_order(orders, c)));
-            let null_fraction = if !column.optional() {
-                Some(0.0)
-            } else {
-                match (bounds.null_count, bounds.num_values) {
-                    (Some(n), Some(v)) if v > 0 => Some((n as f64 / v as f64).min(1.0)),
-                    _ => None,
-                }
-            };
-            let bits = match dicts.get(&c) {
-                Some(d) => code_width(d.len()),
-                None => physical_width(column, cc.uncompressed_size(), cc.num_values()),
-            };
-            ColumnInfo {
-                bits,
-                distinct: cc
-                    .statistics()
-                    .and_then(|s| s.distinct_count_opt())
-                    .filter(|&d| d > 0),
-                bounds,
-                null_fraction,
-            }
-        })
-    }
-
-    /// Bits per value the select reads for this filter (`k`).
-    pub fn bits(&mut self, f: &Filter<'_>) -> u32 {
-        f.columns().into_iter().map(|c| self.info(c).bits).sum()
-    }
-
-    /// The estimate before any evaluation (no measurements).
-    pub fn estimate(&mut self, f: &Filter<'_>) -> f64 {
-        self.selectivity(f, &|_| None)
-    }
-
-    /// `measured(key)` where known, else the estimate; nested filters combine their children's
-    /// selectivities assuming independence.
-    pub fn selectivity(&mut self, f: &Filter<'_>, measured: &dyn Fn(u64) -> Option<f64>) -> f64 {
-        if let Some(s) = measured(f.key) {
-            return s;
-        }
-        let s = match &f.kind {
-            FilterKind::Column { column, leaves } => {
-                if let Some(&s) = self.column_filters.get(&f.key) {
-                    return s;
-                }
-                let s = self.column_selectivity(*column, leaves);
-                self.column_filters.insert(f.key, s);
-                s
-            }
-            FilterKind::Node(Predicate::And(c)) => and_filters(c)
-                .iter()
-                .map(|g| self.selectivity(g, measured))
-                .product(),
-            FilterKind::Node(Predicate::Or(c)) => {
-                1.0 - or_filters(c)
-                    .iter()
-                    .map(|g| 1.0 - self.selectivity(g, measured))
-                    .product::<f64>()
-            }
-            FilterKind::Node(Predicate::True) => 1.0,
-            FilterKind::Node(Predicate::False) => 0.0,
-            FilterKind::Node(Predicate::Leaf(l)) => self.column_selectivity(l.column, &[l]),
-            FilterKind::Node(Predicate::Compare(c)) => match c.op {
-                CmpOp::Eq => DEFAULT_EQ,
-                CmpOp::NotEq => 1.0 - DEFAULT_EQ,
-                _ => DEFAULT_RANGE,
-            },
-        };
-        s.clamp(0.0, 1.0)
-    }
-
-    /// The fraction of rows satisfying every leaf (all on `c`).
-    fn column_selectivity(&mut self, c: usize, leaves: &[&Leaf]) -> f64 {
-        let null_fraction = self.info(c).null_fraction;
-        if leaves.iter().any(|l| l.op.accepts_null()) {
-            // Only nulls can pass, and only if every leaf accepts them.
-            return if leaves.iter().all(|l| l.op.accepts_null()) {
-                null_fraction.unwrap_or(DEFAULT_NULL_FRACTION)
-            } else {
-                0.0
-            };
-        }
-        let non_null = 1.0 - null_fraction.unwrap_or(DEFAULT_NULL_FRACTION);
-        let values: Vec<&Leaf> = leaves
-            .iter()
-            .copied()
-            .filter(|l| !matches!(l.op, LeafOp::IsNull { .. }))
-            .collect();
-        if values.is_empty() {
-            return non_null;
-        }
-        let leaves_of_file = self.leaves;
-        let column = &leaves_of_file[c];
-        let from_dictionary = self.dictionaries.get(&c).and_then(|d| {
-            let matching = matching_entries(&values, column, d).ok()?;
-            (!d.is_empty()).then(|| matching.count_ones() as f64 / d.len() as f64)
-        });
-        let s = match from_dictionary {
-            Some(s) => s,
-            None => {
-                let domain = column.domain();
-                values_selectivity(self.info(c), domain, &values)
-            }
-        };
-        non_null * s
-    }
-
-    /// The report line of a filter.
-    pub fn step(&mut self, f: &Filter<'_>, negated: bool) -> (u64, FilterStep) {
-        let step = FilterStep {
-            filter: sql::render(&f.predicate(), self.leaves),
-            negated,
-            bit_width: self.bits(f),
-            estimated_selectivity: self.estimate(f),
-            measured_selectivity: None,
-        };
-        (f.key, step)
-    }
-}
-
-/// `ceil(log2(entries))`: the bit width of dictionary codes.
-pub fn code_width(entries: usize) -> u32 {
-    if entries <= 1 {
-        0
-    } else {
-        usize::BITS - (entries - 1).leading_zeros()
-    }
-}
-
-fn physical_width(column: &LeafColumn, uncompressed: i64, values: i64) -> u32 {
-    match column.physical {
-        PhysicalType::BOOLEAN => 1,
-        PhysicalType::INT32 | PhysicalType::FLOAT => 32,
-        PhysicalType::INT64 | PhysicalType::DOUBLE => 64,
-        PhysicalType::INT96 => 96,
-        PhysicalType::FIXED_LEN_BYTE_ARRAY => {
-            (8 * column.type_length).min(u32::MAX as usize) as u32
-        }
-        PhysicalType::BYTE_ARRAY => {
-            if values > 0 && uncompressed > 0 {
-                ((uncompressed as f64 * 8.0 / values as f64).ceil() as u32).max(8)
-            } else {
-                32
-            }
-        }
-    }
-}
-
-/// A numeric domain value as `f64` (for the uniform-distribution estimates).
-fn numeric(s: &Scalar) -> Option<f64> {
-    let x = match s {
-        Scalar::Int(i) => *i as f64,
-        Scalar::UInt(u) => *u as f64,
-        Scalar::Float(f) => *f,
-        Scalar::Decimal(d) => *d as f64,
-        Scalar::Bool(_) | Scalar::Bytes(_) => return None,
-    };
-    (!x.is_nan()).then_some(x)
-}
-
-/// Fraction of the non-null values satisfying every leaf (no `IS NULL` among them), from the
-/// statistics: range leaves intersect into one interval over `[min, max]` (uniform), the others
-/// multiply (independence).
-fn values_selectivity(info: &ColumnInfo, domain: Domain, leaves: &[&Leaf]) -> f64 {
-    let range = match (&info.bounds.min, &info.bounds.max) {
-        (Some(lo), Some(hi)) => match (numeric(lo), numeric(hi)) {
-            (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() && lo <= hi => Some((lo, hi)),
-            _ => None,
-        },
-        _ => None,
-    };
-    let integral = matches!(domain, Domain::Int | Domain::UInt);
-    let eq = |lit: &Scalar| -> f64 {
-        if let (Some((lo, hi)), Some(x)) = (range, numeric(lit)) {
-            if x < lo || x > hi {
-                return 0.0;
-            }
-        }
-        if let Some(d) = info.distinct {
-            return 1.0 / d as f64;
-        }
-        match (domain, range) {
-            (Domain::Bool, _) => 0.5,
-            (_, Some((lo, hi))) if integral => 1.0 / (hi - lo + 1.0),
-            _ => DEFAULT_EQ,
-        }
-    };
-    let (mut a, mut b) = range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
-    let mut ranged = false;
-    let mut point_range = 1.0; // min == max: each range leaf holds or not
-    let mut s = 1.0;
-    for leaf in leaves {
-        match &leaf.op {
-            LeafOp::Cmp(op @ (CmpOp::Lt | CmpOp::LtEq | CmpOp::Gt | CmpOp::GtEq), lit) => {
-                match (range, numeric(lit)) {
-                    (Some((lo, hi)), Some(x)) => {
-                        ranged = true;
-                        if lo == hi {
-                            let holds = op.holds(lo.total_cmp(&x));
-                            point_range *= if holds { 1.0 } else { 0.0 };
-                        } else if matches!(op, CmpOp::Lt | CmpOp::LtEq) {
-                            b = b.min(x);
-                        } else {
-                            a = a.max(x);
-                        }
-                    }
-                    _ => s *= DEFAULT_RANGE,
-                }
-            }
-            LeafOp::Cmp(CmpOp::Eq, lit) => s *= eq(lit),
-            LeafOp::Cmp(CmpOp::NotEq, lit) => s *= 1.0 - eq(lit),
-            LeafOp::In { values, negated } => {
-                let any = values.iter().map(eq).sum::<f64>().min(1.0);
-                s *= if *negated { 1.0 - any } else { any };
-            }
-            LeafOp::Like { pattern, negated } => {
-                let m = if pattern.is_exact() {
-                    eq(&Scalar::Bytes(pattern.prefix().to_vec()))
-                } else {
-                    DEFAULT_LIKE
-                };
-                s *= if *negated { 1.0 - m } else { m };
-            }
-            LeafOp::IsNull { .. } => {}
-            // What the join's filter has passed so far, over every scan probing it.
-            LeafOp::InKeys(f) => {
-                let (probed, passed) = f.counts();
-                s *= if probed == 0 {
-                    DEFAULT_IN_KEYS
-                } else {
-                    passed as f64 / probed as f64
-                };
-            }
-        }
-    }
-    if ranged {
-        match range {
-            Some((lo, hi)) if lo < hi => s *= ((b - a) / (hi - lo)).clamp(0.0, 1.0),
-            _ => s *= point_range,
-        }
-    }
-    s.clamp(0.0, 1.0)
 }
 
 /// Rows evaluated by a filter and rows passing it, summed over the row groups so far.
@@ -682,121 +315,6 @@ impl Planner {
 mod tests {
     use super::*;
 
-    /// TPC-H Q6: shipdate, discount, quantity (notes §2.4).
-    const Q6: [(&str, FilterCost); 3] = [
-        (
-            "shipdate",
-            FilterCost {
-                bits: 12.0,
-                selectivity: 0.152,
-            },
-        ),
-        (
-            "discount",
-            FilterCost {
-                bits: 4.0,
-                selectivity: 0.273,
-            },
-        ),
-        (
-            "quantity",
-            FilterCost {
-                bits: 6.0,
-                selectivity: 0.46,
-            },
-        ),
-    ];
-
-    fn permutations(n: usize) -> Vec<Vec<usize>> {
-        if n == 0 {
-            return vec![vec![]];
-        }
-        let mut out = Vec::new();
-        for p in permutations(n - 1) {
-            for at in 0..=p.len() {
-                let mut q = p.clone();
-                q.insert(at, n - 1);
-                out.push(q);
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn q6_orders_rank_as_in_the_notes() {
-        let mut ranked: Vec<(f64, String)> = permutations(3)
-            .into_iter()
-            .map(|p| {
-                let seq: Vec<FilterCost> = p.iter().map(|&i| Q6[i].1).collect();
-                let names: Vec<&str> = p.iter().map(|&i| Q6[i].0).collect();
-                (cost(&seq), names.join(","))
-            })
-            .collect();
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let expected = [
-            ("shipdate,discount,quantity", 0.3497),
-            ("shipdate,quantity,discount", 0.3782),
-            ("discount,shipdate,quantity", 0.5957),
-            ("discount,quantity,shipdate", 0.6798),
-            ("quantity,shipdate,discount", 0.7799),
-            ("quantity,discount,shipdate", 0.8356),
-        ];
-        for ((c, names), (want_names, want_cost)) in ranked.iter().zip(expected) {
-            assert_eq!(names, want_names);
-            assert!((c - want_cost).abs() < 5e-5, "{names}: {c} vs {want_cost}");
-        }
-        let costs: Vec<FilterCost> = Q6.iter().map(|x| x.1).collect();
-        assert_eq!(greedy_order(&costs), vec![0, 1, 2]);
-        // Whatever the written order, the same order is picked.
-        for p in permutations(3) {
-            let written: Vec<FilterCost> = p.iter().map(|&i| costs[i]).collect();
-            let picked: Vec<usize> = greedy_order(&written).iter().map(|&i| p[i]).collect();
-            assert_eq!(picked, vec![0, 1, 2], "written as {p:?}");
-        }
-    }
-
-    /// The greedy algorithm is optimal under the model: it matches exhaustive search.
-    #[test]
-    fn greedy_matches_exhaustive_search() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for round in 0..500 {
-            let n = 1 + round % 6;
-            let filters: Vec<FilterCost> = (0..n)
-                .map(|_| FilterCost {
-                    bits: (next() % 65) as f64,
-                    selectivity: (next() % 1001) as f64 / 1000.0,
-                })
-                .collect();
-            let best = permutations(n)
-                .into_iter()
-                .map(|p| cost(&p.iter().map(|&i| filters[i]).collect::<Vec<_>>()))
-                .fold(f64::INFINITY, f64::min);
-            let order = greedy_order(&filters);
-            let mut sorted = order.clone();
-            sorted.sort_unstable();
-            assert_eq!(sorted, (0..n).collect::<Vec<_>>());
-            let got = cost(&order.iter().map(|&i| filters[i]).collect::<Vec<_>>());
-            assert!((got - best).abs() < 1e-12, "{filters:?}: {got} vs {best}");
-        }
-        assert!(greedy_order(&[]).is_empty());
-    }
-
-    #[test]
-    fn code_widths() {
-        assert_eq!(code_width(0), 0);
-        assert_eq!(code_width(1), 0);
-        assert_eq!(code_width(2), 1);
-        assert_eq!(code_width(3), 2);
-        assert_eq!(code_width(4096), 12);
-        assert_eq!(code_width(4097), 13);
-    }
-
     #[test]
     fn filter_order_parses() {
         assert_eq!("auto".parse::<FilterOrder>().unwrap(), FilterOrder::Auto);
@@ -816,6 +334,7 @@ mod tests {
     use parquet::schema::types::ColumnPath;
 
     use crate::dataset::FileOutput;
+    use crate::expr::sql;
     use crate::metrics::MetricsCollector;
     use crate::scan::file::OpenedFile;
     use crate::scan::row_group::{scan_row_group, RowGroupJob};

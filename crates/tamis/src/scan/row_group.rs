@@ -35,9 +35,10 @@ use crate::prune;
 use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
 
+use super::estimate::Estimates;
 use super::fallback;
 use super::file::OpenedFile;
-use super::order::{and_filters, or_filters, Estimates, Filter, FilterKind, Planner};
+use super::order::{and_filters, or_filters, Filter, FilterKind, Planner};
 use super::{BrokenIndex, Pruning};
 
 /// What a row group task needs besides its file.
