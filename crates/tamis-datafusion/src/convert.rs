@@ -465,11 +465,16 @@ mod tests {
 
     #[test]
     fn unconvertible_parts() {
-        // A conjunct that cannot convert is dropped: inexact.
-        let e = col("i").lt(lit(5i32)).and(col("i").eq(col("i")));
+        // A conjunct that cannot convert is dropped: inexact (two float columns compared).
+        let e = col("i").lt(lit(5i32)).and(col("f").eq(col("f")));
         assert_eq!(conv(e), Some(("i < 5".into(), false)));
         // A disjunct that cannot convert drops the disjunction.
-        assert_eq!(conv(col("i").lt(lit(5i32)).or(col("i").eq(col("i")))), None);
+        assert_eq!(conv(col("i").lt(lit(5i32)).or(col("f").eq(col("f")))), None);
+        // Two integer columns compare exactly; NOT flips the operator.
+        let e = Expr::Not(Box::new(col("i").lt(col("i"))));
+        assert_eq!(conv(e), Some(("i >= i".into(), true)));
+        // A string column with an integer one does not convert.
+        assert_eq!(conv(col("s").eq(col("i"))), None);
         assert_eq!(conv(col("zz").eq(lit(1i32))), None);
         assert_eq!(conv(col("s").eq(lit(1i32))), None);
         let ts = Expr::Literal(
