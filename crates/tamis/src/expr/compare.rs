@@ -133,11 +133,22 @@ impl Comparison {
     /// Bit `i` is whether the comparison is TRUE on row `i` of `rows`: the decoded values of
     /// each column the comparison reads, for the same `n` rows, and their validity.
     pub fn evaluate(&self, rows: &[ColumnRows<'_>], n: usize) -> Result<Vec<bool>> {
+        if let (Operand::Column(a), Operand::Column(b)) = (&self.left, &self.right) {
+            let find = |c: usize| rows.iter().find(|r| r.column.index == c);
+            if let (Some(a), Some(b)) = (find(*a), find(*b)) {
+                if let Some(out) = same_type_columns(a, self.op, b, n) {
+                    return Ok(out);
+                }
+            }
+        }
         let l = eval_operand(&self.left, rows, n)?;
         let r = eval_operand(&self.right, rows, n)?;
         let op = self.op;
         let mut out = vec![false; n];
         match (&l.values, &r.values) {
+            (Vector::Exact(a, sa), Vector::Exact(b, sb)) if sa == sb => {
+                compare_into(&mut out, &l, &r, |i| a[i].cmp(&b[i]), op);
+            }
             (Vector::Exact(a, sa), Vector::Exact(b, sb)) => {
                 let s = (*sa).max(*sb);
                 let (a, b) = (rescaled(a, *sa, s)?, rescaled(b, *sb, s)?);
@@ -174,6 +185,96 @@ impl Comparison {
             Rendered(&self.right, columns, false)
         )
     }
+}
+
+/// Two bare columns holding the same physical type in the same domain (two dates, two
+/// DECIMAL(15,2) columns, two strings): compared on their decoded values as they are, without
+/// widening. `None` when the types differ.
+fn same_type_columns(
+    a: &ColumnRows<'_>,
+    op: CmpOp,
+    b: &ColumnRows<'_>,
+    n: usize,
+) -> Option<Vec<bool>> {
+    let (ca, cb) = (a.column, b.column);
+    if ca.physical != cb.physical
+        || ca.domain() != cb.domain()
+        || exact_scale(ca) != exact_scale(cb)
+        || a.validity.len() != n
+        || b.validity.len() != n
+    {
+        return None;
+    }
+    let unsigned = ca.domain() == Domain::UInt;
+    Some(match (&a.values, &b.values) {
+        (Values::I32(x), Values::I32(y)) if unsigned => compare_dense(
+            x,
+            &a.validity,
+            y,
+            &b.validity,
+            |p, q| (*p as u32).cmp(&(*q as u32)),
+            op,
+        ),
+        (Values::I32(x), Values::I32(y)) => {
+            compare_dense(x, &a.validity, y, &b.validity, |p, q| p.cmp(q), op)
+        }
+        (Values::I64(x), Values::I64(y)) if unsigned => compare_dense(
+            x,
+            &a.validity,
+            y,
+            &b.validity,
+            |p, q| (*p as u64).cmp(&(*q as u64)),
+            op,
+        ),
+        (Values::I64(x), Values::I64(y)) => {
+            compare_dense(x, &a.validity, y, &b.validity, |p, q| p.cmp(q), op)
+        }
+        (Values::F32(x), Values::F32(y)) => compare_dense(
+            x,
+            &a.validity,
+            y,
+            &b.validity,
+            |p, q| cmp_f64(*p as f64, *q as f64),
+            op,
+        ),
+        (Values::F64(x), Values::F64(y)) => {
+            compare_dense(x, &a.validity, y, &b.validity, |p, q| cmp_f64(*p, *q), op)
+        }
+        (Values::Bytes(x), Values::Bytes(y)) if ca.domain() == Domain::Bytes => {
+            let (xs, ys): (Vec<&[u8]>, Vec<&[u8]>) = (x.iter().collect(), y.iter().collect());
+            compare_dense(&xs, &a.validity, &ys, &b.validity, |p, q| p.cmp(q), op)
+        }
+        _ => return None,
+    })
+}
+
+/// Row `i` is `op` on the dense values of rows valid on both sides (`false` where either is
+/// NULL); `x` and `y` hold one value per valid row.
+fn compare_dense<T>(
+    x: &[T],
+    vx: &[bool],
+    y: &[T],
+    vy: &[bool],
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    op: CmpOp,
+) -> Vec<bool> {
+    if x.len() == vx.len() && y.len() == vy.len() {
+        return x.iter().zip(y).map(|(p, q)| op.holds(cmp(p, q))).collect();
+    }
+    let (mut i, mut j) = (0, 0);
+    vx.iter()
+        .zip(vy)
+        .map(|(&a, &b)| {
+            let holds = a
+                && b
+                && x.get(i)
+                    .zip(y.get(j))
+                    .is_some_and(|(p, q)| op.holds(cmp(p, q)));
+            i += a as usize;
+            j += b as usize;
+            holds
+        })
+        .collect()
 }
 
 fn type_of(o: &Operand, columns: &[LeafColumn]) -> Result<Type> {

@@ -561,9 +561,8 @@ fn eval_sequence(
 /// those rows only, then compared row by row.
 fn compare_rows(c: &Comparison, mask: &Bitmap, cx: &mut Filtering<'_, '_>) -> Result<Bitmap> {
     let n = mask.count_ones();
-    let mut out = Bitmap::new_zeroed(mask.len());
     if n == 0 {
-        return Ok(out);
+        return Ok(Bitmap::new_zeroed(mask.len()));
     }
     let selection = Selection::from_bitmap(mask.clone());
     let mut decoded = Vec::new();
@@ -587,12 +586,8 @@ fn compare_rows(c: &Comparison, mask: &Bitmap, cx: &mut Filtering<'_, '_>) -> Re
         })
         .collect();
     let holds = c.evaluate(&rows, n)?;
-    for (row, holds) in mask.iter_ones().zip(holds) {
-        if holds {
-            out.set(row);
-        }
-    }
-    Ok(out)
+    // One bit per alive row, spread onto the rows (PDEP by the mask).
+    Ok(Bitmap::from_bools(&holds).transform(mask))
 }
 
 /// The rows of `within` not in `rows`.
