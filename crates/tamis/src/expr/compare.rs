@@ -709,3 +709,71 @@ pub fn exact_text(unscaled: i128, scale: u8) -> String {
     let (int, frac) = padded.split_at(padded.len() - s);
     format!("{sign}{int}.{frac}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::sql::tests::test_columns;
+
+    fn column(name: &str) -> LeafColumn {
+        test_columns().into_iter().find(|c| c.path == name).unwrap()
+    }
+
+    #[test]
+    fn exact_text_places_the_point() {
+        assert_eq!(exact_text(12345, 2), "123.45");
+        assert_eq!(exact_text(-5, 3), "-0.005");
+        assert_eq!(exact_text(7, 0), "7");
+        assert_eq!(exact_text(0, 2), "0.00");
+    }
+
+    /// Exact arithmetic that leaves 128 bits is an error, never a wrapped value; NULL rows never
+    /// overflow and are never TRUE; mixed scales compare exactly.
+    #[test]
+    fn overflow_nulls_and_scales() {
+        let (i64c, d92) = (column("i64"), column("d92"));
+        let cols = test_columns();
+        let big = ColumnRows {
+            column: &i64c,
+            values: Values::I64(vec![i64::MAX, 5]),
+            validity: vec![true, false, true],
+        };
+        let dec = ColumnRows {
+            column: &d92,
+            values: Values::I32(vec![150, 499, 500]),
+            validity: vec![true, true, true],
+        };
+        let rows = [big, dec];
+        let num = |unscaled: i128, scale: u8| Operand::Number(Number::Exact { unscaled, scale });
+        let square = Operand::Arith(
+            Box::new(Operand::Column(i64c.index)),
+            ArithOp::Mul,
+            Box::new(Operand::Arith(
+                Box::new(Operand::Column(i64c.index)),
+                ArithOp::Mul,
+                Box::new(num(i64::MAX as i128 * 4, 0)),
+            )),
+        );
+        let c = Comparison::new(square, CmpOp::Gt, num(0, 0), &cols).unwrap();
+        let e = c.evaluate(&rows, 3).unwrap_err();
+        assert!(e.message.contains("overflow"), "{e}");
+        // d92 (scale 2) against i64 + 0.5 (scale 1): 1.50 < MAX + 0.5, the NULL row is false
+        // (negated too), 5.00 < 5.5.
+        let c = Comparison::new(
+            Operand::Column(d92.index),
+            CmpOp::Lt,
+            Operand::Arith(
+                Box::new(Operand::Column(i64c.index)),
+                ArithOp::Add,
+                Box::new(num(5, 1)),
+            ),
+            &cols,
+        )
+        .unwrap();
+        assert_eq!(c.evaluate(&rows, 3).unwrap(), vec![true, false, true]);
+        assert_eq!(
+            c.negated().evaluate(&rows, 3).unwrap(),
+            vec![false, false, false]
+        );
+    }
+}
