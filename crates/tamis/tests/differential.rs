@@ -1176,24 +1176,30 @@ fn eval_term(t: &Term, f: &GenFile) -> ArrayRef {
                         cast(&a, &DataType::Float64).unwrap(),
                         cast(&b, &DataType::Float64).unwrap(),
                     );
-                    let out = match op {
-                        AOp::Add => add(&a, &b),
-                        AOp::Sub => sub(&a, &b),
-                        AOp::Mul => mul(&a, &b),
-                    }
-                    .unwrap();
-                    let out: Float64Array = out
-                        .as_any()
-                        .downcast_ref::<Float64Array>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.map(norm64))
-                        .collect();
-                    Arc::new(out)
+                    norm_doubles(
+                        &match op {
+                            AOp::Add => add(&a, &b),
+                            AOp::Sub => sub(&a, &b),
+                            AOp::Mul => mul(&a, &b),
+                        }
+                        .unwrap(),
+                    )
                 }
             }
         }
     }
+}
+
+/// A Float64 array with one NaN and no -0.0, ordered by Arrow as tamis orders floats.
+fn norm_doubles(a: &ArrayRef) -> ArrayRef {
+    let out: Float64Array = a
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .unwrap()
+        .iter()
+        .map(|v| v.map(norm64))
+        .collect();
+    Arc::new(out)
 }
 
 /// Both sides in one type Arrow can compare: doubles if either is, else decimals at the larger
@@ -1212,14 +1218,7 @@ fn common_type(l: ArrayRef, r: ArrayRef) -> (ArrayRef, ArrayRef) {
         if to != DataType::Float64 {
             return a;
         }
-        let out: Float64Array = a
-            .as_any()
-            .downcast_ref::<Float64Array>()
-            .unwrap()
-            .iter()
-            .map(|v| v.map(norm64))
-            .collect();
-        Arc::new(out)
+        norm_doubles(&a)
     };
     (norm(l), norm(r))
 }

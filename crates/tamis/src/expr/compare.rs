@@ -552,73 +552,29 @@ fn column_vector(col: &ColumnRows<'_>, n: usize) -> Result<Evaluated> {
             "comparison values do not match their validity",
         ));
     }
-    // Row i's dense index, for spreading.
-    let spread = |f: &mut dyn FnMut(Option<usize>)| {
-        let mut k = 0;
-        for &v in &col.validity {
-            if v {
-                f(Some(k));
-                k += 1;
-            } else {
-                f(None);
-            }
-        }
-    };
     let c = col.column;
     let unsigned = c.domain() == Domain::UInt;
+    let validity = &col.validity;
     let values = match &col.values {
-        Values::I32(v) => {
-            let mut out = Vec::with_capacity(n);
-            spread(&mut |k| {
-                out.push(k.map_or(0, |k| {
-                    if unsigned {
-                        v[k] as u32 as i128
-                    } else {
-                        v[k] as i128
-                    }
-                }))
-            });
-            Vector::Exact(out, exact_scale(c))
+        Values::I32(v) if unsigned => {
+            Vector::Exact(spread(validity, 0, |k| v[k] as u32 as i128), exact_scale(c))
         }
-        Values::I64(v) => {
-            let mut out = Vec::with_capacity(n);
-            spread(&mut |k| {
-                out.push(k.map_or(0, |k| {
-                    if unsigned {
-                        v[k] as u64 as i128
-                    } else {
-                        v[k] as i128
-                    }
-                }))
-            });
-            Vector::Exact(out, exact_scale(c))
+        Values::I32(v) => Vector::Exact(spread(validity, 0, |k| v[k] as i128), exact_scale(c)),
+        Values::I64(v) if unsigned => {
+            Vector::Exact(spread(validity, 0, |k| v[k] as u64 as i128), exact_scale(c))
         }
-        Values::F32(v) => {
-            let mut out = Vec::with_capacity(n);
-            spread(&mut |k| out.push(k.map_or(0.0, |k| v[k] as f64)));
-            Vector::Float(out)
-        }
-        Values::F64(v) => {
-            let mut out = Vec::with_capacity(n);
-            spread(&mut |k| out.push(k.map_or(0.0, |k| v[k])));
-            Vector::Float(out)
-        }
-        Values::Bool(v) => {
-            let mut out = Vec::with_capacity(n);
-            spread(&mut |k| out.push(k.is_some_and(|k| v[k])));
-            Vector::Bool(out)
-        }
+        Values::I64(v) => Vector::Exact(spread(validity, 0, |k| v[k] as i128), exact_scale(c)),
+        Values::F32(v) => Vector::Float(spread(validity, 0.0, |k| v[k] as f64)),
+        Values::F64(v) => Vector::Float(spread(validity, 0.0, |k| v[k])),
+        Values::Bool(v) => Vector::Bool(spread(validity, false, |k| v[k])),
         Values::Bytes(b) => match c.domain() {
             Domain::Decimal => {
-                let mut out = Vec::with_capacity(n);
                 let mut bad = false;
-                spread(&mut |k| {
-                    out.push(k.map_or(0, |k| {
-                        i128_from_be(b.get(k)).unwrap_or_else(|| {
-                            bad = true;
-                            0
-                        })
-                    }))
+                let out = spread(validity, 0, |k| {
+                    i128_from_be(b.get(k)).unwrap_or_else(|| {
+                        bad = true;
+                        0
+                    })
                 });
                 if bad {
                     return Err(Error::corrupt(format!(
@@ -630,18 +586,18 @@ fn column_vector(col: &ColumnRows<'_>, n: usize) -> Result<Evaluated> {
             }
             Domain::Float => {
                 // FLOAT16.
-                let mut out = Vec::with_capacity(n);
-                spread(&mut |k| {
-                    out.push(k.map_or(0.0, |k| {
-                        <[u8; 2]>::try_from(b.get(k))
-                            .map_or(f64::NAN, |x| half::f16::from_le_bytes(x).to_f64())
-                    }))
-                });
-                Vector::Float(out)
+                Vector::Float(spread(validity, 0.0, |k| {
+                    <[u8; 2]>::try_from(b.get(k))
+                        .map_or(f64::NAN, |x| half::f16::from_le_bytes(x).to_f64())
+                }))
             }
             _ => {
                 let mut out = crate::values::ByteArrays::with_capacity(n, b.data.len());
-                spread(&mut |k| out.push(k.map_or(&[][..], |k| b.get(k))));
+                let mut k = 0;
+                for &valid in validity {
+                    out.push(if valid { b.get(k) } else { &[] });
+                    k += valid as usize;
+                }
                 Vector::Bytes(out)
             }
         },
@@ -656,6 +612,24 @@ fn column_vector(col: &ColumnRows<'_>, n: usize) -> Result<Evaluated> {
         values,
         validity: (!all_valid).then(|| col.validity.clone()),
     })
+}
+
+/// One value per row: `value(k)` of the `k`-th dense value at valid rows, `default` at NULL rows.
+fn spread<T>(validity: &[bool], default: T, mut value: impl FnMut(usize) -> T) -> Vec<T>
+where
+    T: Copy,
+{
+    let mut k = 0;
+    validity
+        .iter()
+        .map(|&valid| {
+            if !valid {
+                return default;
+            }
+            k += 1;
+            value(k - 1)
+        })
+        .collect()
 }
 
 fn exact_scale(c: &LeafColumn) -> u8 {
