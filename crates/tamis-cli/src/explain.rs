@@ -171,6 +171,14 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
         m.pages_read,
         pct(m.pages_read, p)
     );
+    if m.pages_read_partially > 0 {
+        let _ = writeln!(
+            s,
+            "  read by 4 KiB blocks:  {:>8} ({})",
+            m.pages_read_partially,
+            pct(m.pages_read_partially, p)
+        );
+    }
     let r = m.rows_total;
     let _ = writeln!(s, "rows: {r} total");
     let _ = writeln!(

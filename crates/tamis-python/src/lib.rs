@@ -71,7 +71,7 @@ struct Request {
     /// `"auto"` or `"written"`.
     filter_order: Option<String>,
     /// Structures not to prune with: `statistics`, `bloom_filters`, `page_index`,
-    /// `sidecar_index`.
+    /// `sidecar_index`, `sub_page_reads`.
     disable_pruning: Option<Vec<String>>,
     /// `"auto"`, `"selected"` or `"whole"`.
     evaluation: Option<String>,
@@ -100,10 +100,11 @@ fn pruning(disabled: &[String]) -> tamis::Result<tamis::Pruning> {
             "bloom_filters" => p.bloom_filters = false,
             "page_index" => p.page_index = false,
             "sidecar_index" => p.sidecar_index = false,
+            "sub_page_reads" => p.sub_page_reads = false,
             other => {
                 return Err(Error::invalid(format!(
                     "disable_pruning: unknown structure '{other}' \
-                     (statistics, bloom_filters, page_index, sidecar_index)"
+                     (statistics, bloom_filters, page_index, sidecar_index, sub_page_reads)"
                 )))
             }
         }

@@ -44,6 +44,9 @@ pub struct ScanMetrics {
     pub pages_skipped_payload: u64,
     /// Data pages decompressed and decoded.
     pub pages_read: u64,
+    /// Payload pages read by the 4 KiB blocks holding their selected rows, not whole
+    /// (uncompressed PLAIN pages of fixed-width columns).
+    pub pages_read_partially: u64,
     pub rows_total: u64,
     /// Rows left after row-group and page pruning (evaluated by the filters).
     pub rows_candidate: u64,
@@ -134,6 +137,7 @@ collector!(
     row_groups_index_stale,
     pages_skipped_payload,
     pages_read,
+    pages_read_partially,
     rows_total,
     rows_candidate,
     rows_selected,

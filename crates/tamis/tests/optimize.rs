@@ -518,6 +518,7 @@ fn check_filters(out: &Path, data: &RecordBatch, report: &OptimizeReport) {
                 page_index: false,
                 bloom_filters: true,
                 sidecar_index: false,
+                sub_page_reads: false,
             };
             let (got2, metrics) = scan(out, &sql, only_bloom);
             assert_eq!(got2, expect, "{sql}: rows, Bloom only");

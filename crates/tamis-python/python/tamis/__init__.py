@@ -88,8 +88,9 @@ class ScanOptions:
         filter_order: ``"auto"`` (the cost model's order, from estimated and measured
             selectivities) or ``"written"`` (the order of ``where``). The rows are the same.
         disable_pruning: structures not to prune with, as if the files lacked them: any of
-            ``"statistics"``, ``"bloom_filters"``, ``"page_index"``, ``"sidecar_index"`` (for
-            experiments; the rows are the same).
+            ``"statistics"``, ``"bloom_filters"``, ``"page_index"``, ``"sidecar_index"``,
+            ``"sub_page_reads"`` (reading uncompressed PLAIN payload pages by the 4 KiB blocks
+            holding selected rows) — for experiments; the rows are the same.
         evaluation: how filters evaluate pages whose rows are partly alive: ``"auto"`` (the
             cheaper by measured cost), ``"selected"`` (always selection pushdown) or
             ``"whole"`` (always the whole page, in place or decode-then-filter). Same rows.

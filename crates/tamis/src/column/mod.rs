@@ -12,9 +12,11 @@
 
 pub mod adapt;
 pub mod filter;
+pub mod header;
 pub mod pages;
 pub mod project;
 pub mod repeated;
+pub mod sparse;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -129,34 +131,75 @@ impl<'a> ColumnChunk<'a> {
     /// The byte ranges [`ColumnChunk::ensure`] would read for `needed` (so a caller can batch
     /// several chunks' reads into one round trip, then [`ColumnChunk::offer`] the bytes).
     pub fn missing_ranges(&self, needed: &impl RowSet) -> Result<Vec<std::ops::Range<u64>>> {
-        let wanted: Vec<usize> = match self.source.indexed_layout() {
-            Some(layout) => layout
-                .iter()
-                .enumerate()
-                .filter(|(i, (s, n))| !self.pages.contains_key(i) && needed.any_in(*s, s + n))
-                .map(|(i, _)| i)
-                .collect(),
-            None => Vec::new(),
-        };
+        let wanted = self.wanted_pages(needed, |_| false);
         self.source
             .missing_ranges(&wanted, self.dictionary.is_none())
             .map_err(|e| self.context(e))
     }
 
+    /// The byte ranges a projection of `selection` reads first: whole pages, or for pages read
+    /// by blocks (`sub_page`, see [`sparse`]) their first round (for a remote source's one
+    /// batched read of every payload column).
+    pub fn payload_ranges(
+        &self,
+        selection: &Selection,
+        sub_page: bool,
+    ) -> Result<Vec<std::ops::Range<u64>>> {
+        if !sub_page {
+            return self.missing_ranges(selection);
+        }
+        let sparse = sparse::plan(self, selection);
+        let mut ranges = sparse::first_round(self, &sparse, selection);
+        let by_blocks = |i: usize| sparse.iter().any(|p| p.page == i);
+        let wanted = self.wanted_pages(selection, by_blocks);
+        ranges.extend(
+            self.source
+                .missing_ranges(&wanted, self.dictionary.is_none())
+                .map_err(|e| self.context(e))?,
+        );
+        Ok(ranges)
+    }
+
+    /// Pages holding a row of `needed`, not loaded and not `excluded`, by the offset index.
+    fn wanted_pages(&self, needed: &impl RowSet, excluded: impl Fn(usize) -> bool) -> Vec<usize> {
+        self.source
+            .indexed_layout()
+            .map_or_else(Vec::new, |layout| {
+                layout
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, (s, n))| {
+                        !self.pages.contains_key(i) && !excluded(*i) && needed.any_in(*s, s + n)
+                    })
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+    }
+
     /// Makes sure every page holding a row set in `needed` is loaded.
     pub fn ensure(&mut self, needed: &impl RowSet, metrics: &MetricsCollector) -> Result<()> {
-        self.ensure_inner(needed, metrics)
+        self.ensure_except(needed, |_| false, metrics)
+    }
+
+    /// [`ColumnChunk::ensure`] but for the pages `excluded` says (read by blocks instead).
+    pub fn ensure_except(
+        &mut self,
+        needed: &impl RowSet,
+        excluded: impl Fn(usize) -> bool,
+        metrics: &MetricsCollector,
+    ) -> Result<()> {
+        self.ensure_inner(needed, excluded, metrics)
             .map_err(|e| self.context(e))
     }
 
-    fn ensure_inner(&mut self, needed: &impl RowSet, metrics: &MetricsCollector) -> Result<()> {
+    fn ensure_inner(
+        &mut self,
+        needed: &impl RowSet,
+        excluded: impl Fn(usize) -> bool,
+        metrics: &MetricsCollector,
+    ) -> Result<()> {
         if let Some(layout) = self.source.indexed_layout() {
-            let wanted: Vec<usize> = layout
-                .iter()
-                .enumerate()
-                .filter(|(i, (s, n))| !self.pages.contains_key(i) && needed.any_in(*s, s + n))
-                .map(|(i, _)| i)
-                .collect();
+            let wanted = self.wanted_pages(needed, excluded);
             if wanted.is_empty() {
                 return Ok(());
             }

@@ -137,6 +137,31 @@ impl<'a> ChunkPages<'a> {
         }
     }
 
+    pub fn meta(&self) -> &'a ColumnChunkMetaData {
+        self.meta
+    }
+
+    /// The bytes fetched so far.
+    pub fn fetched(&self) -> &FetchedRanges {
+        &self.fetched
+    }
+
+    /// Reads those of `ranges` not fetched yet, in one batched read.
+    pub fn fetch(&mut self, ranges: &[Range<u64>]) -> Result<()> {
+        let chunk = self.chunk_range()?;
+        let missing: Vec<Range<u64>> = ranges
+            .iter()
+            .filter(|r| r.start >= chunk.start && r.end <= chunk.end)
+            .filter(|r| self.fetched.slice((*r).clone()).is_none())
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            let fetched = self.reader.read_ranges(&missing)?;
+            self.fetched.extend(fetched.into_pieces());
+        }
+        Ok(())
+    }
+
     pub fn offset_index(&self) -> Option<&'a OffsetIndexMetaData> {
         self.offset_index
     }

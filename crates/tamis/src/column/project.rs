@@ -1,6 +1,7 @@
 //! Late materialization: decoding only the selected rows of a column chunk (selection pushdown
 //! for projections: select, then decode).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -8,6 +9,7 @@ use crate::metrics::{add, MetricsCollector};
 use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
 
+use super::sparse::{self, PagePart};
 use super::{ColumnChunk, PageFrame};
 
 /// Selected rows of a flat column: dense non-null values plus one validity flag per row.
@@ -16,21 +18,37 @@ pub struct Projected {
     pub validity: Vec<bool>,
 }
 
-/// Decodes the rows set in `selection` (pages without a selected row are never read).
+/// Decodes the rows set in `selection` (pages without a selected row are never read). With
+/// `sub_page`, pages that qualify are read by the blocks holding the selected values
+/// ([`sparse`]).
 pub fn project(
     chunk: &mut ColumnChunk<'_>,
     selection: &Selection,
+    sub_page: bool,
     metrics: &MetricsCollector,
 ) -> Result<Projected> {
-    chunk.ensure(selection, metrics)?;
     let path = chunk.leaf.path.clone();
+    let mut parts = BTreeMap::new();
+    if sub_page {
+        let plan = sparse::plan(chunk, selection);
+        if !plan.is_empty() {
+            let (read, _whole) =
+                sparse::read(chunk, &plan, selection, metrics).map_err(|e| e.in_column(&path))?;
+            parts = read;
+        }
+    }
+    chunk.ensure_except(selection, |i| parts.contains_key(&i), metrics)?;
     let total = selection.count_ones();
     let mut out = Projected {
         values: None,
         validity: Vec::with_capacity(total),
     };
+    let mut parts = parts.into_iter().peekable();
     for frame in chunk.pages.values() {
         let (start, end) = (frame.first_row, frame.first_row + frame.num_rows);
+        while let Some((_, part)) = parts.next_if(|(i, _)| *i < frame.page) {
+            out.push(part, total, &path)?;
+        }
         if !selection.any_in(start, end) {
             continue;
         }
@@ -54,23 +72,45 @@ pub fn project(
         };
         let values =
             select_values(chunk, frame, &selected, metrics).map_err(|e| e.in_column(&path))?;
-        match &mut out.values {
+        out.append(values, total, &path)?;
+    }
+    for (_, part) in parts {
+        out.push(part, total, &path)?;
+    }
+    Ok(out)
+}
+
+impl Projected {
+    /// Appends a page's selected values (the first page's values reserve room for `total`).
+    fn append(&mut self, values: Values, total: usize, path: &str) -> Result<()> {
+        match &mut self.values {
             None => {
                 let mut first = values;
                 first.reserve(total.saturating_sub(first.len()));
-                out.values = Some(first);
+                self.values = Some(first);
             }
             Some(acc) => {
                 if !acc.append(values) {
                     return Err(
                         Error::corrupt("pages of one column decode to different types")
-                            .in_column(&path),
+                            .in_column(path),
                     );
                 }
             }
         }
+        Ok(())
     }
-    Ok(out)
+
+    /// Appends the selected rows of a page read by blocks.
+    fn push(&mut self, part: PagePart, total: usize, path: &str) -> Result<()> {
+        match part.validity {
+            None => self
+                .validity
+                .extend(std::iter::repeat_n(true, part.values.len())),
+            Some(valid) => self.validity.extend(valid),
+        }
+        self.append(part.values, total, path)
+    }
 }
 
 /// The page's values whose bit is set in `selected` (one bit per non-null value), decoding only

@@ -152,6 +152,9 @@ pub struct Pruning {
     pub page_index: bool,
     /// A sidecar index beside the file (`tamis index`): page-level Bloom filters.
     pub sidecar_index: bool,
+    /// Sub-page reads: a payload page stored uncompressed and PLAIN with a fixed width is read
+    /// by the 4 KiB blocks that hold its selected rows (needs the OffsetIndex).
+    pub sub_page_reads: bool,
 }
 
 impl Default for Pruning {
@@ -161,6 +164,7 @@ impl Default for Pruning {
             bloom_filters: true,
             page_index: true,
             sidecar_index: true,
+            sub_page_reads: true,
         }
     }
 }

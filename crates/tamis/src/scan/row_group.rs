@@ -373,12 +373,13 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     // chunk's pages, not every chunk's pages beside the output.
     let payload = payload_leaves(job);
     chunks.retain(|c, _| payload.contains(c));
+    let sub_page = job.pruning.sub_page_reads && use_index;
     // On a remote source, one round trip for every payload column's pages holding a survivor.
     if job.reader.source().is_remote() {
         let mut ranges = Vec::new();
         for &c in &payload {
             let ch = chunks.entry(c).or_insert_with(|| chunk(c));
-            ranges.extend(ch.missing_ranges(&survivors)?);
+            ranges.extend(ch.payload_ranges(&survivors, sub_page)?);
         }
         fetch_into(job.reader, &mut chunks, &payload, &ranges)?;
     }
@@ -391,7 +392,7 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 let c = leaf.index;
                 let is_filter = filter_columns.contains(&c);
                 let mut ch = chunks.remove(&c).unwrap_or_else(|| chunk(c));
-                let projected = project(&mut ch, &survivors, m)?;
+                let projected = project(&mut ch, &survivors, sub_page, m)?;
                 if !is_filter {
                     if let Some(layout) = ch.page_layout() {
                         add(&m.pages_total, layout.len() as u64);
@@ -571,7 +572,7 @@ fn compare_rows(c: &Comparison, mask: &Bitmap, cx: &mut Filtering<'_, '_>) -> Re
             .chunks
             .get_mut(&column)
             .ok_or_else(|| Error::internal("comparison column not prepared"))?;
-        let projected = project(ch, &selection, cx.metrics)?;
+        let projected = project(ch, &selection, false, cx.metrics)?;
         let values = projected
             .values
             .ok_or_else(|| Error::internal("no values decoded for a comparison"))?;

@@ -1,0 +1,419 @@
+//! Sub-page reads: a payload page stored uncompressed and PLAIN, of a fixed-width type, is read
+//! by the 4 KiB blocks that hold its selected rows' values instead of whole.
+//!
+//! ```text
+//! offset index ─► pages with a selected row ─► worth it? (the blocks under half the page)
+//! round 1  each page's head (header, levels) and, when the chunk has no NULLs, the blocks its
+//!          selected values lie in for any header up to HEAD bytes
+//! header (polars-parquet-format) ─► levels ─► exact value ranges ─► what is still missing
+//! round 2+ only what round 1 missed (a long header, the levels and values of a page with NULLs)
+//! gather ─► the selected values, PLAIN-decoded
+//! ```
+//!
+//! A page whose header says otherwise (compressed, another encoding, sizes that disagree with
+//! the offset index) is read whole by the usual path, which also reports what is wrong with it.
+//! On a remote source the first round rides on the payload's one batched read
+//! ([`super::ColumnChunk::payload_ranges`]).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use parquet::basic::{Compression, Encoding, Type as PhysicalType};
+
+use crate::encoding;
+use crate::error::Result;
+use crate::io::FetchedRanges;
+use crate::levels;
+use crate::metrics::{add, MetricsCollector};
+use crate::selection::{Bitmap, Selection};
+use crate::values::Values;
+
+use super::header::{data_page_head, DataPageHead, LevelLayout};
+use super::ColumnChunk;
+
+/// Reads are aligned to this (the page size of file systems and SSDs).
+pub const BLOCK: u64 = 4096;
+
+/// The header and levels of a page without NULLs are assumed to fit in this many bytes when
+/// guessing where its values are (a header with statistics takes under 100).
+const HEAD: u64 = 256;
+
+/// A header longer than the first guess is looked for in up to this many bytes.
+const LONG_HEAD: u64 = 64 << 10;
+
+/// How many rounds of reads a page may take (head, levels' length, levels, values).
+const MAX_ROUNDS: usize = 4;
+
+/// One page to read by blocks.
+#[derive(Debug, Clone)]
+pub struct SparsePage {
+    pub page: usize,
+    /// The page's bytes in the file, header included.
+    pub bytes: Range<u64>,
+    pub first_row: usize,
+    pub rows: usize,
+}
+
+/// The selected rows of one page: their validity (`None`: all present) and present values.
+pub struct PagePart {
+    pub validity: Option<Vec<bool>>,
+    pub values: Values,
+}
+
+/// The byte width of a chunk's values if its pages may be read by blocks: uncompressed,
+/// fixed-width, no dictionary page, an offset index to find the pages.
+fn value_width(chunk: &ColumnChunk<'_>) -> Option<u64> {
+    let leaf = chunk.leaf;
+    if chunk.source.meta().compression() != Compression::UNCOMPRESSED
+        || leaf.max_rep != 0
+        || chunk.source.offset_index().is_none()
+        || chunk.dictionary_range().is_some()
+    {
+        return None;
+    }
+    match leaf.physical {
+        PhysicalType::INT32 | PhysicalType::FLOAT => Some(4),
+        PhysicalType::INT64 | PhysicalType::DOUBLE => Some(8),
+        PhysicalType::INT96 => Some(12),
+        PhysicalType::FIXED_LEN_BYTE_ARRAY if leaf.type_length > 0 => Some(leaf.type_length as u64),
+        _ => None,
+    }
+}
+
+/// Whether no value of the chunk is NULL (a required column, or statistics saying so): then a
+/// value's place follows from its row alone.
+fn no_nulls(chunk: &ColumnChunk<'_>) -> bool {
+    chunk.leaf.max_def == 0
+        || chunk
+            .source
+            .meta()
+            .statistics()
+            .and_then(|s| s.null_count_opt())
+            == Some(0)
+}
+
+fn align_down(x: u64) -> u64 {
+    x / BLOCK * BLOCK
+}
+
+fn align_up(x: u64) -> u64 {
+    x.div_ceil(BLOCK).saturating_mul(BLOCK)
+}
+
+/// Adds `r`, widened to whole blocks and clipped to `within`, to `out` (merging with the last
+/// range when they touch: ranges are pushed in ascending order per page).
+fn push_blocks(out: &mut Vec<Range<u64>>, r: Range<u64>, within: &Range<u64>) {
+    if r.is_empty() {
+        return;
+    }
+    let r = align_down(r.start).max(within.start)..align_up(r.end).min(within.end);
+    if r.is_empty() {
+        return;
+    }
+    match out.last_mut() {
+        Some(last) if r.start <= last.end && r.start >= last.start => {
+            last.end = last.end.max(r.end)
+        }
+        _ => out.push(r),
+    }
+}
+
+/// The pages of `chunk` holding a row of `selection` that are worth reading by blocks: not
+/// loaded yet, and their blocks (for a header up to [`HEAD`] bytes) under half the page.
+pub fn plan(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
+    let (Some(width), Some(oi)) = (value_width(chunk), chunk.source.offset_index()) else {
+        return Vec::new();
+    };
+    let Some(layout) = chunk.source.indexed_layout() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, (loc, &(first_row, rows))) in oi.page_locations().iter().zip(&layout).enumerate() {
+        if chunk.pages.contains_key(&i) || !selection.any_in(first_row, first_row + rows) {
+            continue;
+        }
+        let (Ok(start), Ok(size)) = (
+            u64::try_from(loc.offset),
+            u64::try_from(loc.compressed_page_size),
+        ) else {
+            continue;
+        };
+        let page = SparsePage {
+            page: i,
+            bytes: start..start.saturating_add(size),
+            first_row,
+            rows,
+        };
+        let blocks: u64 = guessed_ranges(&page, width, selection)
+            .iter()
+            .map(|r| r.end - r.start)
+            .sum();
+        if size >= 2 * BLOCK && blocks.saturating_mul(2) < size {
+            out.push(page);
+        }
+    }
+    out
+}
+
+/// The first round's ranges of a page: its head, and the blocks holding its selected values if
+/// the header and levels take at most [`HEAD`] bytes and no value is NULL.
+fn guessed_ranges(page: &SparsePage, width: u64, selection: &Selection) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    let start = page.bytes.start;
+    push_blocks(&mut out, start..start + HEAD, &page.bytes);
+    for row in selection.window(page.first_row, page.rows).iter_ones() {
+        let at = start + row as u64 * width;
+        push_blocks(&mut out, at..at + HEAD + width, &page.bytes);
+    }
+    out
+}
+
+/// The byte ranges of the first round for `pages` (for a remote source's batched read).
+pub fn first_round(
+    chunk: &ColumnChunk<'_>,
+    pages: &[SparsePage],
+    selection: &Selection,
+) -> Vec<Range<u64>> {
+    let Some(width) = value_width(chunk) else {
+        return Vec::new();
+    };
+    let guess = no_nulls(chunk);
+    pages
+        .iter()
+        .flat_map(|p| {
+            if guess {
+                guessed_ranges(p, width, selection)
+            } else {
+                let mut head = Vec::new();
+                push_blocks(&mut head, p.bytes.start..p.bytes.start + HEAD, &p.bytes);
+                head
+            }
+        })
+        .collect()
+}
+
+/// Reads the selected rows of `pages` by blocks. Pages that turn out not to qualify (their
+/// header says compressed, not PLAIN, or disagrees with the offset index) are returned for the
+/// whole-page path.
+pub fn read(
+    chunk: &mut ColumnChunk<'_>,
+    pages: &[SparsePage],
+    selection: &Selection,
+    metrics: &MetricsCollector,
+) -> Result<(BTreeMap<usize, PagePart>, Vec<usize>)> {
+    let mut parts = BTreeMap::new();
+    let mut whole = Vec::new();
+    let Some(width) = value_width(chunk) else {
+        whole.extend(pages.iter().map(|p| p.page));
+        return Ok((parts, whole));
+    };
+    let mut pending: Vec<&SparsePage> = pages.iter().collect();
+    chunk.source.fetch(&first_round(chunk, pages, selection))?;
+    for round in 0..MAX_ROUNDS {
+        let mut needs = Vec::new();
+        let mut still = Vec::new();
+        for &p in &pending {
+            let rows = selection.window(p.first_row, p.rows);
+            let step = step(chunk, p, width, &rows).map_err(|e| e.in_page(p.page))?;
+            match step {
+                Step::Done(part) => {
+                    add(&metrics.pages_read_partially, 1);
+                    parts.insert(p.page, part);
+                }
+                Step::Whole => whole.push(p.page),
+                Step::Need(ranges) if round + 1 < MAX_ROUNDS => {
+                    needs.extend(ranges);
+                    still.push(p);
+                }
+                Step::Need(_) => whole.push(p.page),
+            }
+        }
+        if still.is_empty() {
+            break;
+        }
+        chunk.source.fetch(&needs)?;
+        pending = still;
+    }
+    Ok((parts, whole))
+}
+
+enum Step {
+    Done(PagePart),
+    /// Read whole by the usual path.
+    Whole,
+    Need(Vec<Range<u64>>),
+}
+
+/// How far the page can go with the bytes fetched so far.
+fn step(chunk: &ColumnChunk<'_>, p: &SparsePage, width: u64, rows: &Bitmap) -> Result<Step> {
+    let fetched = chunk.source.fetched();
+    let start = p.bytes.start;
+    // The header: in the first block(s), or in up to LONG_HEAD bytes.
+    let short = start..(start + HEAD).min(p.bytes.end);
+    let long = start..(start + LONG_HEAD).min(p.bytes.end);
+    let head = match fetched
+        .slice(long.clone())
+        .or_else(|| fetched.slice(short.clone()))
+    {
+        Some(bytes) => bytes,
+        None => return Ok(Step::Need(blocks(short, &p.bytes))),
+    };
+    let Some(h) = data_page_head(&head) else {
+        return Ok(if (head.len() as u64) < long.end - long.start {
+            Step::Need(blocks(long, &p.bytes))
+        } else {
+            Step::Whole
+        });
+    };
+    let body = start + h.header_len as u64;
+    if !h.plain || h.num_values != p.rows || body + h.body_len as u64 != p.bytes.end {
+        return Ok(Step::Whole);
+    }
+    // The validity of the page's rows, from its levels (none for a required column).
+    let max_def = chunk.leaf.max_def;
+    let (validity, values_start) = match levels_of(&h, body, max_def, fetched)? {
+        Levels::Need(r) => return Ok(Step::Need(blocks(r, &p.bytes))),
+        Levels::Unsupported => return Ok(Step::Whole),
+        Levels::Read { validity, end } => (validity, end),
+    };
+    let present = validity.as_ref().map_or(p.rows, |v| v.count_ones());
+    let values_end = values_start.saturating_add(present as u64 * width);
+    if values_end > p.bytes.end {
+        return Ok(Step::Whole);
+    }
+    // The selected rows' value numbers (ranks among present values) and validity.
+    let (valid, indexes): (Option<Vec<bool>>, Vec<u64>) = match &validity {
+        None => (None, rows.iter_ones().map(|r| r as u64).collect()),
+        Some(v) => {
+            let mut valid = Vec::with_capacity(rows.count_ones());
+            let mut indexes = Vec::new();
+            let mut rank = 0u64;
+            let mut at = 0usize;
+            for r in rows.iter_ones() {
+                rank += v.count_range(at, r) as u64;
+                at = r;
+                let present = v.get(r);
+                valid.push(present);
+                if present {
+                    indexes.push(rank);
+                }
+            }
+            (Some(valid), indexes)
+        }
+    };
+    let mut missing = Vec::new();
+    let mut gathered = Vec::with_capacity(indexes.len() * width as usize);
+    for &i in &indexes {
+        let at = values_start + i * width;
+        match fetched.slice(at..at + width) {
+            Some(b) if missing.is_empty() => gathered.extend_from_slice(&b),
+            Some(_) => {}
+            None => push_blocks(&mut missing, at..at + width, &p.bytes),
+        }
+    }
+    if !missing.is_empty() {
+        return Ok(Step::Need(missing));
+    }
+    let values = encoding::decode_values(
+        Encoding::PLAIN,
+        chunk.leaf.physical,
+        chunk.leaf.type_length,
+        &gathered,
+        indexes.len(),
+        chunk.budget,
+    )?;
+    Ok(Step::Done(PagePart {
+        validity: valid,
+        values,
+    }))
+}
+
+fn blocks(r: Range<u64>, within: &Range<u64>) -> Vec<Range<u64>> {
+    let mut out = Vec::new();
+    push_blocks(&mut out, r, within);
+    out
+}
+
+enum Levels {
+    /// `validity`: `None` when the column stores no levels; `end`: where the values start.
+    Read {
+        validity: Option<Bitmap>,
+        end: u64,
+    },
+    Need(Range<u64>),
+    Unsupported,
+}
+
+/// The page's definition levels as a validity bitmap, from the bytes fetched so far.
+fn levels_of(h: &DataPageHead, body: u64, max_def: i16, fetched: &FetchedRanges) -> Result<Levels> {
+    let n = h.num_values;
+    let body_end = body + h.body_len as u64;
+    match h.levels {
+        LevelLayout::V1 { .. } if max_def == 0 => Ok(Levels::Read {
+            validity: None,
+            end: body,
+        }),
+        LevelLayout::V1 { rle: false } => Ok(Levels::Unsupported),
+        LevelLayout::V1 { rle: true } => {
+            let Some(len) = fetched.slice(body..body + 4) else {
+                return Ok(Levels::Need(body..body + 4));
+            };
+            let len = u64::from(u32::from_le_bytes(len[..].try_into().expect("4 bytes")));
+            let end = body.saturating_add(4).saturating_add(len);
+            if end > body_end {
+                return Ok(Levels::Unsupported);
+            }
+            let Some(section) = fetched.slice(body..end) else {
+                return Ok(Levels::Need(body..end));
+            };
+            let (validity, used) = levels::validity_v1(&section, Encoding::RLE, max_def, n)?;
+            Ok(Levels::Read {
+                validity: Some(validity),
+                end: body + used as u64,
+            })
+        }
+        LevelLayout::V2 { rep_len, def_len } => {
+            let def_start = body.saturating_add(rep_len as u64);
+            let end = def_start.saturating_add(def_len as u64);
+            if rep_len != 0 || end > body_end || (max_def == 0 && def_len != 0) {
+                return Ok(Levels::Unsupported);
+            }
+            if max_def == 0 {
+                return Ok(Levels::Read {
+                    validity: None,
+                    end,
+                });
+            }
+            let Some(section) = fetched.slice(def_start..end) else {
+                return Ok(Levels::Need(def_start..end));
+            };
+            Ok(Levels::Read {
+                validity: Some(levels::validity_v2(&section, max_def, n)?),
+                end,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_aligned_clipped_and_merged() {
+        let page = 1000..20_000;
+        let mut out = Vec::new();
+        push_blocks(&mut out, 1000..1100, &page);
+        assert_eq!(out, vec![1000..4096]);
+        push_blocks(&mut out, 4000..4200, &page);
+        assert_eq!(out, vec![1000..8192]);
+        push_blocks(&mut out, 12_300..12_310, &page);
+        assert_eq!(out, vec![1000..8192, 12_288..16_384]);
+        push_blocks(&mut out, 19_990..20_000, &page);
+        assert_eq!(out, vec![1000..8192, 12_288..20_000]);
+        push_blocks(&mut out, 16_390..16_400, &page);
+        assert_eq!(out, vec![1000..8192, 12_288..20_000]);
+        push_blocks(&mut out, 5..5, &page);
+        assert_eq!(out.len(), 2);
+    }
+}
