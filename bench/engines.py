@@ -200,6 +200,28 @@ class RowFilter:
         self.proc.wait(timeout=10)
 
 
+class Floor(RowFilter):
+    """Not a peer: the time merely to read and decompress every page of the columns a query
+    references (no decoding, one thread; `floor` in crates/tamis-bench) — the physical floor of a
+    scan that does not skip pages."""
+
+    name = "floor"
+
+    def __init__(self, binary: str):
+        super().__init__(1, binary)
+
+    def run(self, q: Query, dump: bool = False) -> Outcome:
+        columns = list(q.where.columns()) if q.where else []
+        columns += [c for c in (q.columns or []) if c not in columns]
+        request = {"file": q.path, "columns": columns, "floor": True}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline())
+        if "error" in reply:
+            raise RuntimeError(f"rowfilter-scan floor: {reply['error']}")
+        return Outcome(None, 0, None, reply["ns"])
+
+
 ENGINES: Dict[str, Callable[..., object]] = {
     "tamis": Tamis,
     "duckdb": DuckDB,

@@ -28,6 +28,19 @@ class Pred:
     def __invert__(self) -> "Pred":
         return Pred("not", (self,))
 
+    def columns(self) -> list:
+        """The columns the predicate reads, in order of first mention."""
+        op, a = self.op, self.args
+        if op in ("and", "or", "not"):
+            out = []
+            for p in a:
+                out += [c for c in p.columns() if c not in out]
+            return out
+        if op == "cols":  # either side may be arithmetic: its identifiers are the columns
+            found = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", f"{a[0]} {a[2]}")
+            return list(dict.fromkeys(found))
+        return [a[0]]
+
     # ---- SQL ---------------------------------------------------------------------------------
     def sql(self) -> str:
         op, a = self.op, self.args

@@ -253,7 +253,7 @@ def check_agreement(query, outcomes: Dict[str, object]) -> None:
 
 
 def worker(args) -> None:
-    from engines import ENGINES, EngineSkip, RowFilter
+    from engines import ENGINES, EngineSkip, Floor, RowFilter
     from suites import SUITES
 
     threads = args.worker_threads
@@ -266,6 +266,8 @@ def worker(args) -> None:
         else:
             engines[n] = ENGINES[n](threads)
 
+    # The tpch suite's floor (see engines.Floor): one thread, warm cache, beside the engines.
+    floor = Floor(args.rowfilter) if args.rowfilter and threads == 1 and "tpch" in suites else None
     results = []
     for suite in suites:
         if suite == "remote":  # its own engines (S3 clients), server and measures
@@ -331,6 +333,15 @@ def worker(args) -> None:
                             io[n].append(out.read_bytes)
                         elif before is not None and after is not None:
                             io[n].append(after - before)
+                if floor is not None and suite == "tpch" and cache == "warm":
+                    floor.run(q)  # warm-up
+                    floor_ms = [floor.run(q).ns / 1e6 for _ in range(args.runs)]
+                    results.append({"suite": suite, "query": q.name, "engine": "floor",
+                                    "threads": threads, "cache": cache, "rows": rows,
+                                    "group": q.group, "x": q.x, "times_ms": floor_ms,
+                                    "median_ms": statistics.median(floor_ms),
+                                    "min_ms": min(floor_ms), "max_ms": max(floor_ms),
+                                    "read_bytes": None, "tamis_bytes_read": None})
                 for n in engines:
                     common = {"suite": suite, "query": q.name, "engine": n, "threads": threads,
                               "cache": cache, "rows": rows, "group": q.group, "x": q.x}
@@ -349,7 +360,7 @@ def worker(args) -> None:
                 print(f"  [{threads}t {cache}] {suite}: {q.name}: " + ", ".join(
                     f"{r['engine']} {'skipped' if r['median_ms'] is None else format(r['median_ms'], '.1f')}"
                     for r in results[-len(engines):]), flush=True)
-    for e in engines.values():
+    for e in list(engines.values()) + ([floor] if floor else []):
         if hasattr(e, "close"):
             e.close()
     with open(args.worker_out, "w") as f:
@@ -431,7 +442,11 @@ def table_md(results: List[dict], suite: str, threads: int, cache: str, engines:
     rows = [r for r in results if r["suite"] == suite and r["threads"] == threads and r["cache"] == cache]
     queries = list(dict.fromkeys(r["query"] for r in rows))
     versus_duckdb = suite in PAPER_SUITES and "duckdb" in engines and "tamis" in engines
+    floors = {r["query"]: r for r in rows if r["engine"] == "floor"}
+    rows = [r for r in rows if r["engine"] != "floor"]
     head = ["query", "rows"] + [f"{e} ms" for e in engines] + ["tamis / best peer", "best peer"]
+    if floors:
+        head += ["floor ms", "tamis / floor"]
     if versus_duckdb:
         head.append("tamis / duckdb")
     head.append("tamis read")
@@ -450,6 +465,10 @@ def table_md(results: List[dict], suite: str, threads: int, cache: str, engines:
             cells.append(f"**{cell}**" if e == best else cell)
         verdict = f"{ratio:.2f}x" + (" (slower)" if ratio > 1.0 else "") if ratio == ratio else "–"
         cells += [verdict, best or "–"]
+        if floors:
+            f = floors.get(q)
+            cells += [spread(f) if f else "–",
+                      f"{by['tamis']['median_ms'] / f['median_ms']:.2f}x" if f and "tamis" in by else "–"]
         if versus_duckdb:
             cells.append(f"{by['tamis']['median_ms'] / by['duckdb']['median_ms']:.2f}x"
                          if "tamis" in by and "duckdb" in by else "–")

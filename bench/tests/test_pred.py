@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pred import between, col_cmp, isin, like, like_regex  # noqa: E402
+from pred import between, col_cmp, cols, isin, like, like_regex  # noqa: E402
 
 TABLE = pa.table({
     "i": pa.array([1, 5, None, 24, 30, 7], pa.int64()),
@@ -53,3 +53,9 @@ def test_renderings_agree(p):
 def test_like_regex_escapes():
     assert like_regex("a.b%") == r"^(?s:a\.b.*)$"
     assert like_regex("_") == "^(?s:.)$"
+
+
+def test_columns_lists_each_column_once_in_order():
+    p = (col_cmp("a", "<", 1) & ~isin("b", [1, 2])) | (between("a", 0, 5) & cols("c", "<", "d * (1 - a)"))
+    assert p.columns() == ["a", "b", "c", "d"]
+    assert like("s", "%x%").columns() == ["s"]

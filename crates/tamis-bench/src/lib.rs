@@ -303,11 +303,70 @@ struct Request {
     batch_size: Option<usize>,
     #[serde(default)]
     dump: Option<PathBuf>,
+    /// Measure the floor of `columns` (see [`floor`]) instead of scanning.
+    #[serde(default)]
+    floor: bool,
+}
+
+/// What [`floor`] read.
+#[derive(Debug)]
+pub struct FloorOutput {
+    pub elapsed: Duration,
+    pub pages: u64,
+    /// Decompressed bytes of the pages (dictionary pages included).
+    pub bytes: u64,
+}
+
+/// The physical floor of a scan that does not skip pages: reads and decompresses every page of
+/// the named columns (top-level names: all their leaves) in every row group, decoding nothing,
+/// on one thread. A scan of these columns cannot be faster without skipping pages.
+pub fn floor(file: &Path, columns: &[String]) -> Result<FloorOutput, BoxError> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    let start = Instant::now();
+    let reader = SerializedFileReader::new(open(file)?)?;
+    let schema = reader.metadata().file_metadata().schema_descr_ptr();
+    let leaves: Vec<usize> = (0..schema.num_columns())
+        .filter(|&i| {
+            let root = schema.get_column_root(i).name();
+            columns.iter().any(|c| c == root)
+        })
+        .collect();
+    if leaves.len() < columns.len() {
+        return Err(format!("floor: not every column of {columns:?} is in the file").into());
+    }
+    let (mut pages, mut bytes) = (0u64, 0u64);
+    for rg in 0..reader.num_row_groups() {
+        let row_group = reader.get_row_group(rg)?;
+        for &leaf in &leaves {
+            let mut page_reader = row_group.get_column_page_reader(leaf)?;
+            while let Some(page) = page_reader.get_next_page()? {
+                pages += 1;
+                bytes += page.buffer().len() as u64;
+            }
+        }
+    }
+    Ok(FloorOutput {
+        elapsed: start.elapsed(),
+        pages,
+        bytes,
+    })
 }
 
 fn respond(line: &str) -> Result<serde_json::Value, BoxError> {
     let request: Request =
         serde_json::from_str(line).map_err(|e| format!("invalid request: {e}"))?;
+    if request.floor {
+        let columns = request.columns.unwrap_or_default();
+        let output = floor(&request.file, &columns)?;
+        return Ok(json!({
+            "rows": 0,
+            "ns": u64::try_from(output.elapsed.as_nanos()).unwrap_or(u64::MAX),
+            "read_bytes": null,
+            "pages": output.pages,
+            "bytes": output.bytes,
+        }));
+    }
     let scan_request = ScanRequest {
         file: request.file,
         where_sql: request.where_sql,

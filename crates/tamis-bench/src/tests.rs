@@ -351,3 +351,39 @@ fn row_group_split() {
     assert_eq!(split_row_groups(0, 3), Vec::<Vec<usize>>::new());
     assert_eq!(split_row_groups(3, 1), vec![vec![0, 1, 2]]);
 }
+
+#[test]
+fn floor_reads_every_page_of_the_named_columns() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path());
+    // The oracle: the pages the parquet crate's page reader yields for the two columns.
+    let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+    let mut want_pages = 0;
+    for rg in 0..reader.num_row_groups() {
+        for c in [0usize, 1] {
+            let mut pages = reader
+                .get_row_group(rg)
+                .unwrap()
+                .get_column_page_reader(c)
+                .unwrap();
+            while pages.get_next_page().unwrap().is_some() {
+                want_pages += 1;
+            }
+        }
+    }
+    let response = handle_request_line(
+        &json!({ "file": path, "columns": ["id", "name"], "floor": true }).to_string(),
+    );
+    assert_eq!(response["pages"], want_pages, "{response}");
+    assert!(response["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(response["rows"], 0);
+    let one =
+        handle_request_line(&json!({ "file": path, "columns": ["id"], "floor": true }).to_string());
+    assert!(one["pages"].as_u64().unwrap() < want_pages, "{one}");
+    let bad = handle_request_line(
+        &json!({ "file": path, "columns": ["nope"], "floor": true }).to_string(),
+    );
+    assert!(bad["error"].is_string(), "{bad}");
+}

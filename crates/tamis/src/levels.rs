@@ -5,7 +5,9 @@
 //! page header. A column whose max level is 0 stores no levels at all.
 
 use crate::encoding::bitpack;
-use crate::encoding::rle::{decode_rle, Runs, Span, SPAN};
+#[cfg(test)]
+use crate::encoding::rle::decode_rle;
+use crate::encoding::rle::{Runs, Span, SPAN};
 use crate::error::{Error, Result};
 use crate::selection::Bitmap;
 use parquet::basic::Encoding;
@@ -27,6 +29,7 @@ fn check_max(max_level: i16) -> Result<()> {
 }
 
 /// Checks each decoded level against `max_level` and appends it to `out`.
+#[cfg(test)]
 fn push_levels(raw: &[u32], max_level: i16, out: &mut Vec<i16>) -> Result<()> {
     let max = raw.iter().copied().max().unwrap_or(0);
     if max > max_level as u32 {
@@ -93,6 +96,7 @@ fn unsupported_encoding(encoding: Encoding) -> Error {
 
 /// Decodes `num_values` levels of a v1 data page, appending them to `out`; returns the bytes
 /// consumed, where the values (or the next levels) start.
+#[cfg(test)]
 pub fn decode_v1(
     data: &[u8],
     encoding: Encoding,
@@ -126,6 +130,7 @@ pub fn decode_v1(
 
 /// Decodes `num_values` levels of a v2 data page (`data` is exactly the level section), appending
 /// them to `out`. Max level 0 pushes nothing, as in [`decode_v1`].
+#[cfg(test)]
 pub fn decode_v2(data: &[u8], max_level: i16, num_values: usize, out: &mut Vec<i16>) -> Result<()> {
     check_max(max_level)?;
     if max_level == 0 {

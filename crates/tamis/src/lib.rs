@@ -13,25 +13,74 @@
 //! index/     sidecar indexes beside existing files (Puffin): page-level Bloom filters
 //! ```
 //!
-//! Start with [`Scan`].
-pub mod arrow;
-pub mod budget;
-pub mod column;
+//! Start with [`Scan`]:
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use arrow::array::{Int64Array, RecordBatch, StringArray};
+//! use arrow::datatypes::{DataType, Field, Schema};
+//!
+//! // A small file: ids 0..1000, every third row 'AIR'.
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("orders.parquet");
+//! let schema = Arc::new(Schema::new(vec![
+//!     Field::new("id", DataType::Int64, false),
+//!     Field::new("mode", DataType::Utf8, false),
+//! ]));
+//! let ids = Int64Array::from_iter_values(0..1000);
+//! let modes = StringArray::from_iter_values((0..1000).map(|i| if i % 3 == 0 { "AIR" } else { "RAIL" }));
+//! let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(modes)])?;
+//! let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path)?, schema, None)?;
+//! writer.write(&batch)?;
+//! writer.close()?;
+//!
+//! // The predicate is evaluated on the encoded pages; only the selected ids are decoded.
+//! let mut stream = tamis::Scan::open(path.to_str().unwrap())?
+//!     .filter("mode = 'AIR' AND id < 30")?
+//!     .select(&["id"])?
+//!     .batches()?;
+//! let mut ids = Vec::new();
+//! for batch in &mut stream {
+//!     let batch = batch?;
+//!     let column = batch.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+//!     ids.extend(column.values().iter().copied());
+//! }
+//! assert_eq!(ids, [0, 3, 6, 9, 12, 15, 18, 21, 24, 27]);
+//! assert_eq!(stream.metrics().rows_selected, 10);
+//! # Ok(()) }
+//! ```
+//!
+//! The public API: [`Scan`] and [`Dataset`] (what to read), [`expr`] (predicates, as SQL text or
+//! built), [`ScanMetrics`] (what a scan did), [`Error`], [`optimize`] (rewriting files for
+//! pushdown), [`index`] (sidecar indexes) and [`io`] (object-store options and sources).
+//! Modules marked hidden are public only for tamis's own crates (the fuzzer, the benchmarks,
+//! the CLI's `kernels` command) and may change at any time.
 pub mod dataset;
-pub mod encoding;
-pub mod error;
 pub mod expr;
 pub mod index;
 pub mod io;
-pub mod kernels;
-pub mod levels;
-pub mod metrics;
 pub mod optimize;
-pub mod prune;
 pub mod scan;
-pub mod schema;
+
+#[doc(hidden)]
+pub mod budget;
+#[doc(hidden)]
+pub mod encoding;
+#[doc(hidden)]
+pub mod kernels;
+#[doc(hidden)]
 pub mod selection;
+#[doc(hidden)]
 pub mod values;
+
+pub(crate) mod arrow;
+pub(crate) mod column;
+pub(crate) mod error;
+pub(crate) mod levels;
+pub(crate) mod metrics;
+pub(crate) mod prune;
+pub(crate) mod schema;
 
 pub use column::adapt::Evaluation;
 pub use dataset::Dataset;

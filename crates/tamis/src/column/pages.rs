@@ -141,6 +141,16 @@ impl<'a> ChunkPages<'a> {
         self.meta
     }
 
+    /// The gap below which neighbouring ranges are read as one (the source's).
+    pub fn coalesce_gap(&self) -> u64 {
+        self.reader.coalesce_gap()
+    }
+
+    /// Whether the byte at `offset` is in the page cache (`None`: cannot tell).
+    pub fn resident(&self, offset: u64) -> Option<bool> {
+        self.reader.resident(offset)
+    }
+
     /// The bytes fetched so far.
     pub fn fetched(&self) -> &FetchedRanges {
         &self.fetched

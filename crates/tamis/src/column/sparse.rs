@@ -119,7 +119,8 @@ fn push_blocks(out: &mut Vec<Range<u64>>, r: Range<u64>, within: &Range<u64>) {
 }
 
 /// The pages of `chunk` holding a row of `selection` that are worth reading by blocks: not
-/// loaded yet, and their blocks (for a header up to [`HEAD`] bytes) under half the page.
+/// loaded yet, and their blocks (for a header up to [`HEAD`] bytes), as the source will read
+/// them (ranges closer than its coalescing gap read as one), under half the page.
 pub fn plan(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
     let (Some(width), Some(oi)) = (value_width(chunk), chunk.source.offset_index()) else {
         return Vec::new();
@@ -144,11 +145,18 @@ pub fn plan(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
             first_row,
             rows,
         };
-        let blocks: u64 = guessed_ranges(&page, width, selection)
+        let guessed = guessed_ranges(&page, width, selection);
+        let blocks: u64 = crate::io::coalesce(&guessed, chunk.source.coalesce_gap())
             .iter()
             .map(|r| r.end - r.start)
             .sum();
-        if size >= 2 * BLOCK && blocks.saturating_mul(2) < size {
+        // A local page not in the page cache is read whole: one sequential read beats a
+        // device round trip per block (cold, 0.01 % of the payload suite: 203 ms by blocks,
+        // 112 ms whole; warm: 23 ms by blocks, 39 ms whole).
+        if size >= 2 * BLOCK
+            && blocks.saturating_mul(2) < size
+            && chunk.source.resident(start) != Some(false)
+        {
             out.push(page);
         }
     }

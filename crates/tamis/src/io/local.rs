@@ -111,6 +111,24 @@ impl ByteSource for LocalFile {
     fn is_remote(&self) -> bool {
         false
     }
+
+    /// A one-byte read the kernel serves only from the page cache (`RWF_NOWAIT`): `EAGAIN`
+    /// means the byte would come from the device.
+    #[cfg(target_os = "linux")]
+    fn resident(&self, offset: u64) -> Option<bool> {
+        let mut byte = [0u8; 1];
+        let mut bufs = [std::io::IoSliceMut::new(&mut byte)];
+        match rustix::io::preadv2(
+            &self.file,
+            &mut bufs,
+            offset,
+            rustix::io::ReadWriteFlags::NOWAIT,
+        ) {
+            Ok(_) => Some(true),
+            Err(rustix::io::Errno::AGAIN) => Some(false),
+            Err(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -142,6 +160,17 @@ mod tests {
         pool.install(|| check(src.read_ranges(&ranges, &no).unwrap()));
         assert_eq!(src.identity().len, 6 << 20);
         assert!(src.identity().modified_ns.is_some());
+    }
+
+    #[test]
+    fn a_file_just_written_is_resident() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 1 << 16]).unwrap();
+        let f = LocalFile::open(&path).unwrap();
+        // Just written, so in the page cache (or a system that cannot tell).
+        assert_ne!(f.resident(0), Some(false));
+        assert_ne!(f.resident(40_000), Some(false));
     }
 
     #[test]

@@ -102,6 +102,11 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
     fn profile(&self) -> IoProfile;
     /// Whether requests are expensive (remote): the planner trades bytes for round trips.
     fn is_remote(&self) -> bool;
+    /// Whether the byte at `offset` is in the operating system's page cache; `None` when the
+    /// source cannot tell (remote sources, other systems).
+    fn resident(&self, _offset: u64) -> Option<bool> {
+        None
+    }
 }
 
 /// Bytes and requests of one scan (or one open), shared by its readers.
@@ -218,6 +223,11 @@ impl Reader {
         }
         let mut out = self.read_exact(std::slice::from_ref(&range))?;
         Ok(out.pop().unwrap_or_default())
+    }
+
+    /// Whether the byte at `offset` is in the page cache (see [`ByteSource::resident`]).
+    pub fn resident(&self, offset: u64) -> Option<bool> {
+        self.source.resident(offset)
     }
 
     /// Reads several ranges, merging those closer than the source's coalescing gap.

@@ -27,8 +27,6 @@ use crate::schema::{Domain, LeafColumn};
 pub struct BloomOutcome {
     /// The predicate with leaves proven absent replaced by `False`, simplified.
     pub predicate: Predicate,
-    /// Filters read (one per column at most).
-    pub filters_read: usize,
     /// Filters that could not be read; their leaves were left unknown.
     pub errors: Vec<Error>,
 }
@@ -175,7 +173,6 @@ pub fn bloom_check<R: ChunkReader>(
 ) -> BloomOutcome {
     let mut filters: HashMap<usize, Option<Sbbf>> = HashMap::new();
     let mut errors = Vec::new();
-    let mut filters_read = 0;
     let predicate = pred.simplify(&mut |leaf| {
         let literals: &[Scalar] = match &leaf.op {
             LeafOp::Cmp(CmpOp::Eq, v) => std::slice::from_ref(v),
@@ -199,10 +196,7 @@ pub fn bloom_check<R: ChunkReader>(
             let cc = rg.column(leaf.column);
             match Sbbf::read_from_column_chunk(cc, reader) {
                 // An empty bitset would make every probe index out of bounds.
-                Ok(Some(f)) if f.num_blocks() > 0 => {
-                    filters_read += 1;
-                    Some(f)
-                }
+                Ok(Some(f)) if f.num_blocks() > 0 => Some(f),
                 Ok(Some(_)) => {
                     errors.push(
                         Error::corrupt("Bloom filter has an empty bitset").in_column(&column.path),
@@ -234,11 +228,7 @@ pub fn bloom_check<R: ChunkReader>(
             Verdict::NoneMatch
         }
     });
-    BloomOutcome {
-        predicate,
-        filters_read,
-        errors,
-    }
+    BloomOutcome { predicate, errors }
 }
 
 trait WithPrefix {

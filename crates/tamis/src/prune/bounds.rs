@@ -287,6 +287,7 @@ pub(crate) fn bound_scalar(column: &LeafColumn, v: PhysicalRef<'_>) -> Option<Sc
 
 /// Bounds of a column chunk from its footer statistics, inferring trust from the statistics
 /// alone (see [`stats_bounds_with_order`]).
+#[cfg(test)]
 pub fn stats_bounds(column: &LeafColumn, stats: &Statistics, num_values: u64) -> Bounds {
     stats_bounds_with_order(column, stats, num_values, None)
 }

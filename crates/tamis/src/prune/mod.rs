@@ -48,14 +48,6 @@ pub mod dictionary;
 pub mod page_index;
 pub mod row_group;
 
-pub use bloom::{bloom_check, bloom_verdict, BloomOutcome};
-pub use bounds::{leaf_verdict, stats_bounds, stats_bounds_with_order, Bounds};
-pub use dictionary::{chunk_is_all_dictionary, dictionary_verdict};
-pub use page_index::{
-    page_pruning, page_ranges, ranges_intersect, ranges_normalize, ranges_union, PagePruning,
-};
-pub use row_group::{statistics_verdict, statistics_verdict_with_orders};
-
 #[cfg(test)]
 pub(crate) mod test_util {
     use std::sync::Arc;

@@ -15,6 +15,7 @@ use crate::schema::LeafColumn;
 /// The file's column orders are not available here, so trust is inferred from the statistics
 /// themselves (see [`super::bounds::min_max_trusted`]); prefer
 /// [`statistics_verdict_with_orders`] when the file metadata is at hand.
+#[cfg(test)]
 pub fn statistics_verdict(
     pred: &Predicate,
     leaves: &[LeafColumn],
