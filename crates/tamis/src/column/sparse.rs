@@ -139,13 +139,21 @@ pub fn plan(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
         ) else {
             continue;
         };
+        // The values alone take at least this: no need to look further (a dense page would
+        // otherwise cost a walk over all its rows).
+        let selected = selection.window(first_row, rows).count_ones() as u64;
+        if selected.saturating_mul(width).saturating_mul(2) >= size {
+            continue;
+        }
         let page = SparsePage {
             page: i,
             bytes: start..start.saturating_add(size),
             first_row,
             rows,
         };
-        let guessed = guessed_ranges(&page, width, selection);
+        let Some(guessed) = guessed_ranges(&page, width, selection, size / 2) else {
+            continue;
+        };
         let blocks: u64 = crate::io::coalesce(&guessed, chunk.source.coalesce_gap())
             .iter()
             .map(|r| r.end - r.start)
@@ -164,16 +172,30 @@ pub fn plan(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
 }
 
 /// The first round's ranges of a page: its head, and the blocks holding its selected values if
-/// the header and levels take at most [`HEAD`] bytes and no value is NULL.
-fn guessed_ranges(page: &SparsePage, width: u64, selection: &Selection) -> Vec<Range<u64>> {
+/// the header and levels take at most [`HEAD`] bytes and no value is NULL. `None` once they
+/// pass `limit` bytes.
+fn guessed_ranges(
+    page: &SparsePage,
+    width: u64,
+    selection: &Selection,
+    limit: u64,
+) -> Option<Vec<Range<u64>>> {
     let mut out = Vec::new();
     let start = page.bytes.start;
     push_blocks(&mut out, start..start + HEAD, &page.bytes);
+    let len = |r: Option<&Range<u64>>| r.map_or(0, |r| r.end - r.start);
+    let mut total = len(out.last());
     for row in selection.window(page.first_row, page.rows).iter_ones() {
         let at = start + row as u64 * width;
+        let (ranges, last) = (out.len(), len(out.last()));
         push_blocks(&mut out, at..at + HEAD + width, &page.bytes);
+        // Rows ascend: a push either grows the last range or adds one after it.
+        total += len(out.last()) - if out.len() == ranges { last } else { 0 };
+        if total > limit {
+            return None;
+        }
     }
-    out
+    Some(out)
 }
 
 /// The byte ranges of the first round for `pages` (for a remote source's batched read).
@@ -190,7 +212,7 @@ pub fn first_round(
         .iter()
         .flat_map(|p| {
             if guess {
-                guessed_ranges(p, width, selection)
+                guessed_ranges(p, width, selection, u64::MAX).unwrap_or_default()
             } else {
                 let mut head = Vec::new();
                 push_blocks(&mut head, p.bytes.start..p.bytes.start + HEAD, &p.bytes);
