@@ -213,6 +213,19 @@ pub fn filter_codes(
     let mut codes = Codes::new(data, num_values, dict_len)?;
     let mut buf: Vec<u32> = Vec::with_capacity(SPAN.min(num_values));
     let lookup = matches.words();
+    // Codes of at most 8 bits are tested packed, 64 at a time, where a kernel does it (AVX-512):
+    // against the matches as a byte per entry.
+    let bytes = crate::kernels::kernels()
+        .lookup
+        .filter(|_| (1..=8).contains(&codes.bit_width()))
+        .map(|kernel| {
+            let mut table = [0u8; 256];
+            for (entry, t) in table.iter_mut().enumerate().take(dict_len) {
+                *t = u8::from(matches.get(entry));
+            }
+            (kernel, table)
+        });
+    let mut words = [0u64; SPAN / 64];
     while let Some((pos, span)) = codes.next()? {
         match span {
             Span::Repeated { value, count } => {
@@ -220,13 +233,23 @@ pub fn filter_codes(
                     result.set_range(pos, pos + count);
                 }
             }
-            Span::Packed { data, count } => {
-                buf.clear();
-                codes.unpack(data, count, &mut buf)?;
-                for (g, group) in buf.chunks(64).enumerate() {
-                    result.or_word_at(pos + g * 64, lookup_word(lookup, group));
+            Span::Packed { data, count } => match &bytes {
+                Some((kernel, table)) => {
+                    let n = count.div_ceil(64);
+                    let max = kernel(data, codes.bit_width(), count, table, &mut words[..n]);
+                    codes.check(&[max])?;
+                    for (g, &word) in words[..n].iter().enumerate() {
+                        result.or_word_at(pos + g * 64, word);
+                    }
                 }
-            }
+                None => {
+                    buf.clear();
+                    codes.unpack(data, count, &mut buf)?;
+                    for (g, group) in buf.chunks(64).enumerate() {
+                        result.or_word_at(pos + g * 64, lookup_word(lookup, group));
+                    }
+                }
+            },
         }
     }
     Ok(result)

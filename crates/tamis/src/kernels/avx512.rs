@@ -9,6 +9,10 @@
 //!
 //! Groups with at most [`SPARSE_MAX`] selected codes are read one code at a time instead (TZCNT
 //! loop), which touches less than the vector path when the selection is very sparse.
+//!
+//! [`lookup`] uses the same unpack for codes of `k <= 8`, then tests all 64 at once against a
+//! 256-byte table held in four registers (`VPERMI2B` on the low 7 bits, a blend on the 8th):
+//! the first filter's test of dictionary codes without widening them to `u32`.
 
 // The AVX-512 intrinsics are stable since Rust 1.89, the workspace's MSRV.
 
@@ -154,6 +158,61 @@ fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut V
         // stored; stores past `count` only wrote reserved capacity, which stays unused).
         unsafe { out.set_len(base + count) };
     }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
+fn lookup_avx512(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u64]) -> u32 {
+    let k = k as usize;
+    debug_assert!((1..=8).contains(&k));
+    let (idx, ctrl) = unpack_controls(k);
+    let (idx, ctrl) = (load64(&idx), load64(&ctrl));
+    let and = _mm512_set1_epi8(low_bits(k) as u8 as i8);
+    let t = [
+        load64(&table[0..64]),
+        load64(&table[64..128]),
+        load64(&table[128..192]),
+        load64(&table[192..256]),
+    ];
+    let mut max = _mm512_setzero_si512();
+    let mut tail = [0u8; 64];
+    for (g, word) in out.iter_mut().enumerate().take(n.div_ceil(64)) {
+        // A group's 64 codes take 8k <= 64 bytes; the last group's may run past `packed`.
+        let start = g * 8 * k;
+        let bytes = if start + 64 <= packed.len() {
+            &packed[start..start + 64]
+        } else {
+            tail.fill(0);
+            let avail = packed.len().saturating_sub(start).min(64);
+            tail[..avail].copy_from_slice(&packed[start..start + avail]);
+            &tail[..]
+        };
+        let v = _mm512_permutexvar_epi8(idx, load64(bytes));
+        let codes = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and);
+        let valid = low_bits(n - g * 64);
+        let low = _mm512_permutex2var_epi8(t[0], codes, t[1]);
+        let hits = if k == 8 {
+            let high = _mm512_permutex2var_epi8(t[2], codes, t[3]);
+            _mm512_mask_blend_epi8(_mm512_movepi8_mask(codes), low, high)
+        } else {
+            low
+        };
+        *word = _mm512_test_epi8_mask(hits, hits) & valid;
+        max = _mm512_mask_max_epu8(max, valid, max, codes);
+    }
+    let mut lanes = [0u8; 64];
+    // SAFETY: `lanes` is 64 writable bytes; the store is unaligned.
+    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), max) };
+    lanes.iter().copied().max().unwrap_or(0) as u32
+}
+
+/// [`super::Kernels::lookup`] for `1 <= k <= 8`; other widths (and CPUs without the AVX-512
+/// subsets) take the scalar reference.
+pub fn lookup(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u64]) -> u32 {
+    if k == 0 || k > 8 || !detected() {
+        return super::scalar::lookup(packed, k, n, table, out);
+    }
+    // SAFETY: every target feature of the callee was detected above.
+    unsafe { lookup_avx512(packed, k, n, table, out) }
 }
 
 /// Fused select + unpack for `1 <= k <= 16`; falls back to `fallback` for other widths or when

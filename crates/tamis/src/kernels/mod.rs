@@ -10,6 +10,7 @@
 //! | `equal`         | packed levels equal to a literal → bitmap                       | §5.3  |
 //! | `extend`        | one bit per record → one bit per level of the record            | §5.4  |
 //! | `compress`      | keep the bits at the set positions of a mask (PEXT)             | §5.4  |
+//! | `lookup`        | packed dictionary codes → bitmap of `table[code]` (AVX-512 only)| T5    |
 //!
 //! Paths, chosen once per process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see
 //! [`kernels`] and [`describe`]:
@@ -18,8 +19,9 @@
 //! * `scalar` path ([`SCALAR`]): [`portable`] word-at-a-time kernels, every CPU and arch.
 //! * `bmi2`: the paper's PDEP/PEXT kernels. Offered only where PDEP/PEXT are fast (Intel since
 //!   Haswell, AMD since Zen 3; not Zen 1/2 or Hygon, which microcode them).
-//! * `avx512`: a fused VBMI/VBMI2 unpack + compress `select_unpack` for `k <= 16` (not in the
-//!   paper); the other kernels come from `bmi2` where it is offered, else from `scalar`.
+//! * `avx512`: a fused VBMI/VBMI2 unpack + compress `select_unpack` for `k <= 16` and an
+//!   unpack + table `lookup` for `k <= 8` (neither in the paper); the other kernels come from
+//!   `bmi2` where it is offered, else from `scalar`.
 //!
 //! # The `bmi-select` cargo feature (on by default)
 //!
@@ -70,6 +72,9 @@ impl Isa {
 /// `select_packed`'s signature.
 pub type SelectPackedFn = fn(&[u8], u8, usize, &[u64], &mut Vec<u64>) -> usize;
 
+/// `lookup`'s signature (see [`Kernels::lookup`]).
+pub type LookupFn = fn(&[u8], u8, usize, &[u8; 256], &mut [u64]) -> u32;
+
 /// One implementation of every kernel. All bitmaps are `u64` words, LSB first.
 #[derive(Debug, Clone, Copy)]
 pub struct Kernels {
@@ -91,6 +96,11 @@ pub struct Kernels {
     pub extend: fn(&[u64], &[u64], usize, &mut [u64]),
     /// `(bits, mask, n, out) -> count`: PEXT of `bits` by `mask` over `n` bits.
     pub compress: fn(&[u64], &[u64], usize, &mut Vec<u64>) -> usize,
+    /// `(packed, k, n, table, out) -> max code`: bit `i` of `out` set iff `table[code_i] != 0`,
+    /// for `k <= 8` (the first filter's test of dictionary codes, paper 000 T5); `out` has at
+    /// least `ceil(n / 64)` words. `None` where unpacking to `u32` and testing a bitset is as
+    /// fast (the portable and BMI2 paths).
+    pub lookup: Option<LookupFn>,
 }
 
 /// The portable path (any CPU): word-at-a-time [`portable`] kernels where they exist, the
@@ -104,6 +114,7 @@ pub const SCALAR: Kernels = Kernels {
     equal: scalar::equal,
     extend: scalar::extend,
     compress: portable::compress,
+    lookup: None,
 };
 
 /// The BMI2 table: the paper's PDEP/PEXT kernels for everything.
@@ -116,6 +127,7 @@ pub const BMI2: Kernels = Kernels {
     equal: bmi2::equal,
     extend: bmi2::extend,
     compress: bmi2::compress,
+    lookup: None,
 };
 
 /// The AVX-512 table on a CPU with fast BMI2: fused select_unpack for `k <= 16`, BMI2 for the
@@ -124,6 +136,7 @@ pub const BMI2: Kernels = Kernels {
 pub const AVX512_BMI2: Kernels = Kernels {
     isa: Isa::Avx512,
     select_unpack: |p, k, n, s, o| avx512::select_unpack_with(bmi2::select_unpack, p, k, n, s, o),
+    lookup: Some(avx512::lookup),
     ..BMI2
 };
 
@@ -135,6 +148,7 @@ pub const AVX512_ALONE: Kernels = Kernels {
     select_unpack: |p, k, n, s, o| {
         avx512::select_unpack_with(portable::select_unpack, p, k, n, s, o)
     },
+    lookup: Some(avx512::lookup),
     ..SCALAR
 };
 

@@ -76,6 +76,21 @@ pub fn transform(filtered: &[u64], select: &[u64], out: &mut [u64]) {
     }
 }
 
+/// Bit `i` of `out` (for `i < n`) is set iff `table[code_i]` is not 0 (`k <= 8`); returns the
+/// largest code (0 when `n == 0`), for the caller's check against the dictionary's size.
+pub fn lookup(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u64]) -> u32 {
+    out[..n.div_ceil(64)].fill(0);
+    let mut max = 0;
+    for i in 0..n {
+        let c = code_at(packed, k, i);
+        max = max.max(c);
+        if table[c as usize] != 0 {
+            set(out, i);
+        }
+    }
+    max
+}
+
 /// Bit `i` of `out` (for `i < n`) is set iff packed level `i` equals `literal`.
 pub fn equal(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) {
     out.iter_mut().for_each(|w| *w = 0);

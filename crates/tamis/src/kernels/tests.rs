@@ -135,6 +135,50 @@ fn check_equal(k: u8, codes: &[u32], literal: u32) {
     }
 }
 
+fn check_lookup(k: u8, codes: &[u32], table: &[u8; 256]) {
+    let n = codes.len();
+    let packed = pack(codes, k);
+    let mut want = vec![0u64; n.div_ceil(64)];
+    let want_max = scalar::lookup(&packed, k, n, table, &mut want);
+    assert_eq!(want_max, codes.iter().copied().max().unwrap_or(0));
+    for (i, &c) in codes.iter().enumerate() {
+        assert_eq!(want[i / 64] >> (i % 64) & 1 == 1, table[c as usize] != 0);
+    }
+    for t in fast_paths() {
+        let Some(lookup) = t.lookup else { continue };
+        // Words past the group count keep what they held; words written are overwritten.
+        let mut got = vec![u64::MAX; want.len()];
+        let max = lookup(&packed, k, n, table, &mut got);
+        assert_eq!(got, want, "{:?} lookup k={k} n={n}", t.isa);
+        assert_eq!(max, want_max, "{:?} lookup max k={k} n={n}", t.isa);
+    }
+}
+
+fn random_table(rng: &mut StdRng, pct: u32) -> [u8; 256] {
+    let mut t = [0u8; 256];
+    for v in t.iter_mut() {
+        *v = u8::from(rng.random_range(0..100) < pct);
+    }
+    t
+}
+
+#[test]
+fn lookup_every_width_size_and_table() {
+    let mut rng = StdRng::seed_from_u64(5);
+    for k in 0..=8u8 {
+        for n in SIZES {
+            for pct in [0, 3, 50, 100] {
+                let codes = random_codes(k, n, &mut rng);
+                check_lookup(k, &codes, &random_table(&mut rng, pct));
+            }
+        }
+        // Every code at its maximum (the 8th bit's table half for k = 8), and every code 0.
+        let table = random_table(&mut rng, 50);
+        check_lookup(k, &vec![max_code(k); 300], &table);
+        check_lookup(k, &vec![0; 130], &table);
+    }
+}
+
 fn random_codes(k: u8, n: usize, rng: &mut StdRng) -> Vec<u32> {
     (0..n).map(|_| rng.random::<u32>() & max_code(k)).collect()
 }
@@ -320,6 +364,18 @@ proptest! {
             _ => rng.random_range(0..alphabet),
         };
         check_equal(k, &codes, literal);
+    }
+
+    #[test]
+    fn lookup_matches_reference(
+        k in 0u8..=8,
+        n in prop_oneof![0usize..200, 0usize..3000],
+        pct in 0u32..=100,
+        seed in any::<u64>(),
+    ) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let codes = random_codes(k, n, &mut rng);
+        check_lookup(k, &codes, &random_table(&mut rng, pct));
     }
 
     #[test]
