@@ -8,6 +8,10 @@
 
 use std::time::Instant;
 
+/// As in the CLI and the Python module: page-sized buffers are reused, not re-faulted.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [path, filter, columns, rest @ ..] = &args[..] else {

@@ -70,9 +70,8 @@ pub fn project(
                 rows.compress(validity)
             }
         };
-        let values =
-            select_values(chunk, frame, &selected, metrics).map_err(|e| e.in_column(&path))?;
-        out.append(values, total, &path)?;
+        select_values(chunk, frame, &selected, metrics, &mut out, total)
+            .map_err(|e| e.in_column(&path))?;
     }
     for (_, part) in parts {
         out.push(part, total, &path)?;
@@ -113,29 +112,44 @@ impl Projected {
     }
 }
 
-/// The page's values whose bit is set in `selected` (one bit per non-null value), decoding only
-/// those where the encoding can select them (dictionary codes through the select kernel, PLAIN
-/// values by a gather); otherwise the page is decoded whole (once) and the selected values taken.
+/// Appends to `out` the page's values whose bit is set in `selected` (one bit per non-null
+/// value), decoding only those where the encoding can select them (dictionary codes through the
+/// select kernel, PLAIN values by a gather) — straight into the column's buffer where the
+/// encoding writes there; otherwise the page is decoded whole (once) and the selected values
+/// taken.
 fn select_values(
     chunk: &ColumnChunk<'_>,
     frame: &PageFrame,
     selected: &Bitmap,
     metrics: &MetricsCollector,
-) -> Result<Values> {
+    out: &mut Projected,
+    total: usize,
+) -> Result<()> {
     if frame.decoded.get().is_none() {
         let (page, ops) = chunk.encoded(frame)?;
-        if let Some(values) = ops.select(&page, selected) {
-            let values = values.map_err(|e| e.in_page(frame.page))?;
-            add(&metrics.values_decoded, values.len() as u64);
-            return Ok(values);
+        let count = selected.count_ones();
+        let appended = match &mut out.values {
+            Some(acc) => ops.select_into(&page, selected, acc),
+            None => ops.select(&page, selected).map(|values| {
+                let mut first = values?;
+                first.reserve(total.saturating_sub(first.len()));
+                out.values = Some(first);
+                Ok(())
+            }),
+        };
+        if let Some(appended) = appended {
+            appended.map_err(|e| e.in_page(frame.page))?;
+            add(&metrics.values_decoded, count as u64);
+            return Ok(());
         }
     }
     let (values, fresh) = chunk.decode_page(frame)?;
     add(&metrics.values_decoded, fresh as u64);
-    Ok(if selected.all_set() {
+    let values = if selected.all_set() {
         Arc::unwrap_or_clone(values)
     } else {
         let idx: Vec<u32> = selected.iter_ones().map(|i| i as u32).collect();
         values.take(&idx)
-    })
+    };
+    out.append(values, total, &chunk.leaf.path)
 }

@@ -11,7 +11,7 @@ use crate::budget::Budget;
 use crate::error::{Error, Result};
 use crate::expr::eval::Conjunction;
 use crate::selection::{BitBuilder, Bitmap};
-use crate::values::{ByteArrays, Values};
+use crate::values::Values;
 
 /// Dictionary-encoded pages of a column chunk whose dictionary is `entries`.
 pub struct Dictionary<'d> {
@@ -72,15 +72,30 @@ impl PageEncoding for Dictionary<'_> {
     }
 
     fn select(&self, page: &EncodedPage<'_>, selected: &Bitmap) -> Option<Result<Values>> {
-        if selected.all_set() {
-            return Some(self.decode(page));
-        }
-        let mut codes = Vec::with_capacity(selected.count_ones());
-        let entries = self.entries.len();
-        Some(
-            select_codes(page.data, page.num_values, entries, selected, &mut codes)
-                .and_then(|()| gather(self.entries, &codes, page.budget)),
-        )
+        let mut out = self.entries.empty_like();
+        Some(self.select_into(page, selected, &mut out)?.map(|()| out))
+    }
+
+    fn select_into(
+        &self,
+        page: &EncodedPage<'_>,
+        selected: &Bitmap,
+        out: &mut Values,
+    ) -> Option<Result<()>> {
+        let codes = if selected.all_set() {
+            self.codes(page)
+        } else {
+            let n = selected.count_ones();
+            page.budget
+                .reserve_items(n, 4, || format!("{n} dictionary codes"))
+                .and_then(|()| {
+                    let mut codes = Vec::with_capacity(n);
+                    let entries = self.entries.len();
+                    select_codes(page.data, page.num_values, entries, selected, &mut codes)
+                        .map(|()| codes)
+                })
+        };
+        Some(codes.and_then(|codes| gather_into(self.entries, &codes, page.budget, out)))
     }
 }
 
@@ -406,11 +421,20 @@ fn for_selected_runs(
 /// lengths over the codes, which a small page can make enormous (a 1 MiB entry and a million
 /// codes of bit width 0).
 pub fn gather(dict: &Values, codes: &[u32], budget: &Budget) -> Result<Values> {
-    fn pick<T: Copy + Default>(dict: &[T], codes: &[u32]) -> Vec<T> {
-        codes
-            .iter()
-            .map(|&c| dict.get(c as usize).copied().unwrap_or_default())
-            .collect()
+    let mut out = dict.empty_like();
+    gather_into(dict, codes, budget, &mut out)?;
+    Ok(out)
+}
+
+/// [`gather`] appending to `out` (the values of the column's earlier pages, so a dense
+/// projection writes each value once, into the buffer that becomes the Arrow array's).
+pub fn gather_into(dict: &Values, codes: &[u32], budget: &Budget, out: &mut Values) -> Result<()> {
+    fn pick<T: Copy + Default>(dict: &[T], codes: &[u32], out: &mut Vec<T>) {
+        out.extend(
+            codes
+                .iter()
+                .map(|&c| dict.get(c as usize).copied().unwrap_or_default()),
+        );
     }
     let what = || {
         format!(
@@ -427,14 +451,14 @@ pub fn gather(dict: &Values, codes: &[u32], budget: &Budget) -> Result<Values> {
         Values::Bytes(_) => std::mem::size_of::<usize>(),
     };
     budget.reserve_items(codes.len(), width, what)?;
-    Ok(match dict {
-        Values::Bool(d) => Values::Bool(pick(d, codes)),
-        Values::I32(d) => Values::I32(pick(d, codes)),
-        Values::I64(d) => Values::I64(pick(d, codes)),
-        Values::I96(d) => Values::I96(pick(d, codes)),
-        Values::F32(d) => Values::F32(pick(d, codes)),
-        Values::F64(d) => Values::F64(pick(d, codes)),
-        Values::Bytes(d) => {
+    match (dict, out) {
+        (Values::Bool(d), Values::Bool(o)) => pick(d, codes, o),
+        (Values::I32(d), Values::I32(o)) => pick(d, codes, o),
+        (Values::I64(d), Values::I64(o)) => pick(d, codes, o),
+        (Values::I96(d), Values::I96(o)) => pick(d, codes, o),
+        (Values::F32(d), Values::F32(o)) => pick(d, codes, o),
+        (Values::F64(d), Values::F64(o)) => pick(d, codes, o),
+        (Values::Bytes(d), Values::Bytes(o)) => {
             // Every decoder builds `d` with offsets ascending within its data, so a code below
             // `d.len()` is a valid span: one comparison per code, no offsets re-checked.
             let at = |c: u32| {
@@ -448,14 +472,20 @@ pub fn gather(dict: &Values, codes: &[u32], budget: &Budget) -> Result<Values> {
                 .iter()
                 .fold(0usize, |t, &c| t.saturating_add(at(c).len()));
             budget.reserve(total, what)?;
-            let mut out = ByteArrays::with_capacity(codes.len(), total);
+            o.offsets.reserve(codes.len());
+            o.data.reserve(total);
             for &c in codes {
-                out.data.extend_from_slice(at(c));
-                out.offsets.push(out.data.len());
+                o.data.extend_from_slice(at(c));
+                o.offsets.push(o.data.len());
             }
-            Values::Bytes(out)
         }
-    })
+        _ => {
+            return Err(Error::corrupt(
+                "pages of one column decode to different types",
+            ))
+        }
+    }
+    Ok(())
 }
 
 /// Checks that every one of the `num_values` codes of a dictionary-encoded page is below
@@ -475,6 +505,7 @@ pub fn check_codes(data: &[u8], num_values: usize, dict_len: usize) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::values::ByteArrays;
     use parquet::encodings::rle::RleEncoder;
     use proptest::prelude::*;
 

@@ -78,6 +78,25 @@ pub trait PageEncoding {
     fn select(&self, _page: &EncodedPage<'_>, _selected: &Bitmap) -> Option<Result<Values>> {
         None
     }
+
+    /// [`select`](Self::select) appending to `out` (the column's values so far), so that an
+    /// encoding that can writes each value once. By default, selected then appended.
+    fn select_into(
+        &self,
+        page: &EncodedPage<'_>,
+        selected: &Bitmap,
+        out: &mut Values,
+    ) -> Option<Result<()>> {
+        Some(self.select(page, selected)?.and_then(|values| {
+            if out.append(values) {
+                Ok(())
+            } else {
+                Err(Error::corrupt(
+                    "pages of one column decode to different types",
+                ))
+            }
+        }))
+    }
 }
 
 /// The operations of a page stored with `encoding`; a dictionary-encoded page needs its
