@@ -36,6 +36,13 @@ pub const SPARSE_MAX: u32 = 2;
 /// Widest code the fused kernel handles.
 pub const MAX_K: u8 = 16;
 
+/// [`unpack_controls`] for every `k <= 16`, computed once (a kernel call covers at most 1 024
+/// codes, so recomputing them per call showed in profiles).
+fn controls(k: usize) -> &'static ([u8; 64], [u8; 64]) {
+    static TABLE: std::sync::OnceLock<Vec<([u8; 64], [u8; 64])>> = std::sync::OnceLock::new();
+    &TABLE.get_or_init(|| (0..=MAX_K as usize).map(unpack_controls).collect())[k]
+}
+
 /// The `VPERMB` byte indices and `VPMULTISHIFTQB` bit offsets that unpack one vector of codes:
 /// 64 codes into bytes for `k <= 8`, 32 codes into 16-bit lanes for `k <= 16`.
 fn unpack_controls(k: usize) -> ([u8; 64], [u8; 64]) {
@@ -73,9 +80,9 @@ fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut V
     let k = k as usize;
     debug_assert!((1..=MAX_K as usize).contains(&k));
     let code_mask = low_bits(k);
-    let (idx, ctrl) = unpack_controls(k);
-    let idx = load64(&idx);
-    let ctrl = load64(&ctrl);
+    let (idx, ctrl) = controls(k);
+    let idx = load64(idx);
+    let ctrl = load64(ctrl);
     let and = if k <= 8 {
         _mm512_set1_epi8(code_mask as u8 as i8)
     } else {
@@ -164,8 +171,8 @@ fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut V
 fn lookup_avx512(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u64]) -> u32 {
     let k = k as usize;
     debug_assert!((1..=8).contains(&k));
-    let (idx, ctrl) = unpack_controls(k);
-    let (idx, ctrl) = (load64(&idx), load64(&ctrl));
+    let (idx, ctrl) = controls(k);
+    let (idx, ctrl) = (load64(idx), load64(ctrl));
     let and = _mm512_set1_epi8(low_bits(k) as u8 as i8);
     let t = [
         load64(&table[0..64]),
