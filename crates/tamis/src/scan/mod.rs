@@ -10,6 +10,7 @@ pub mod fallback;
 pub mod file;
 mod fit;
 pub mod order;
+pub mod plan;
 pub mod row_group;
 pub mod thrift_guard;
 

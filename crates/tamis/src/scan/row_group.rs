@@ -1,16 +1,14 @@
 //! One row group, start to finish: prune, filter, project. A sequencer — the logic lives in
-//! `prune/`, `column/` and `encoding/`.
+//! `scan/plan.rs` (pruning), `column/` and `encoding/`.
 //!
 //! ```text
-//! predicate ─ statistics ─ Bloom ─ dictionary ─► simplified predicate (False ⇒ skip the group)
-//!           ─ page index ─► candidate rows (Bitmap)
+//! plan (plan.rs) ─► Skipped(level), or the conjuncts left and the candidate rows
 //!           ─ filters in the cost model's order (order.rs), each only on rows still alive;
 //!             OR through De Morgan with the negate flag ─► selection
 //!           ─ payload columns: only pages holding a selected row ─► Arrow arrays
 //! ```
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::{ArrayRef, RecordBatch};
@@ -26,19 +24,15 @@ use crate::dataset::FileOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::compare::{ColumnRows, Comparison};
 use crate::expr::Predicate;
-use crate::expr::{CmpOp, LeafOp};
-use crate::index::page_bloom::{self, PageBlooms};
-use crate::index::SidecarState;
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed, MetricsCollector};
-use crate::prune;
 use crate::selection::{Bitmap, Selection};
-use crate::values::Values;
 
 use super::estimate::Estimates;
 use super::fallback;
 use super::file::OpenedFile;
 use super::order::{and_filters, or_filters, Filter, FilterKind, Planner};
+use super::plan::{plan, Pruned, RowGroupPlan};
 use super::{BrokenIndex, Pruning};
 
 /// What a row group task needs besides its file.
@@ -90,8 +84,6 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     let use_index = job.pruning.page_index;
     let chunk_index = |c: usize| file.chunk_index(job.rg, c).filter(|_| use_index);
     let offset_index = |c: usize| chunk_index(c).and_then(|i| i.offset.as_ref());
-    let column_index = |c: usize| chunk_index(c).and_then(|i| i.column.as_ref());
-    let mut chunks: HashMap<usize, ColumnChunk<'_>> = HashMap::new();
     let chunk = |c: usize| {
         ColumnChunk::new(
             &leaves[c],
@@ -104,199 +96,21 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     };
 
     // ── prune ────────────────────────────────────────────────────────────────────────────────
-    let t = Instant::now();
     let column_orders = file
         .metadata
         .file_metadata()
         .column_orders()
         .map(|o| o.as_slice());
-    // Dictionaries of columns that are provably dictionary-encoded throughout.
-    let mut dicts: HashMap<usize, Arc<Values>> = HashMap::new();
-    // Rows the sidecar's rows index decided (its leaves are then `True` in the predicate).
-    let mut by_rows_index: Option<Bitmap> = None;
-    let predicate = match job.predicate {
-        None => Predicate::True,
-        Some(p) => {
-            let p = if job.pruning.statistics {
-                prune::row_group::statistics_verdict_with_orders(p, leaves, rg_meta, column_orders)
-            } else {
-                p.clone()
-            };
-            if p == Predicate::False {
-                add(&m.row_groups_pruned_statistics, 1);
-                add_elapsed(&m.time_prune_ns, t);
-                return Ok(None);
-            }
-            // The sidecar's rows index answers its leaves exactly: their columns are not read.
-            let (p, rows_by_index) = decide_by_rows_index(job, &p)?;
-            if rows_by_index.as_ref().is_some_and(|r| r.count_ones() == 0) {
-                add(&m.row_groups_pruned_index, 1);
-                add_elapsed(&m.time_prune_ns, t);
-                return Ok(None);
-            }
-            by_rows_index = rows_by_index;
-            // One read for what this row group's pruning and pages need from the file's
-            // metadata regions: page indexes of the needed columns, Bloom filters of the
-            // columns probed by = / IN, dictionary pages of all-dictionary filter columns.
-            let probed = if job.pruning.bloom_filters {
-                probed_columns(&p)
-            } else {
-                Vec::new()
-            };
-            let dict_columns: Vec<usize> = p
-                .columns()
-                .into_iter()
-                .filter(|&c| prune::dictionary::chunk_is_all_dictionary(rg_meta.column(c)))
-                .collect();
-            for &c in &dict_columns {
-                chunks.entry(c).or_insert_with(|| chunk(c));
-            }
-            let mut metadata: Vec<std::ops::Range<u64>> = probed
-                .iter()
-                .filter_map(|&c| bloom_range(rg_meta.column(c)))
-                .collect();
-            metadata.extend(
-                dict_columns
-                    .iter()
-                    .filter_map(|c| chunks.get(c).and_then(|ch| ch.dictionary_range())),
-            );
-            let mut index_columns = p.columns();
-            index_columns.extend(job.needed_leaves.iter().copied());
-            // Remote, with the page indexes already in memory (the footer read held them): the
-            // filter columns' pages the page index leaves come in this same read, saving the
-            // round trip of phase one; if Bloom filters or dictionaries then prune the row
-            // group, those bytes were spent for nothing — cheaper than a round trip each time.
-            // Only when this read happens anyway (Bloom filters or dictionaries not in
-            // memory); otherwise phase one is the first round trip and fetches the same pages.
-            let mut pages = Vec::new();
-            if job.reader.source().is_remote()
-                && use_index
-                && !file.all_in_memory(&metadata)
-                && file.indexes_in_memory(job.rg, &index_columns)
-            {
-                file.prefetch(job.rg, &index_columns, &[], &[], job.reader)?;
-                let mut rows_left =
-                    prune::page_index::page_ranges(&p, leaves, rows, &column_index, &offset_index)
-                        .map_or_else(|| Bitmap::new_set(rows), |r| Bitmap::from_ranges(rows, &r));
-                narrow_by_sidecar(job, &p, &mut rows_left)?;
-                let filter_columns = p.columns();
-                for &c in &filter_columns {
-                    pages.extend(chunk(c).missing_ranges(&rows_left)?);
-                }
-                pages.extend(speculative_payload(
-                    job,
-                    &filter_columns,
-                    &rows_left,
-                    &chunk,
-                )?);
-            }
-            let fetched = file.prefetch(
-                job.rg,
-                if use_index { &index_columns } else { &[] },
-                &metadata,
-                &pages,
-                job.reader,
-            )?;
-            // Chunks created before the page index was loaded are rebuilt with it, and keep
-            // what this read brought.
-            let mut offered = p.columns();
-            if job.reader.source().is_remote() {
-                offered.extend(payload_leaves(job));
-            }
-            for c in offered {
-                let mut ch = chunk(c);
-                ch.offer(&fetched)?;
-                chunks.insert(c, ch);
-            }
-            let p = if job.pruning.bloom_filters {
-                let blooms = PrefetchedOr {
-                    fetched: &fetched,
-                    reader: job.reader,
-                };
-                prune::bloom::bloom_verdict(&p, leaves, rg_meta, &blooms)?
-            } else {
-                p
-            };
-            if p == Predicate::False {
-                add(&m.row_groups_pruned_bloom, 1);
-                add_elapsed(&m.time_prune_ns, t);
-                return Ok(None);
-            }
-            for &c in &dict_columns {
-                if p.columns().contains(&c) {
-                    if let Some(d) = chunks
-                        .get_mut(&c)
-                        .expect("created above")
-                        .load_dictionary()?
-                    {
-                        dicts.insert(c, d);
-                    }
-                }
-            }
-            let (p, skipped) = if dicts.is_empty() {
-                (p, 0)
-            } else {
-                let dict_of = |c: usize| dicts.get(&c).map(|d| d.as_ref().clone());
-                // A required column holds no nulls; otherwise trust the statistics' null count.
-                let nulls = |c: usize| {
-                    if !leaves[c].optional() {
-                        return Some(0);
-                    }
-                    rg_meta
-                        .column(c)
-                        .statistics()
-                        .and_then(|s| s.null_count_opt())
-                };
-                prune::dictionary::dictionary_verdict(&p, leaves, &dict_of, &nulls)?
-            };
-            add(&m.conjuncts_skipped_dictionary, skipped as u64);
-            if p == Predicate::False {
-                add(&m.row_groups_pruned_dictionary, 1);
-                add_elapsed(&m.time_prune_ns, t);
-                return Ok(None);
-            }
-            p
-        }
+    let RowGroupPlan {
+        predicate,
+        candidates,
+        by_page_index,
+        mut chunks,
+        dicts,
+    } = match plan(job, &chunk)? {
+        Pruned::Skipped(_) => return Ok(None),
+        Pruned::Plan(plan) => *plan,
     };
-    // Candidate rows by the page index alone (for the pages-pruned counts).
-    let mut by_page_index = None;
-    let candidates = match &predicate {
-        Predicate::True => {
-            if job.predicate.is_some() && by_rows_index.is_none() {
-                add(&m.row_groups_fully_matched, 1);
-            }
-            Bitmap::new_set(rows)
-        }
-        p => {
-            let mut candidates =
-                match prune::page_index::page_ranges(p, leaves, rows, &column_index, &offset_index)
-                {
-                    Some(ranges) => Bitmap::from_ranges(rows, &ranges),
-                    None => Bitmap::new_set(rows),
-                };
-            let before = candidates.clone();
-            let narrowed = narrow_by_sidecar(job, p, &mut candidates)?;
-            if let Some(blooms) = narrowed {
-                let pruned = blooms
-                    .iter()
-                    .flat_map(|b| page_spans(b, rows))
-                    .filter(|r| before.any_in(r.start, r.end) && !candidates.any_in(r.start, r.end))
-                    .count();
-                add(&m.pages_pruned_index, pruned as u64);
-                by_page_index = Some(before);
-            }
-            candidates
-        }
-    };
-    let candidates = match by_rows_index {
-        Some(mut decided) => {
-            decided.and_inplace(&candidates);
-            decided
-        }
-        None => candidates,
-    };
-    add_elapsed(&m.time_prune_ns, t);
-    add(&m.rows_candidate, candidates.count_ones() as u64);
 
     // ── filter ───────────────────────────────────────────────────────────────────────────────
     let t = Instant::now();
@@ -620,7 +434,7 @@ fn fetch_into<'c, 'a: 'c>(
 
 /// The payload pages holding any of `rows`, when together they cost less than a round trip
 /// (else none: phase two fetches the survivors' pages).
-fn speculative_payload<'a>(
+pub(super) fn speculative_payload<'a>(
     job: &RowGroupJob<'a>,
     filter_columns: &[usize],
     rows: &Bitmap,
@@ -637,175 +451,8 @@ fn speculative_payload<'a>(
     Ok(if affordable { ranges } else { Vec::new() })
 }
 
-/// Narrows `rows` (candidate rows) by the page Bloom filters of the file's sidecar index, if it
-/// has one for this row group and the predicate's `=` / `IN` columns; returns the filters used.
-fn narrow_by_sidecar(
-    job: &RowGroupJob<'_>,
-    p: &Predicate,
-    rows: &mut Bitmap,
-) -> Result<Option<Vec<Arc<PageBlooms>>>> {
-    let leaves = &job.file.leaves;
-    if !job.pruning.sidecar_index || !page_bloom::probes_anything(p, leaves) {
-        return Ok(None);
-    }
-    let sidecar = match readable(job, job.file.sidecar(job.reader, job.index_dir))? {
-        None | Some(SidecarState::Absent) => return Ok(None),
-        Some(SidecarState::Stale(_)) => {
-            add(&job.metrics.row_groups_index_stale, 1);
-            return Ok(None);
-        }
-        Some(SidecarState::Usable(s)) => s,
-    };
-    let Some(loaded) = readable(job, sidecar.page_blooms(job.reader, job.rg, &p.columns()))? else {
-        return Ok(None);
-    };
-    let blooms: HashMap<usize, &PageBlooms> =
-        loaded.iter().map(|(&c, b)| (c, b.as_ref())).collect();
-    let n = rows.len();
-    let Some(ranges) = page_bloom::page_ranges(p, leaves, n, &blooms) else {
-        return Ok(None);
-    };
-    rows.and_inplace(&Bitmap::from_ranges(n, &ranges));
-    Ok(Some(loaded.into_values().collect()))
-}
-
-/// Index bytes a leaf may always read from the rows index, whatever the column's size.
-const INDEX_READ_FLOOR: u64 = 64 * 1024;
-
-/// Decides the leaves of `p` that the sidecar's rows index answers: each becomes `True` in the
-/// returned predicate, and its rows narrow the returned bitmap (so its column is not read at
-/// all). `None` when no leaf was decided. A leaf under OR is decided only when every branch
-/// of that OR is (their rows are then the union).
-fn decide_by_rows_index(
-    job: &RowGroupJob<'_>,
-    p: &Predicate,
-) -> Result<(Predicate, Option<Bitmap>)> {
-    if !job.pruning.sidecar_index {
-        return Ok((p.clone(), None));
-    }
-    let rg_meta = job.file.metadata.row_group(job.rg);
-    let decidable = |l: &crate::expr::Leaf| {
-        matches!(
-            l.op,
-            LeafOp::Cmp(op, _) if op != CmpOp::NotEq
-        ) || matches!(l.op, LeafOp::In { negated: false, .. })
-    };
-    let mut any = false;
-    p.visit_leaves(&mut |l| any |= decidable(l));
-    if !any {
-        return Ok((p.clone(), None));
-    }
-    let sidecar = match readable(job, job.file.sidecar(job.reader, job.index_dir))? {
-        Some(SidecarState::Usable(s)) => s,
-        _ => return Ok((p.clone(), None)),
-    };
-    let mut decide_leaf = |l: &crate::expr::Leaf| -> Result<Option<Bitmap>> {
-        let column = &job.file.leaves[l.column];
-        if !decidable(l) || !sidecar.has_rows(job.rg, l.column) {
-            return Ok(None);
-        }
-        // Targeted reads while they cost less than a quarter of the column itself (or a few
-        // pages' worth, for small chunks); beyond, reading and evaluating the column is the
-        // cheaper plan (seed 004's switch between targeted and clustered reads).
-        let chunk_bytes = rg_meta.column(l.column).compressed_size().max(0) as u64;
-        let budget = (chunk_bytes / 4).max(INDEX_READ_FLOOR);
-        let rows = readable(
-            job,
-            sidecar.rows_matching(job.reader, job.rg, column, l, budget),
-        )?;
-        let rows = rows.flatten();
-        if rows.is_some() {
-            add(&job.metrics.conjuncts_decided_index, 1);
-        }
-        Ok(rows)
-    };
-    decide(p, &mut decide_leaf)
-}
-
-/// `p` ≡ `rest ∧ (row ∈ rows)`, with the leaves `leaf` answers folded into `rows`.
-fn decide(
-    p: &Predicate,
-    leaf: &mut impl FnMut(&crate::expr::Leaf) -> Result<Option<Bitmap>>,
-) -> Result<(Predicate, Option<Bitmap>)> {
-    Ok(match p {
-        Predicate::Compare(_) => (p.clone(), None),
-        Predicate::Leaf(l) => match leaf(l)? {
-            Some(rows) => (Predicate::True, Some(rows)),
-            None => (p.clone(), None),
-        },
-        Predicate::And(children) => {
-            let mut rest = Vec::with_capacity(children.len());
-            let mut rows: Option<Bitmap> = None;
-            for c in children {
-                let (r, b) = decide(c, leaf)?;
-                if r != Predicate::True {
-                    rest.push(r);
-                }
-                if let Some(b) = b {
-                    match &mut rows {
-                        Some(acc) => acc.and_inplace(&b),
-                        None => rows = Some(b),
-                    }
-                }
-            }
-            let rest = match rest.len() {
-                0 => Predicate::True,
-                1 => rest.pop().expect("one element"),
-                _ => Predicate::And(rest),
-            };
-            (rest, rows)
-        }
-        Predicate::Or(children) => {
-            let mut union: Option<Bitmap> = None;
-            for c in children {
-                match decide(c, leaf)? {
-                    (Predicate::True, Some(b)) => match &mut union {
-                        Some(acc) => acc.or_inplace(&b),
-                        None => union = Some(b),
-                    },
-                    _ => return Ok((p.clone(), None)),
-                }
-            }
-            match union {
-                Some(rows) => (Predicate::True, Some(rows)),
-                None => (p.clone(), None),
-            }
-        }
-        Predicate::True | Predicate::False => (p.clone(), None),
-    })
-}
-
-/// A sidecar read's result under the scan's [`BrokenIndex`] policy: a sidecar that cannot be
-/// read (corrupt, or of an unsupported version) is an error, or — ignored — `None`, counted
-/// and warned about. Other errors (I/O, cancellation) are errors either way.
-fn readable<T>(job: &RowGroupJob<'_>, read: Result<T>) -> Result<Option<T>> {
-    match read {
-        Ok(x) => Ok(Some(x)),
-        Err(e)
-            if job.broken_index == BrokenIndex::Ignore
-                && matches!(e.kind, ErrorKind::CorruptFile | ErrorKind::Unsupported) =>
-        {
-            add(&job.metrics.row_groups_index_broken, 1);
-            job.metrics
-                .warn(format!("ignored a broken sidecar index: {e}"));
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Row spans of the pages a page-filter blob describes.
-fn page_spans(b: &PageBlooms, rows: usize) -> Vec<std::ops::Range<usize>> {
-    (0..b.first_rows.len())
-        .map(|p| {
-            let end = b.first_rows.get(p + 1).map_or(rows, |&r| r as usize);
-            b.first_rows[p] as usize..end.min(rows)
-        })
-        .collect()
-}
-
 /// Leaf columns the projection reads with tamis's own decoders (flat, native types).
-fn payload_leaves(job: &RowGroupJob<'_>) -> Vec<usize> {
+pub(super) fn payload_leaves(job: &RowGroupJob<'_>) -> Vec<usize> {
     let leaves = &job.file.leaves;
     let fields = job.file.schema().fields();
     job.output
@@ -815,56 +462,4 @@ fn payload_leaves(job: &RowGroupJob<'_>) -> Vec<usize> {
         .filter(|l| is_native(l, fields[l.root].data_type()))
         .map(|l| l.index)
         .collect()
-}
-
-/// Columns an `=` or `IN` leaf could prune with a Bloom filter.
-fn probed_columns(p: &Predicate) -> Vec<usize> {
-    let mut out = Vec::new();
-    p.visit_leaves(&mut |leaf| {
-        let probes = matches!(
-            leaf.op,
-            LeafOp::Cmp(CmpOp::Eq, _) | LeafOp::In { negated: false, .. }
-        );
-        if probes && !out.contains(&leaf.column) {
-            out.push(leaf.column);
-        }
-    });
-    out
-}
-
-/// A chunk's Bloom filter bytes, when the footer says where and how long.
-fn bloom_range(cc: &parquet::file::metadata::ColumnChunkMetaData) -> Option<std::ops::Range<u64>> {
-    let start = u64::try_from(cc.bloom_filter_offset()?).ok()?;
-    let len = u64::try_from(cc.bloom_filter_length()?).ok()?;
-    Some(start..start.checked_add(len)?)
-}
-
-/// Serves reads from a row group's prefetched bytes, else from the file.
-struct PrefetchedOr<'a> {
-    fetched: &'a crate::io::FetchedRanges,
-    reader: &'a Reader,
-}
-
-impl parquet::file::reader::Length for PrefetchedOr<'_> {
-    fn len(&self) -> u64 {
-        self.reader.len()
-    }
-}
-
-impl parquet::file::reader::ChunkReader for PrefetchedOr<'_> {
-    type T = bytes::buf::Reader<bytes::Bytes>;
-
-    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        self.reader.get_read(start)
-    }
-
-    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
-        match self
-            .fetched
-            .slice(start..start.saturating_add(length as u64))
-        {
-            Some(b) => Ok(b),
-            None => self.reader.get_bytes(start, length),
-        }
-    }
 }
