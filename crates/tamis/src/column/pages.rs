@@ -146,6 +146,11 @@ impl<'a> ChunkPages<'a> {
         self.reader.coalesce_gap()
     }
 
+    /// Bytes that arrive while the source serves one request's first byte (its cost model).
+    pub fn round_trip_bytes(&self) -> u64 {
+        self.reader.source().profile().round_trip_bytes()
+    }
+
     /// Whether the byte at `offset` is in the page cache (`None`: cannot tell).
     pub fn resident(&self, offset: u64) -> Option<bool> {
         self.reader.resident(offset)
