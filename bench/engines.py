@@ -184,16 +184,21 @@ class RowFilter:
             "threads": self.threads,
             "dump": path,
         }
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
-        if "error" in reply:
-            raise RuntimeError(f"rowfilter-scan: {reply['error']}")
+        reply = self.ask(request)
         table = None
         if path:
             with ipc.open_file(path) as f:
                 table = f.read_all()
         return Outcome(table, reply["rows"], reply.get("read_bytes"), reply["ns"])
+
+    def ask(self, request: dict) -> dict:
+        """One request line to the server, its reply; an error reply raises."""
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline())
+        if "error" in reply:
+            raise RuntimeError(f"rowfilter-scan: {reply['error']}")
+        return reply
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -213,12 +218,7 @@ class Floor(RowFilter):
     def run(self, q: Query, dump: bool = False) -> Outcome:
         columns = list(q.where.columns()) if q.where else []
         columns += [c for c in (q.columns or []) if c not in columns]
-        request = {"file": q.path, "columns": columns, "floor": True}
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
-        if "error" in reply:
-            raise RuntimeError(f"rowfilter-scan floor: {reply['error']}")
+        reply = self.ask({"file": q.path, "columns": columns, "floor": True})
         return Outcome(None, 0, None, reply["ns"])
 
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use arrow::array::*;
 use arrow::datatypes::{DataType, Field, Schema};
 use chrono::NaiveDate;
+use common::batch;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use rand::rngs::StdRng;
@@ -28,18 +29,6 @@ fn write(path: &Path, batch: &RecordBatch, row_group_rows: usize) {
         ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
     w.write(batch).unwrap();
     w.close().unwrap();
-}
-
-fn batch(cols: Vec<(&str, ArrayRef, bool)>) -> RecordBatch {
-    let fields: Vec<Field> = cols
-        .iter()
-        .map(|(n, a, nullable)| Field::new(*n, a.data_type().clone(), *nullable))
-        .collect();
-    RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        cols.into_iter().map(|(_, a, _)| a).collect(),
-    )
-    .unwrap()
 }
 
 fn scan(

@@ -11,7 +11,7 @@ use arrow::array::*;
 use arrow::compute::kernels::cmp::{eq, gt, gt_eq, lt, lt_eq, neq};
 use arrow::compute::kernels::comparison::like;
 use arrow::compute::{and_kleene, filter_record_batch, is_not_null, is_null, or_kleene};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::DataType;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Encoding;
@@ -20,7 +20,7 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 
-use common::{diff_batches, oracle_read, tamis_scan, Req};
+use common::{batch, diff_batches, oracle_read, tamis_scan, Req};
 
 fn write(path: &Path, batch: &RecordBatch, props: WriterProperties, chunk: usize) {
     let mut w =
@@ -32,18 +32,6 @@ fn write(path: &Path, batch: &RecordBatch, props: WriterProperties, chunk: usize
         off += n;
     }
     w.close().unwrap();
-}
-
-fn batch(cols: Vec<(&str, ArrayRef, bool)>) -> RecordBatch {
-    let fields: Vec<Field> = cols
-        .iter()
-        .map(|(n, a, nullable)| Field::new(*n, a.data_type().clone(), *nullable))
-        .collect();
-    RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        cols.into_iter().map(|(_, a, _)| a).collect(),
-    )
-    .unwrap()
 }
 
 /// Runs `sql` with tamis and checks the rows against `mask(oracle data)`; returns the metrics.

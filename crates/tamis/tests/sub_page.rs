@@ -10,14 +10,13 @@ use std::sync::Arc;
 
 use arrow::array::*;
 use arrow::compute::filter_record_batch;
-use arrow::datatypes::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use common::{diff_batches, oracle_read};
+use common::{batch, diff_batches, oracle_read};
 
 const ROWS: usize = 60_000;
 
@@ -58,15 +57,7 @@ fn data(seed: u64) -> RecordBatch {
         ("fixed", Arc::new(fixed), true),
         ("dec", Arc::new(decimals), false),
     ];
-    let fields: Vec<Field> = cols
-        .iter()
-        .map(|(n, a, nullable)| Field::new(*n, a.data_type().clone(), *nullable))
-        .collect();
-    RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        cols.into_iter().map(|(_, a, _)| a).collect(),
-    )
-    .unwrap()
+    batch(cols)
 }
 
 fn write(path: &Path, batch: &RecordBatch, version: WriterVersion, compression: Compression) {
@@ -123,12 +114,7 @@ fn sparse_selections_read_blocks_not_pages() {
         let path = dir.path().join(format!("{version:?}.parquet"));
         write(&path, &batch, version, Compression::UNCOMPRESSED);
         let all = oracle_read(&path).unwrap();
-        let k = all
-            .column_by_name("k")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .unwrap();
+        let k = k_column(&all);
         // The first and last rows of a page, a page boundary's two sides, a few rows, none.
         let pick = |rows: &[usize]| {
             let values: Vec<String> = rows.iter().map(|&r| k.value(r).to_string()).collect();
@@ -223,14 +209,18 @@ fn compressed_or_delta_pages_are_read_whole() {
     }
 }
 
-/// The rows `filter` (`k < N` or `k IN (…)`) selects, computed on the oracle's data.
-fn oracle_mask(all: &RecordBatch, filter: &str) -> BooleanArray {
-    let k = all
-        .column_by_name("k")
+/// The filter column of [`data`].
+fn k_column(all: &RecordBatch) -> &Int64Array {
+    all.column_by_name("k")
         .unwrap()
         .as_any()
         .downcast_ref::<Int64Array>()
-        .unwrap();
+        .unwrap()
+}
+
+/// The rows `filter` (`k < N` or `k IN (…)`) selects, computed on the oracle's data.
+fn oracle_mask(all: &RecordBatch, filter: &str) -> BooleanArray {
+    let k = k_column(all);
     if let Some(bound) = filter.strip_prefix("k < ") {
         let bound: i64 = bound.parse().unwrap();
         return k.iter().map(|v| v.map(|v| v < bound)).collect();

@@ -16,7 +16,7 @@
 
 // The AVX-512 intrinsics are stable since Rust 1.89, the workspace's MSRV.
 
-use super::bits::{group_bytes, le64, low_bits, sel_word};
+use super::bits::{group_bytes, le64, low_bits, padded, sel_word};
 use std::arch::x86_64::*;
 
 /// Whether this CPU has every AVX-512 subset the fused kernel uses (cached by std).
@@ -110,15 +110,7 @@ fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut V
                 rest &= rest - 1;
             }
         } else {
-            let start = g * 8 * k;
-            let bytes = if start + span <= packed.len() {
-                &packed[start..start + span]
-            } else {
-                tail.fill(0);
-                let avail = packed.len().saturating_sub(start).min(span);
-                tail[..avail].copy_from_slice(&packed[start..start + avail]);
-                &tail[..span]
-            };
+            let bytes = padded(packed, g * 8 * k, span, &mut tail);
             let dst = out.spare_capacity_mut()[..64]
                 .as_mut_ptr()
                 .cast::<__m512i>();
@@ -184,15 +176,7 @@ fn lookup_avx512(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u
     let mut tail = [0u8; 64];
     for (g, word) in out.iter_mut().enumerate().take(n.div_ceil(64)) {
         // A group's 64 codes take 8k <= 64 bytes; the last group's may run past `packed`.
-        let start = g * 8 * k;
-        let bytes = if start + 64 <= packed.len() {
-            &packed[start..start + 64]
-        } else {
-            tail.fill(0);
-            let avail = packed.len().saturating_sub(start).min(64);
-            tail[..avail].copy_from_slice(&packed[start..start + avail]);
-            &tail[..]
-        };
+        let bytes = padded(packed, g * 8 * k, 64, &mut tail);
         let v = _mm512_permutexvar_epi8(idx, load64(bytes));
         let codes = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and);
         let valid = low_bits(n - g * 64);

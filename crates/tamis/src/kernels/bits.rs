@@ -33,8 +33,18 @@ pub(crate) fn group_bytes<'a>(
     g: usize,
     pad: &'a mut [u8; 264],
 ) -> &'a [u8] {
-    let start = g * 8 * k;
-    let len = 8 * k + 8;
+    padded(packed, g * 8 * k, 8 * k + 8, pad)
+}
+
+/// `len` bytes of `packed` from `start`: borrowed when the slice is long enough, else copied
+/// into `pad` (at least `len` bytes) and zero-padded.
+#[inline(always)]
+pub(crate) fn padded<'a>(
+    packed: &'a [u8],
+    start: usize,
+    len: usize,
+    pad: &'a mut [u8],
+) -> &'a [u8] {
     if start + len <= packed.len() {
         &packed[start..start + len]
     } else {

@@ -12,6 +12,19 @@ use arrow::datatypes::{DataType, Schema, SchemaRef};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+/// A record batch of `(name, values, nullable)` columns.
+pub fn batch(cols: Vec<(&str, ArrayRef, bool)>) -> RecordBatch {
+    let fields: Vec<arrow::datatypes::Field> = cols
+        .iter()
+        .map(|(n, a, nullable)| arrow::datatypes::Field::new(*n, a.data_type().clone(), *nullable))
+        .collect();
+    RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        cols.into_iter().map(|(_, a, _)| a).collect(),
+    )
+    .unwrap()
+}
+
 /// Reads a whole file with the `parquet` crate, all columns, concatenated.
 pub fn oracle_read(path: &Path) -> Result<RecordBatch, String> {
     let f = File::open(path).map_err(|e| e.to_string())?;
