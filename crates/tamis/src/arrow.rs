@@ -13,6 +13,7 @@ use arrow::buffer::{NullBuffer, ScalarBuffer};
 use arrow::datatypes::*;
 use parquet::basic::Type as PhysicalType;
 
+use crate::budget::Budget;
 use crate::column::project::Projected;
 use crate::error::{Error, Result};
 use crate::expr::i128_from_be;
@@ -184,16 +185,82 @@ pub fn int96_nanos(words: [u32; 3]) -> Result<i64> {
 }
 
 /// Builds the Arrow array of `target` type from projected values.
-pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> Result<ArrayRef> {
+pub fn to_arrow(
+    leaf: &LeafColumn,
+    mut projected: Projected,
+    target: &DataType,
+) -> Result<ArrayRef> {
+    if let Some((dictionary, codes)) = projected.take_codes() {
+        match take_codes(leaf, &dictionary, codes, &projected.validity, target)? {
+            Ok(array) => return adapt(array, target),
+            // Bounded by the selected rows, which the row group's budget has taken.
+            Err(codes) => projected.accept_codes(&dictionary, &codes, &Budget::new(usize::MAX))?,
+        }
+    }
+    if let Some(wide) = projected.take_wide() {
+        let Some(DataType::Decimal128(p, s)) = native_type(leaf) else {
+            return Err(Error::internal(
+                "widened values of a column that is not a decimal",
+            ));
+        };
+        if wide.len() != projected.validity.iter().filter(|&&v| v).count() {
+            return Err(
+                Error::internal("value count does not match validity").in_column(&leaf.path)
+            );
+        }
+        let nulls = nulls_of(&projected.validity);
+        let array = decimal_array(wide, &projected.validity, nulls, p, s)?;
+        return adapt(array, target);
+    }
+    let array = native_array(leaf, projected, target)?;
+    adapt(array, target)
+}
+
+/// The array of a column kept as dictionary codes: the dictionary built as an array once (its
+/// entries converted, strings checked as UTF-8, once each), then Arrow's `take` by the codes —
+/// no value converted or checked twice, no intermediate buffer. `Err(codes)` when an entry does
+/// not convert (invalid UTF-8, an INT96 out of range: the caller then converts only the selected
+/// values, as every other path does) or the strings outgrow 32-bit offsets.
+fn take_codes(
+    leaf: &LeafColumn,
+    dictionary: &Values,
+    codes: Vec<u32>,
+    validity: &[bool],
+    target: &DataType,
+) -> Result<std::result::Result<ArrayRef, Vec<u32>>> {
+    if codes.len() != validity.iter().filter(|&&v| v).count() {
+        return Err(Error::internal("code count does not match validity").in_column(&leaf.path));
+    }
+    let entries = Projected::new(Some(dictionary.clone()), vec![true; dictionary.len()]);
+    let Ok(entries) = native_array(leaf, entries, target) else {
+        return Ok(Err(codes));
+    };
+    let nulls = nulls_of(validity);
+    let has_nulls = nulls.is_some();
+    let indices = UInt32Array::new(spread(codes, validity, has_nulls).into(), nulls);
+    Ok(match arrow::compute::take(&entries, &indices, None) {
+        Ok(array) => Ok(array),
+        // Dense codes again, for the values path.
+        Err(_) => Err(indices.iter().flatten().collect()),
+    })
+}
+
+/// The null buffer of rows with `validity`, `None` when every row is valid.
+fn nulls_of(validity: &[bool]) -> Option<NullBuffer> {
+    if validity.iter().all(|&v| v) {
+        None
+    } else {
+        Some(NullBuffer::from(validity))
+    }
+}
+
+/// The array of the native type ([`native_type`]) of projected values.
+fn native_array(leaf: &LeafColumn, projected: Projected, target: &DataType) -> Result<ArrayRef> {
     let native = native_type(leaf).ok_or_else(|| {
         Error::internal(format!("column '{}' is not natively decodable", leaf.path))
     })?;
     let n = projected.validity.len();
-    let nulls = if projected.validity.iter().all(|&v| v) {
-        None
-    } else {
-        Some(NullBuffer::from(projected.validity.clone()))
-    };
+    let nulls = nulls_of(&projected.validity);
     let values = match projected.values {
         Some(v) => v,
         None => empty_values(leaf.physical),
@@ -249,11 +316,7 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
                     .collect::<Result<_>>()?,
                 _ => return Err(Error::internal("decimal values of an unexpected type")),
             };
-            let a = PrimitiveArray::<Decimal128Type>::new(
-                ScalarBuffer::from(spread(x, v, has_nulls)),
-                nulls,
-            );
-            Arc::new(a.with_precision_and_scale(*p, *s)?)
+            decimal_array(x, v, nulls, *p, *s)?
         }
         (DataType::Date32, Values::I32(x)) => prim::<Date32Type>(x, v, nulls),
         (DataType::Time32(_), Values::I32(x)) => prim::<Time32MillisecondType>(x, v, nulls),
@@ -329,7 +392,26 @@ pub fn to_arrow(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
             )
         }
     };
-    adapt(array, target)
+    Ok(array)
+}
+
+/// Whether [`to_arrow`] builds this column as `Decimal128` from integers (so that a projection
+/// may widen them as it goes, [`crate::column::project::Projection::decimal128`]).
+pub fn widens_to_i128(leaf: &LeafColumn) -> bool {
+    matches!(leaf.physical, PhysicalType::INT32 | PhysicalType::INT64)
+        && matches!(native_type(leaf), Some(DataType::Decimal128(..)))
+}
+
+fn decimal_array(
+    dense: Vec<i128>,
+    validity: &[bool],
+    nulls: Option<NullBuffer>,
+    precision: u8,
+    scale: i8,
+) -> Result<ArrayRef> {
+    let values = spread(dense, validity, nulls.is_some());
+    let a = PrimitiveArray::<Decimal128Type>::new(ScalarBuffer::from(values), nulls);
+    Ok(Arc::new(a.with_precision_and_scale(precision, scale)?))
 }
 
 fn prim<T: ArrowPrimitiveType>(

@@ -144,3 +144,80 @@ fn whole_page_evaluation_is_in_place() {
         assert!(m.values_in_place + m.values_decoded >= ROWS as u64, "{m:?}");
     }
 }
+
+/// A dense projection of a dictionary column is one Arrow `take` from the dictionary built as
+/// an array. A dictionary entry that is not UTF-8 must not fail a scan that never selects it
+/// (the values are then looked up and checked one by one, as on every other path), and must
+/// fail, naming the column, a scan that does.
+#[test]
+fn an_invalid_dictionary_entry_fails_only_the_scans_that_select_it() {
+    use parquet::data_type::{ByteArray, ByteArrayType, Int32Type};
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad_entry.parquet");
+    let schema =
+        parse_message_type("message m { required int32 k; optional binary s (STRING); }").unwrap();
+    let n = 20_000usize;
+    // Row 7 holds the only invalid entry; every fifth row is NULL.
+    let text = |i: usize| -> Vec<u8> {
+        if i == 7 {
+            vec![b'x', 0xff]
+        } else {
+            format!("v{}", i % 13).into_bytes()
+        }
+    };
+    let props = WriterProperties::builder()
+        .set_data_page_row_count_limit(4000)
+        .set_write_batch_size(1000)
+        .build();
+    let mut w =
+        SerializedFileWriter::new(File::create(&path).unwrap(), Arc::new(schema), props.into())
+            .unwrap();
+    let mut rg = w.next_row_group().unwrap();
+    let mut col = rg.next_column().unwrap().unwrap();
+    let k: Vec<i32> = (0..n as i32).collect();
+    col.typed::<Int32Type>()
+        .write_batch(&k, None, None)
+        .unwrap();
+    col.close().unwrap();
+    let mut col = rg.next_column().unwrap().unwrap();
+    let defs: Vec<i16> = (0..n).map(|i| i16::from(i % 5 != 0)).collect();
+    let values: Vec<ByteArray> = (0..n)
+        .filter(|i| i % 5 != 0)
+        .map(|i| ByteArray::from(text(i)))
+        .collect();
+    col.typed::<ByteArrayType>()
+        .write_batch(&values, Some(&defs), None)
+        .unwrap();
+    col.close().unwrap();
+    rg.close().unwrap();
+    w.close().unwrap();
+
+    let p = path.to_str().unwrap();
+    let scan = |filter: &str| {
+        let req = Req {
+            filter: Some(filter),
+            select: Some(vec!["s".into()]),
+            threads: Some(1),
+            ..Req::default()
+        };
+        tamis_scan(p, &req)
+    };
+    let (got, _) = scan("k <> 7").unwrap();
+    let want: StringArray = (0..n)
+        .filter(|&i| i != 7)
+        .map(|i| (i % 5 != 0).then(|| String::from_utf8(text(i)).unwrap()))
+        .collect();
+    let got = got
+        .column(0)
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap();
+    assert_eq!(got, &want);
+    for filter in ["k >= 0", "k = 7"] {
+        let e = scan(filter).unwrap_err().to_string();
+        assert!(e.contains("UTF-8") && e.contains("'s'"), "{filter}: {e}");
+    }
+}

@@ -124,10 +124,7 @@ impl ListPlan<'_> {
         }
         let elements = to_arrow(
             self.leaf,
-            Projected {
-                values: out.values,
-                validity: out.elem_valid,
-            },
+            Projected::new(out.values, out.elem_valid),
             self.item.data_type(),
         )?;
         let total = elements.len();

@@ -97,6 +97,26 @@ impl PageEncoding for Dictionary<'_> {
         };
         Some(codes.and_then(|codes| gather_into(self.entries, &codes, page.budget, out)))
     }
+
+    fn select_codes_into(
+        &self,
+        page: &EncodedPage<'_>,
+        selected: &Bitmap,
+        codes: &mut Vec<u32>,
+    ) -> Option<Result<()>> {
+        let entries = self.entries.len();
+        let before = codes.len();
+        let appended = if selected.all_set() {
+            decode_codes(page.data, page.num_values, entries, codes)
+        } else {
+            select_codes(page.data, page.num_values, entries, selected, codes)
+        };
+        Some(
+            appended.and_then(|()| {
+                reserve_gather(self.entries, &codes[before..], page.budget).map(drop)
+            }),
+        )
+    }
 }
 
 fn out_of_range(code: u32, dict_len: usize) -> Error {
@@ -436,21 +456,7 @@ pub fn gather_into(dict: &Values, codes: &[u32], budget: &Budget, out: &mut Valu
                 .map(|&c| dict.get(c as usize).copied().unwrap_or_default()),
         );
     }
-    let what = || {
-        format!(
-            "{} values looked up in a dictionary of {}",
-            codes.len(),
-            dict.len()
-        )
-    };
-    let width = match dict {
-        Values::Bool(_) => 1,
-        Values::I32(_) | Values::F32(_) => 4,
-        Values::I64(_) | Values::F64(_) => 8,
-        Values::I96(_) => 12,
-        Values::Bytes(_) => std::mem::size_of::<usize>(),
-    };
-    budget.reserve_items(codes.len(), width, what)?;
+    let total = reserve_gather(dict, codes, budget)?;
     match (dict, out) {
         (Values::Bool(d), Values::Bool(o)) => pick(d, codes, o),
         (Values::I32(d), Values::I32(o)) => pick(d, codes, o),
@@ -468,10 +474,6 @@ pub fn gather_into(dict: &Values, codes: &[u32], budget: &Budget, out: &mut Valu
                     &[]
                 }
             };
-            let total = codes
-                .iter()
-                .fold(0usize, |t, &c| t.saturating_add(at(c).len()));
-            budget.reserve(total, what)?;
             o.offsets.reserve(codes.len());
             o.data.reserve(total);
             for &c in codes {
@@ -486,6 +488,38 @@ pub fn gather_into(dict: &Values, codes: &[u32], budget: &Budget, out: &mut Valu
         }
     }
     Ok(())
+}
+
+/// Reserves in `budget` what looking `codes` up in `dict` builds: a value per code, and for byte
+/// arrays the bytes of every entry looked up (returned; 0 for other types).
+pub fn reserve_gather(dict: &Values, codes: &[u32], budget: &Budget) -> Result<usize> {
+    let what = || {
+        format!(
+            "{} values looked up in a dictionary of {}",
+            codes.len(),
+            dict.len()
+        )
+    };
+    let width = match dict {
+        Values::Bool(_) => 1,
+        Values::I32(_) | Values::F32(_) => 4,
+        Values::I64(_) | Values::F64(_) => 8,
+        Values::I96(_) => 12,
+        Values::Bytes(_) => std::mem::size_of::<usize>(),
+    };
+    budget.reserve_items(codes.len(), width, what)?;
+    let Values::Bytes(d) = dict else {
+        return Ok(0);
+    };
+    let total = codes.iter().fold(0usize, |t, &c| {
+        let len = match d.offsets.get(c as usize..c as usize + 2) {
+            Some(&[start, end]) => end - start,
+            _ => 0,
+        };
+        t.saturating_add(len)
+    });
+    budget.reserve(total, what)?;
+    Ok(total)
 }
 
 /// Checks that every one of the `num_values` codes of a dictionary-encoded page is below

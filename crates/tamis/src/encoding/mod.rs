@@ -79,6 +79,19 @@ pub trait PageEncoding {
         None
     }
 
+    /// The selected values' dictionary codes (checked against the dictionary's size), appended
+    /// to `codes`, whose room the caller has reserved: a dense projection then gathers the
+    /// column once, as an Arrow `take` from the dictionary built as an array once. The values
+    /// the codes stand for are reserved in the page's budget. Only dictionary encodings offer it.
+    fn select_codes_into(
+        &self,
+        _page: &EncodedPage<'_>,
+        _selected: &Bitmap,
+        _codes: &mut Vec<u32>,
+    ) -> Option<Result<()>> {
+        None
+    }
+
     /// [`select`](Self::select) appending to `out` (the column's values so far), so that an
     /// encoding that can writes each value once. By default, selected then appended.
     fn select_into(

@@ -14,10 +14,10 @@ use std::time::Instant;
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
 
-use crate::arrow::{is_native, to_arrow};
+use crate::arrow::{is_native, to_arrow, widens_to_i128};
 use crate::budget::Budget;
 use crate::column::filter::eval_conjunction;
-use crate::column::project::project;
+use crate::column::project::{project, Projection};
 use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
 use crate::dataset::FileOutput;
@@ -206,7 +206,12 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                 let c = leaf.index;
                 let is_filter = filter_columns.contains(&c);
                 let mut ch = chunks.remove(&c).unwrap_or_else(|| chunk(c));
-                let projected = project(&mut ch, &survivors, sub_page, m)?;
+                let how = Projection {
+                    sub_page,
+                    dictionary_codes: true,
+                    decimal128: widens_to_i128(leaf),
+                };
+                let projected = project(&mut ch, &survivors, how, m)?;
                 if !is_filter {
                     if let Some(layout) = ch.page_layout() {
                         add(&m.pages_total, layout.len() as u64);
@@ -386,7 +391,7 @@ fn compare_rows(c: &Comparison, mask: &Bitmap, cx: &mut Filtering<'_, '_>) -> Re
             .chunks
             .get_mut(&column)
             .ok_or_else(|| Error::internal("comparison column not prepared"))?;
-        let projected = project(ch, &selection, false, cx.metrics)?;
+        let projected = project(ch, &selection, Projection::default(), cx.metrics)?;
         let values = projected
             .values
             .ok_or_else(|| Error::internal("no values decoded for a comparison"))?;
