@@ -17,6 +17,7 @@ use crate::budget::Budget;
 use crate::column::project::Projected;
 use crate::error::{Error, Result};
 use crate::expr::i128_from_be;
+use crate::kernels::gather::take_short;
 use crate::schema::{LeafColumn, LogicalKind, Unit};
 use crate::values::Values;
 
@@ -238,6 +239,18 @@ fn take_codes(
     let nulls = nulls_of(validity);
     let has_nulls = nulls.is_some();
     let indices = UInt32Array::new(spread(codes, validity, has_nulls).into(), nulls);
+    let short: Option<ArrayRef> = match entries.data_type() {
+        DataType::Utf8 => {
+            take_short(entries.as_string::<i32>(), &indices).map(|a| Arc::new(a) as _)
+        }
+        DataType::Binary => {
+            take_short(entries.as_binary::<i32>(), &indices).map(|a| Arc::new(a) as _)
+        }
+        _ => None,
+    };
+    if let Some(array) = short {
+        return Ok(Ok(array));
+    }
     Ok(match arrow::compute::take(&entries, &indices, None) {
         Ok(array) => Ok(array),
         // Dense codes again, for the values path.

@@ -11,6 +11,7 @@
 //! | `extend`        | one bit per record → one bit per level of the record            | §5.4  |
 //! | `compress`      | keep the bits at the set positions of a mask (PEXT)             | §5.4  |
 //! | `lookup`        | packed dictionary codes → bitmap of `table[code]` (AVX-512 only)| T5    |
+//! | `take_short`    | short dictionary strings by code → Arrow array ([`gather`])     | —     |
 //!
 //! Paths, chosen once per process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see
 //! [`kernels`] and [`describe`]:
@@ -41,6 +42,7 @@ pub mod avx512;
 mod bits;
 #[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
 pub mod bmi2;
+pub mod gather;
 pub mod portable;
 pub mod scalar;
 #[cfg(test)]
