@@ -204,12 +204,7 @@ pub fn to_arrow(
                 "widened values of a column that is not a decimal",
             ));
         };
-        if wide.len() != projected.validity.iter().filter(|&&v| v).count() {
-            return Err(
-                Error::internal("value count does not match validity").in_column(&leaf.path)
-            );
-        }
-        let nulls = nulls_of(&projected.validity);
+        let nulls = nulls_of(leaf, &projected.validity, wide.len())?;
         let array = decimal_array(wide, &projected.validity, nulls, p, s)?;
         return adapt(array, target);
     }
@@ -229,14 +224,11 @@ fn take_codes(
     validity: &[bool],
     target: &DataType,
 ) -> Result<std::result::Result<ArrayRef, Vec<u32>>> {
-    if codes.len() != validity.iter().filter(|&&v| v).count() {
-        return Err(Error::internal("code count does not match validity").in_column(&leaf.path));
-    }
+    let nulls = nulls_of(leaf, validity, codes.len())?;
     let entries = Projected::new(Some(dictionary.clone()), vec![true; dictionary.len()]);
     let Ok(entries) = native_array(leaf, entries, target) else {
         return Ok(Err(codes));
     };
-    let nulls = nulls_of(validity);
     let has_nulls = nulls.is_some();
     let indices = UInt32Array::new(spread(codes, validity, has_nulls).into(), nulls);
     let short: Option<ArrayRef> = match entries.data_type() {
@@ -258,13 +250,19 @@ fn take_codes(
     })
 }
 
-/// The null buffer of rows with `validity`, `None` when every row is valid.
-fn nulls_of(validity: &[bool]) -> Option<NullBuffer> {
-    if validity.iter().all(|&v| v) {
-        None
-    } else {
-        Some(NullBuffer::from(validity))
+/// The null buffer of rows with `validity`, `None` when every row is valid; checks that `dense`
+/// values fill the valid rows.
+fn nulls_of(leaf: &LeafColumn, validity: &[bool], dense: usize) -> Result<Option<NullBuffer>> {
+    // Counted in blocks of u32 lanes, which the compiler vectorizes (a byte-wise `all` or
+    // `count` over millions of rows is not).
+    let valid: usize = validity
+        .chunks(1024)
+        .map(|c| c.iter().map(|&v| u32::from(v)).sum::<u32>() as usize)
+        .sum();
+    if valid != dense {
+        return Err(Error::internal("value count does not match validity").in_column(&leaf.path));
     }
+    Ok((valid != validity.len()).then(|| NullBuffer::from(validity)))
 }
 
 /// The array of the native type ([`native_type`]) of projected values.
@@ -273,16 +271,12 @@ fn native_array(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
         Error::internal(format!("column '{}' is not natively decodable", leaf.path))
     })?;
     let n = projected.validity.len();
-    let nulls = nulls_of(&projected.validity);
     let values = match projected.values {
         Some(v) => v,
         None => empty_values(leaf.physical),
     };
-    let dense = values.len();
+    let nulls = nulls_of(leaf, &projected.validity, values.len())?;
     let has_nulls = nulls.is_some();
-    if dense != projected.validity.iter().filter(|&&v| v).count() {
-        return Err(Error::internal("value count does not match validity").in_column(&leaf.path));
-    }
     let v = &projected.validity;
     let array: ArrayRef = match (&native, values) {
         (DataType::Boolean, Values::Bool(b)) => {
