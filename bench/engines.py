@@ -183,6 +183,8 @@ class RowFilter:
             "columns": q.columns,
             "threads": self.threads,
             "dump": path,
+            # Every other engine returns the whole result as a table: hold the batches too.
+            "keep": True,
         }
         reply = self.ask(request)
         table = None

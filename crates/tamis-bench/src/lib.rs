@@ -303,6 +303,10 @@ struct Request {
     batch_size: Option<usize>,
     #[serde(default)]
     dump: Option<PathBuf>,
+    /// Hold every result batch until the scan ends, as the other engines of the harness do
+    /// when they return a table (without it, each batch is dropped once counted).
+    #[serde(default)]
+    keep: bool,
     /// Measure the floor of `columns` (see [`floor`]) instead of scanning.
     #[serde(default)]
     floor: bool,
@@ -373,7 +377,7 @@ fn respond(line: &str) -> Result<serde_json::Value, BoxError> {
         columns: request.columns,
         threads: request.threads.unwrap_or(1),
         batch_size: request.batch_size.unwrap_or(DEFAULT_BATCH_SIZE),
-        keep_batches: request.dump.is_some(),
+        keep_batches: request.keep || request.dump.is_some(),
     };
     let output = scan(&scan_request)?;
     if let (Some(path), Some(batches)) = (&request.dump, &output.batches) {

@@ -9,7 +9,9 @@
 //! `--serve` request (one line): `{"file": "/x.parquet", "where": "<SQL>"|null,
 //! "columns": ["a","b"]|null, "threads": 1, "dump": "/out.arrow"|null}`; response (one line,
 //! flushed): `{"rows": u64, "ns": u64, "read_bytes": u64|null}` or `{"error": "…"}`. An optional
-//! `"batch_size"` (default 1024, the reader's own) is accepted for experiments.
+//! `"batch_size"` (default 1024, the reader's own) is accepted for experiments; `"keep": true`
+//! holds every result batch until the scan ends (the harness sends it: the other engines
+//! return whole tables).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
