@@ -260,6 +260,12 @@ pub fn filter_codes(
             }
             (kernel, table)
         });
+    // Codes of 9 to 16 bits likewise, against the matches as a bitset over every code of the
+    // width (AVX-512 gathers).
+    let bits = crate::kernels::kernels()
+        .lookup_bits
+        .filter(|_| (9..=16).contains(&codes.bit_width()) && bytes.is_none())
+        .map(|kernel| (kernel, wide_bitset(lookup, codes.bit_width())));
     let mut words = [0u64; SPAN / 64];
     while let Some((pos, span)) = codes.next()? {
         match span {
@@ -268,8 +274,8 @@ pub fn filter_codes(
                     result.set_range(pos, pos + count);
                 }
             }
-            Span::Packed { data, count } => match &bytes {
-                Some((kernel, table)) => {
+            Span::Packed { data, count } => match (&bytes, &bits) {
+                (Some((kernel, table)), _) => {
                     let n = count.div_ceil(64);
                     let max = kernel(data, codes.bit_width(), count, table, &mut words[..n]);
                     codes.check(&[max])?;
@@ -277,7 +283,15 @@ pub fn filter_codes(
                         result.or_word_at(pos + g * 64, word);
                     }
                 }
-                None => {
+                (None, Some((kernel, bitset))) => {
+                    let n = count.div_ceil(64);
+                    let max = kernel(data, codes.bit_width(), count, bitset, &mut words[..n]);
+                    codes.check(&[max])?;
+                    for (g, &word) in words[..n].iter().enumerate() {
+                        result.or_word_at(pos + g * 64, word);
+                    }
+                }
+                (None, None) => {
                     buf.clear();
                     codes.unpack(data, count, &mut buf)?;
                     for (g, group) in buf.chunks(64).enumerate() {
@@ -300,9 +314,23 @@ pub fn filter_single_code(
     dict_len: usize,
     needle: u32,
 ) -> Result<Bitmap> {
-    let mut result = Bitmap::new_zeroed(num_values);
     let mut codes = Codes::new(data, num_values, dict_len)?;
-    let equal = crate::kernels::kernels().equal;
+    // Where the codes must be unpacked anyway to be checked against the dictionary, a lookup
+    // kernel tests and checks them in one pass.
+    let k = codes.bit_width();
+    let kernels = crate::kernels::kernels();
+    let lookup = match k {
+        1..=8 => kernels.lookup.is_some(),
+        9..=16 => kernels.lookup_bits.is_some(),
+        _ => false,
+    };
+    if lookup && !codes.in_range_by_width && (needle as usize) < dict_len {
+        let mut one = Bitmap::new_zeroed(dict_len);
+        one.set(needle as usize);
+        return filter_codes(data, num_values, dict_len, &one);
+    }
+    let mut result = Bitmap::new_zeroed(num_values);
+    let equal = kernels.equal;
     let mut scratch = [0u64; SPAN / 64];
     let mut unpacked = Vec::new();
     while let Some((pos, span)) = codes.next()? {
@@ -337,6 +365,19 @@ pub fn filter_single_code(
 /// Bit `i` is the match bit of `codes[i]` (at most 64 checked codes): 64 branch-free lookups
 /// packed into one word, written at once.
 #[inline]
+/// The bitset `lookup` (one bit per dictionary entry) as 32-bit words covering every code of
+/// width `k`, zero past the dictionary, for [`crate::kernels::Kernels::lookup_bits`].
+fn wide_bitset(lookup: &[u64], k: u8) -> Vec<u32> {
+    let mut bits = vec![0u32; (1usize << k).div_ceil(32)];
+    for (pair, &w) in bits.chunks_mut(2).zip(lookup) {
+        pair[0] = w as u32;
+        if let Some(high) = pair.get_mut(1) {
+            *high = (w >> 32) as u32;
+        }
+    }
+    bits
+}
+
 fn lookup_word(lookup: &[u64], codes: &[u32]) -> u64 {
     let mut word = 0u64;
     for (i, &code) in codes.iter().enumerate() {

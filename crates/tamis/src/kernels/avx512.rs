@@ -12,7 +12,9 @@
 //!
 //! [`lookup`] uses the same unpack for codes of `k <= 8`, then tests all 64 at once against a
 //! 256-byte table held in four registers (`VPERMI2B` on the low 7 bits, a blend on the 8th):
-//! the first filter's test of dictionary codes without widening them to `u32`.
+//! the first filter's test of dictionary codes without widening them to `u32`. [`lookup_bits`]
+//! does it for `9 <= k <= 16`: codes unpacked to 16-bit lanes, widened 16 at a time, and their
+//! bits of a bitset fetched with `VPGATHERDD`.
 
 // The AVX-512 intrinsics are stable since Rust 1.89, the workspace's MSRV.
 
@@ -194,6 +196,57 @@ fn lookup_avx512(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u
     // SAFETY: `lanes` is 64 writable bytes; the store is unaligned.
     unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), max) };
     lanes.iter().copied().max().unwrap_or(0) as u32
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
+fn lookup_bits_avx512(packed: &[u8], k: u8, n: usize, bits: &[u32], out: &mut [u64]) -> u32 {
+    let k = k as usize;
+    debug_assert!((9..=MAX_K as usize).contains(&k) && bits.len() >= (1 << k) / 32);
+    let (idx, ctrl) = controls(k);
+    let (idx, ctrl) = (load64(idx), load64(ctrl));
+    let and = _mm512_set1_epi16(low_bits(k) as u16 as i16);
+    let (five, one) = (_mm512_set1_epi32(31), _mm512_set1_epi32(1));
+    let mut max = _mm512_setzero_si512();
+    let mut tail = [0u8; 128];
+    // 16 codes (u32 lanes) → 16 bits: word `code >> 5` of `bits`, bit `code & 31`.
+    let test = |codes: __m256i| -> u16 {
+        let codes = _mm512_cvtepu16_epi32(codes);
+        let at = _mm512_srli_epi32::<5>(codes);
+        // SAFETY: every code is below 2^k (masked to k bits), so `at` < 2^k / 32 <= bits.len():
+        // each 4-byte gather reads inside `bits`.
+        let words = unsafe { _mm512_i32gather_epi32::<4>(at, bits.as_ptr().cast()) };
+        let shifted = _mm512_srlv_epi32(words, _mm512_and_si512(codes, five));
+        _mm512_test_epi32_mask(shifted, one)
+    };
+    for (g, word) in out.iter_mut().enumerate().take(n.div_ceil(64)) {
+        // A group's 64 codes take 8k bytes: two 64-byte loads, 4k bytes apart.
+        let bytes = padded(packed, g * 8 * k, 4 * k + 64, &mut tail);
+        let valid = low_bits(n - g * 64);
+        let mut hits = 0u64;
+        for h in 0..2 {
+            let v = _mm512_permutexvar_epi8(idx, load64(&bytes[4 * k * h..]));
+            let codes = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and);
+            let lo = test(_mm512_castsi512_si256(codes)) as u64;
+            let hi = test(_mm512_extracti64x4_epi64::<1>(codes)) as u64;
+            hits |= (lo | hi << 16) << (32 * h);
+            max = _mm512_mask_max_epu16(max, (valid >> (32 * h)) as u32, max, codes);
+        }
+        *word = hits & valid;
+    }
+    let mut lanes = [0u16; 32];
+    // SAFETY: `lanes` is 64 writable bytes; the store is unaligned.
+    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), max) };
+    lanes.iter().copied().max().unwrap_or(0) as u32
+}
+
+/// [`super::Kernels::lookup_bits`] for `9 <= k <= 16` with `bits` covering every code of the
+/// width; other calls (and CPUs without the AVX-512 subsets) take the scalar reference.
+pub fn lookup_bits(packed: &[u8], k: u8, n: usize, bits: &[u32], out: &mut [u64]) -> u32 {
+    if !(9..=MAX_K).contains(&k) || bits.len() < (1 << k) / 32 || !detected() {
+        return super::scalar::lookup_bits(packed, k, n, bits, out);
+    }
+    // SAFETY: every target feature of the callee was detected above; `bits` covers 2^k codes.
+    unsafe { lookup_bits_avx512(packed, k, n, bits, out) }
 }
 
 /// [`super::Kernels::lookup`] for `1 <= k <= 8`; other widths (and CPUs without the AVX-512

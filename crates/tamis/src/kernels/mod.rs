@@ -11,6 +11,7 @@
 //! | `extend`        | one bit per record → one bit per level of the record            | §5.4  |
 //! | `compress`      | keep the bits at the set positions of a mask (PEXT)             | §5.4  |
 //! | `lookup`        | packed dictionary codes → bitmap of `table[code]` (AVX-512 only)| T5    |
+//! | `lookup_bits`   | the same for 9–16-bit codes against a bitset (AVX-512 gather)   | T5    |
 //! | `take_short`    | short dictionary strings by code → Arrow array ([`gather`])     | —     |
 //!
 //! Paths, chosen once per process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see
@@ -77,6 +78,9 @@ pub type SelectPackedFn = fn(&[u8], u8, usize, &[u64], &mut Vec<u64>) -> usize;
 /// `lookup`'s signature (see [`Kernels::lookup`]).
 pub type LookupFn = fn(&[u8], u8, usize, &[u8; 256], &mut [u64]) -> u32;
 
+/// `lookup_bits`'s signature (see [`Kernels::lookup_bits`]).
+pub type LookupBitsFn = fn(&[u8], u8, usize, &[u32], &mut [u64]) -> u32;
+
 /// One implementation of every kernel. All bitmaps are `u64` words, LSB first.
 #[derive(Debug, Clone, Copy)]
 pub struct Kernels {
@@ -103,6 +107,10 @@ pub struct Kernels {
     /// least `ceil(n / 64)` words. `None` where unpacking to `u32` and testing a bitset is as
     /// fast (the portable and BMI2 paths).
     pub lookup: Option<LookupFn>,
+    /// `(packed, k, n, bits, out) -> max code`: bit `i` of `out` set iff bit `code_i` of the
+    /// bitset `bits` is, for `9 <= k <= 16` with `bits` holding at least `2^k` bits (other
+    /// calls take the scalar reference); `out` as for `lookup`. `None` as for `lookup`.
+    pub lookup_bits: Option<LookupBitsFn>,
 }
 
 /// The portable path (any CPU): word-at-a-time [`portable`] kernels where they exist, the
@@ -117,6 +125,7 @@ pub const SCALAR: Kernels = Kernels {
     extend: scalar::extend,
     compress: portable::compress,
     lookup: None,
+    lookup_bits: None,
 };
 
 /// The BMI2 table: the paper's PDEP/PEXT kernels for everything.
@@ -130,6 +139,7 @@ pub const BMI2: Kernels = Kernels {
     extend: bmi2::extend,
     compress: bmi2::compress,
     lookup: None,
+    lookup_bits: None,
 };
 
 /// The AVX-512 table on a CPU with fast BMI2: fused select_unpack for `k <= 16`, BMI2 for the
@@ -139,6 +149,7 @@ pub const AVX512_BMI2: Kernels = Kernels {
     isa: Isa::Avx512,
     select_unpack: |p, k, n, s, o| avx512::select_unpack_with(bmi2::select_unpack, p, k, n, s, o),
     lookup: Some(avx512::lookup),
+    lookup_bits: Some(avx512::lookup_bits),
     ..BMI2
 };
 
@@ -151,6 +162,7 @@ pub const AVX512_ALONE: Kernels = Kernels {
         avx512::select_unpack_with(portable::select_unpack, p, k, n, s, o)
     },
     lookup: Some(avx512::lookup),
+    lookup_bits: Some(avx512::lookup_bits),
     ..SCALAR
 };
 

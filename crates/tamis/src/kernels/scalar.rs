@@ -91,6 +91,24 @@ pub fn lookup(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u64]
     max
 }
 
+/// Bit `i` of `out` (for `i < n`) is set iff bit `code_i` of the bitset `bits` is (a code past
+/// the bitset is not); returns the largest code (0 when `n == 0`).
+pub fn lookup_bits(packed: &[u8], k: u8, n: usize, bits: &[u32], out: &mut [u64]) -> u32 {
+    out[..n.div_ceil(64)].fill(0);
+    let mut max = 0;
+    for i in 0..n {
+        let c = code_at(packed, k, i);
+        max = max.max(c);
+        if bits
+            .get(c as usize / 32)
+            .is_some_and(|w| w >> (c % 32) & 1 == 1)
+        {
+            set(out, i);
+        }
+    }
+    max
+}
+
 /// Bit `i` of `out` (for `i < n`) is set iff packed level `i` equals `literal`.
 pub fn equal(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) {
     out.iter_mut().for_each(|w| *w = 0);

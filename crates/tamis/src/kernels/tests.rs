@@ -154,12 +154,66 @@ fn check_lookup(k: u8, codes: &[u32], table: &[u8; 256]) {
     }
 }
 
+fn check_lookup_bits(k: u8, codes: &[u32], bits: &[u32]) {
+    let n = codes.len();
+    let packed = pack(codes, k);
+    let mut want = vec![0u64; n.div_ceil(64)];
+    let want_max = scalar::lookup_bits(&packed, k, n, bits, &mut want);
+    assert_eq!(want_max, codes.iter().copied().max().unwrap_or(0));
+    for (i, &c) in codes.iter().enumerate() {
+        let hit = bits
+            .get(c as usize / 32)
+            .is_some_and(|w| w >> (c % 32) & 1 == 1);
+        assert_eq!(want[i / 64] >> (i % 64) & 1 == 1, hit);
+    }
+    for t in fast_paths() {
+        let Some(lookup_bits) = t.lookup_bits else {
+            continue;
+        };
+        let mut got = vec![u64::MAX; want.len()];
+        let max = lookup_bits(&packed, k, n, bits, &mut got);
+        assert_eq!(got, want, "{:?} lookup_bits k={k} n={n}", t.isa);
+        assert_eq!(max, want_max, "{:?} lookup_bits max k={k} n={n}", t.isa);
+    }
+}
+
+/// A bitset over every code of width `k` (at least one word), `pct` percent of bits set.
+fn random_bits(rng: &mut StdRng, k: u8, pct: u32) -> Vec<u32> {
+    let words = (1usize << k).div_ceil(32);
+    (0..words)
+        .map(|_| {
+            (0..32).fold(0u32, |w, b| {
+                w | u32::from(rng.random_range(0..100) < pct) << b
+            })
+        })
+        .collect()
+}
+
 fn random_table(rng: &mut StdRng, pct: u32) -> [u8; 256] {
     let mut t = [0u8; 256];
     for v in t.iter_mut() {
         *v = u8::from(rng.random_range(0..100) < pct);
     }
     t
+}
+
+#[test]
+fn lookup_bits_every_width_size_and_bitset() {
+    let mut rng = StdRng::seed_from_u64(6);
+    for k in 0..=17u8 {
+        for n in SIZES {
+            for pct in [0, 3, 50, 100] {
+                let codes = random_codes(k, n, &mut rng);
+                check_lookup_bits(k, &codes, &random_bits(&mut rng, k, pct));
+            }
+        }
+        let bits = random_bits(&mut rng, k, 50);
+        check_lookup_bits(k, &vec![max_code(k); 300], &bits);
+        check_lookup_bits(k, &vec![0; 130], &bits);
+        // A bitset shorter than the width's codes: the fast path declines, nothing is read
+        // past it.
+        check_lookup_bits(k, &random_codes(k, 200, &mut rng), &bits[..bits.len() / 2]);
+    }
 }
 
 #[test]
@@ -364,6 +418,18 @@ proptest! {
             _ => rng.random_range(0..alphabet),
         };
         check_equal(k, &codes, literal);
+    }
+
+    #[test]
+    fn lookup_bits_matches_reference(
+        k in 9u8..=16,
+        n in prop_oneof![0usize..200, 0usize..3000],
+        pct in 0u32..=100,
+        seed in any::<u64>(),
+    ) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let codes = random_codes(k, n, &mut rng);
+        check_lookup_bits(k, &codes, &random_bits(&mut rng, k, pct));
     }
 
     #[test]
