@@ -5,6 +5,7 @@
 //! ```
 //! `COLUMNS` is comma-separated (`-` for every column). Prints rows, the median and spread of
 //! `runs` (default 7) after one warm-up, warm cache, and the scan's value counters.
+//! `SCAN_TIME_RANGE_ROWS` sets the rows a row group hands on at a time.
 
 use std::time::Instant;
 
@@ -25,6 +26,10 @@ fn main() {
     } else {
         columns.split(',').collect()
     };
+    // Rows a row group hands on at a time, for tuning (`Scan::range_rows`).
+    let range_rows: Option<usize> = std::env::var("SCAN_TIME_RANGE_ROWS")
+        .ok()
+        .map(|r| r.parse().expect("SCAN_TIME_RANGE_ROWS"));
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..=runs {
@@ -34,6 +39,9 @@ fn main() {
             .unwrap_or_else(|e| panic!("{e}"));
         if !columns.is_empty() {
             scan = scan.select(&columns).unwrap_or_else(|e| panic!("{e}"));
+        }
+        if let Some(rows) = range_rows {
+            scan = scan.range_rows(rows);
         }
         let mut stream = scan
             .threads(threads)

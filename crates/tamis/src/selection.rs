@@ -458,6 +458,13 @@ pub enum Selection {
         len: usize,
         ranges: Vec<Range<usize>>,
     },
+    /// Only rows `start..start + rows.len()` may be selected, as the bits of `rows`: one range
+    /// of a row group ([`Selection::within`]), whose pages outside it cost nothing to skip.
+    Window {
+        len: usize,
+        start: usize,
+        rows: Bitmap,
+    },
 }
 
 impl Selection {
@@ -476,7 +483,7 @@ impl Selection {
     pub fn len(&self) -> usize {
         match self {
             Selection::Bitmap(b) => b.len(),
-            Selection::Ranges { len, .. } => *len,
+            Selection::Ranges { len, .. } | Selection::Window { len, .. } => *len,
         }
     }
 
@@ -488,6 +495,7 @@ impl Selection {
         match self {
             Selection::Bitmap(b) => b.count_ones(),
             Selection::Ranges { ranges, .. } => ranges.iter().map(|r| r.len()).sum(),
+            Selection::Window { rows, .. } => rows.count_ones(),
         }
     }
 
@@ -495,6 +503,11 @@ impl Selection {
         match self {
             Selection::Bitmap(b) => b.clone(),
             Selection::Ranges { len, ranges } => Bitmap::from_ranges(*len, ranges),
+            Selection::Window { len, start, rows } => {
+                let mut out = Bitmap::new_zeroed(*len);
+                out.or_at(rows, *start);
+                out
+            }
         }
     }
 
@@ -505,6 +518,35 @@ impl Selection {
             Selection::Ranges { ranges, .. } => {
                 let i = ranges.partition_point(|r| r.end <= start);
                 start < end && ranges.get(i).is_some_and(|r| r.start < end)
+            }
+            Selection::Window {
+                start: at, rows, ..
+            } => {
+                let (s, e) = (start.max(*at), end.min(at + rows.len()));
+                s < e && rows.any_in(s - at, e - at)
+            }
+        }
+    }
+
+    /// The selected rows in `start..end` only (the same length, nothing selected outside).
+    pub fn within(&self, start: usize, end: usize) -> Selection {
+        let (len, end) = (self.len(), end.min(self.len()));
+        let start = start.min(end);
+        match self {
+            Selection::Bitmap(_) | Selection::Window { .. } => Selection::Window {
+                len,
+                start,
+                rows: self.window(start, end - start),
+            },
+            Selection::Ranges { ranges, .. } => {
+                let first = ranges.partition_point(|r| r.end <= start);
+                let ranges = ranges[first..]
+                    .iter()
+                    .take_while(|r| r.start < end)
+                    .map(|r| r.start.max(start)..r.end.min(end))
+                    .filter(|r| !r.is_empty())
+                    .collect();
+                Selection::Ranges { len, ranges }
             }
         }
     }
@@ -522,6 +564,16 @@ impl Selection {
                 }
                 out
             }
+            Selection::Window {
+                start: at, rows, ..
+            } => {
+                let mut out = Bitmap::new_zeroed(len);
+                let (s, e) = (start.max(*at), (start + len).min(at + rows.len()));
+                if s < e {
+                    out.or_at(&rows.window(s - at, e - s), s - start);
+                }
+                out
+            }
         }
     }
 }
@@ -530,6 +582,47 @@ impl Selection {
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn within_keeps_only_the_rows_of_a_range() {
+        for len in [0usize, 1, 63, 64, 65, 130, 1000] {
+            let ranges: Vec<Range<usize>> = vec![0..len.min(3), len / 2..len / 2 + len / 4];
+            let bitmap = Bitmap::from_ranges(len, &ranges);
+            for sel in [
+                Selection::Bitmap(bitmap.clone()),
+                Selection::Ranges {
+                    len,
+                    ranges: bitmap.ranges(),
+                },
+            ] {
+                for (s, e) in [
+                    (0, len),
+                    (1, len / 2 + 1),
+                    (len / 3, len / 3),
+                    (len, len + 5),
+                ] {
+                    let got = sel.within(s, e);
+                    let want: Vec<bool> =
+                        (0..len).map(|i| bitmap.get(i) && s <= i && i < e).collect();
+                    assert_eq!(got.len(), len);
+                    assert_eq!(got.to_bitmap(), Bitmap::from_bools(&want), "{len} {s}..{e}");
+                    assert_eq!(got.count_ones(), want.iter().filter(|&&v| v).count());
+                    // Windows and probes inside, across and outside the range.
+                    for (a, b) in [(0, len), (0, s), (s.saturating_sub(3), e + 2), (e, len)] {
+                        let b = b.min(len);
+                        let a = a.min(b);
+                        assert_eq!(got.any_in(a, b), (a..b).any(|i| want[i]), "{a}..{b}");
+                        let w = got.window(a, b - a);
+                        assert_eq!(w, Bitmap::from_bools(&want[a..b]), "window {a}..{b}");
+                    }
+                    // A range of a range.
+                    let inner = got.within(s + 1, e);
+                    let want: Vec<bool> = (0..len).map(|i| want[i] && i > s).collect();
+                    assert_eq!(inner.to_bitmap(), Bitmap::from_bools(&want));
+                }
+            }
+        }
+    }
 
     #[test]
     fn ranges_roundtrip_and_counts() {

@@ -1257,18 +1257,21 @@ fn check(
         .clone()
         .unwrap_or_else(|| f.cols.iter().map(|c| c.name.clone()).collect());
     let want = project(&want, &names);
+    // Row groups handed on whole, or in ranges that cut pages and bitmap words.
+    let range_rows = [None, Some(64), Some(129), Some(1000)][sql.len() % 4];
     let req = Req {
         filter: Some(sql),
         select: proj.clone(),
         threads: Some(threads),
         limit,
         batch_size: Some(batch),
+        range_rows,
         filter_order: Some(order),
         evaluation: Some(evaluation),
     };
     let report = |what: String| {
         Some(format!(
-            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
+            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
         ))
     };
     match tamis_scan(f.path.to_str().unwrap(), &req) {
@@ -1491,6 +1494,7 @@ fn limit_returns_prefix() {
                 limit: Some(n),
                 threads: Some(t),
                 batch_size: Some(64),
+                range_rows: (t > 1).then_some(97),
                 ..Req::default()
             };
             let (got, _) = tamis_scan(path, &req).unwrap();

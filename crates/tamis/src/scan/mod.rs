@@ -17,7 +17,7 @@ pub mod thrift_guard;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -80,6 +80,8 @@ pub struct Scan {
     threads: usize,
     limit: Option<usize>,
     batch_size: usize,
+    /// Rows a row-group task decodes and hands on at a time (see [`Scan::range_rows`]).
+    range_rows: usize,
     filter_order: FilterOrder,
     evaluation: Evaluation,
     pruning: Pruning,
@@ -236,6 +238,7 @@ impl Scan {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             limit: None,
             batch_size: 8192,
+            range_rows: row_group::RANGE_ROWS,
             filter_order: FilterOrder::Auto,
             evaluation: Evaluation::Auto,
             pruning: Pruning::default(),
@@ -412,6 +415,15 @@ impl Scan {
         self
     }
 
+    /// Rows of a row group decoded and handed on at a time (default 65 536): the payload of a
+    /// range is built while the previous range's arrays are read. For tests of range edges;
+    /// results never depend on it.
+    #[doc(hidden)]
+    pub fn range_rows(mut self, n: usize) -> Scan {
+        self.range_rows = n.max(1);
+        self
+    }
+
     /// How filters are ordered (default [`FilterOrder::Auto`]: the cost model with measured
     /// selectivities). `AsWritten` lets benchmarks force an order; results never depend on it.
     pub fn filter_order(mut self, order: FilterOrder) -> Scan {
@@ -569,6 +581,7 @@ impl Scan {
                 planner: Planner::new(self.filter_order).with_evaluation(self.evaluation),
                 pruning: self.pruning,
                 memory_limit: self.memory_limit,
+                range_rows: self.range_rows,
                 index_dir: self.index_dir,
                 broken_index: self.broken_index,
                 done: AtomicUsize::new(0),
@@ -600,6 +613,7 @@ struct Shared {
     planner: Planner,
     pruning: Pruning,
     memory_limit: usize,
+    range_rows: usize,
     index_dir: Option<Arc<std::path::PathBuf>>,
     broken_index: BrokenIndex,
     done: AtomicUsize,
@@ -618,6 +632,7 @@ pub struct ScanStream {
     current: Option<(usize, Arc<OpenedFile>, Reader)>,
     /// Files still open from the footer reads, by file; taken when the scan reaches them.
     kept: Vec<Option<Arc<OpenedFile>>>,
+    /// Per running row group, its batches (`Some`) in order, then `None` once it is done.
     in_flight: VecDeque<Receiver<Result<Option<RecordBatch>>>>,
     window: usize,
     ready: VecDeque<RecordBatch>,
@@ -692,7 +707,10 @@ impl ScanStream {
                 break;
             };
             let ordinal = self.total - self.pending.len() - 1;
-            let (tx, rx) = sync_channel(1);
+            // Unbounded: a task never waits for the consumer (which reads the row groups in
+            // order), so later row groups decode while it reads an earlier one. A row group's
+            // batches are what one task would have held anyway.
+            let (tx, rx) = channel();
             let (file, reader) = match self.file(fi) {
                 Ok(x) => x,
                 Err(e) => {
@@ -722,18 +740,21 @@ impl ScanStream {
                     ordinal,
                     pruning: shared.pruning,
                     memory_limit: shared.memory_limit,
+                    range_rows: shared.range_rows,
                     index_dir: shared.index_dir.as_deref().map(|d| d.as_path()),
                     broken_index: shared.broken_index,
                 };
-                let result =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job)))
-                        .unwrap_or_else(|_| {
-                            Err(Error::internal("a row-group task panicked")
-                                .in_row_group(rg)
-                                .in_file(file.name()))
-                        });
+                let mut emit = |batch| tx.send(Ok(Some(batch))).is_ok();
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    scan_row_group(&job, &mut emit)
+                }))
+                .unwrap_or_else(|_| {
+                    Err(Error::internal("a row-group task panicked")
+                        .in_row_group(rg)
+                        .in_file(file.name()))
+                });
                 shared.done.fetch_add(1, Relaxed);
-                let _ = tx.send(result);
+                let _ = tx.send(result.map(|()| None));
             });
             self.in_flight.push_back(rx);
         }
@@ -788,11 +809,15 @@ impl Iterator for ScanStream {
                 return Some(Ok(batch));
             }
             self.spawn_more();
-            let Some(rx) = self.in_flight.pop_front() else {
+            let Some(rx) = self.in_flight.front() else {
                 self.finish();
                 return None;
             };
-            match rx.recv() {
+            let received = rx.recv();
+            if !matches!(received, Ok(Ok(Some(_)))) {
+                self.in_flight.pop_front();
+            }
+            match received {
                 Ok(Ok(Some(batch))) => {
                     let mut offset = 0;
                     while offset < batch.num_rows() {

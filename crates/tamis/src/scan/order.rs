@@ -481,10 +481,16 @@ mod tests {
                 ordinal: rg,
                 pruning: Default::default(),
                 memory_limit: crate::budget::DEFAULT_MEMORY_LIMIT,
+                range_rows: crate::scan::row_group::RANGE_ROWS,
                 index_dir: None,
                 broken_index: Default::default(),
             };
-            let rows = scan_row_group(&job).unwrap().map_or(0, |b| b.num_rows());
+            let mut rows = 0;
+            scan_row_group(&job, &mut |b| {
+                rows += b.num_rows();
+                true
+            })
+            .unwrap();
             let order: Vec<String> = planner
                 .take_report()
                 .into_iter()

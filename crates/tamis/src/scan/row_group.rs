@@ -17,7 +17,7 @@ use arrow::datatypes::SchemaRef;
 use crate::arrow::{is_native, to_arrow, widens_to_i128};
 use crate::budget::Budget;
 use crate::column::filter::eval_conjunction;
-use crate::column::project::{project, Projection};
+use crate::column::project::{prefetch, project, Projection};
 use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
 use crate::dataset::FileOutput;
@@ -26,6 +26,7 @@ use crate::expr::compare::{ColumnRows, Comparison};
 use crate::expr::Predicate;
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed, MetricsCollector};
+use crate::schema::LeafColumn;
 use crate::selection::{Bitmap, Selection};
 
 use super::estimate::Estimates;
@@ -57,18 +58,24 @@ pub struct RowGroupJob<'a> {
     pub needed_leaves: &'a [usize],
     /// Bytes this row group's decoding may take (see [`crate::budget`]).
     pub memory_limit: usize,
+    /// Rows of the payload decoded and handed on at a time.
+    pub range_rows: usize,
     /// Where sidecar indexes are, when not beside the file.
     pub index_dir: Option<&'a std::path::Path>,
     /// What a sidecar that cannot be read does.
     pub broken_index: BrokenIndex,
 }
 
-/// Runs the row group; returns the selected rows of the projected columns.
-pub fn scan_row_group(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
-    run(job).map_err(|e| e.in_row_group(job.rg).in_file(job.file.name()))
+/// Runs the row group; hands the selected rows of the projected columns to `emit`, a range of
+/// rows at a time, in order, while `emit` returns true (false: the consumer is gone).
+pub fn scan_row_group(
+    job: &RowGroupJob<'_>,
+    emit: &mut dyn FnMut(RecordBatch) -> bool,
+) -> Result<()> {
+    run(job, emit).map_err(|e| e.in_row_group(job.rg).in_file(job.file.name()))
 }
 
-fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
+fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Result<()> {
     let file = job.file;
     let m = job.metrics;
     let rg_meta = file.metadata.row_group(job.rg);
@@ -108,7 +115,7 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
         mut chunks,
         dicts,
     } = match plan(job, &chunk)? {
-        Pruned::Skipped(_) => return Ok(None),
+        Pruned::Skipped(_) => return Ok(()),
         Pruned::Plan(plan) => *plan,
     };
 
@@ -174,17 +181,15 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
     let selected = selection.count_ones();
     add(&m.rows_selected, selected as u64);
     if selected == 0 {
-        return Ok(None);
+        return Ok(());
     }
 
     // ── payload ──────────────────────────────────────────────────────────────────────────────
     let t = Instant::now();
     // Page planning and page windows read the survivors as ranges when they are sparse.
     let survivors = Selection::from_bitmap(selection.clone());
-    let fields = file.schema().fields();
-    // A chunk's fetched and decompressed pages are freed once its column is built (below);
-    // filter-only columns are freed now. The task then holds the finished columns and one
-    // chunk's pages, not every chunk's pages beside the output.
+    // Filter-only columns are freed now; payload chunks free their pages as the ranges below
+    // pass them.
     let payload = payload_leaves(job);
     chunks.retain(|c, _| payload.contains(c));
     let sub_page = job.pruning.sub_page_reads && use_index;
@@ -197,22 +202,18 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
         }
         fetch_into(job.reader, &mut chunks, &payload, &ranges)?;
     }
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(job.output.read.len());
+    let fields = file.schema().fields();
+    // Each output column: a flat native leaf tamis decodes range by range, or an array built
+    // once for the row group (lists, the parquet crate's reader), sliced per range.
+    let mut outputs = Vec::with_capacity(job.output.read.len());
     for &root in &job.output.read {
         let field = &fields[root];
         let leaf = leaves.iter().find(|l| l.root == root && !l.nested);
-        let array = match leaf {
+        outputs.push(match leaf {
             Some(leaf) if is_native(leaf, field.data_type()) => {
                 let c = leaf.index;
-                let is_filter = filter_columns.contains(&c);
-                let mut ch = chunks.remove(&c).unwrap_or_else(|| chunk(c));
-                let how = Projection {
-                    sub_page,
-                    dictionary_codes: true,
-                    decimal128: widens_to_i128(leaf),
-                };
-                let projected = project(&mut ch, &survivors, how, m)?;
-                if !is_filter {
+                let ch = chunks.entry(c).or_insert_with(|| chunk(c));
+                if !filter_columns.contains(&c) {
                     if let Some(layout) = ch.page_layout() {
                         add(&m.pages_total, layout.len() as u64);
                         let skipped = layout
@@ -222,46 +223,145 @@ fn run(job: &RowGroupJob<'_>) -> Result<Option<RecordBatch>> {
                         add(&m.pages_skipped_payload, skipped as u64);
                     }
                 }
-                drop(ch);
-                to_arrow(leaf, projected, field.data_type()).map_err(|e| e.in_column(&leaf.path))?
+                Column::Native(leaf)
             }
-            _ => {
-                let root_type = file.metadata.file_metadata().schema_descr().root_schema();
-                let plan = root_type
-                    .get_fields()
-                    .get(root)
-                    .and_then(|t| ListPlan::new(leaves, root, t, field));
-                match plan {
-                    // Lists of a primitive: Algorithm 4 on the levels. A page tamis cannot
-                    // decode (an unsupported encoding) leaves the column to the fallback.
-                    Some(plan) => {
-                        let c = plan.leaf.index;
-                        let list = ListChunk {
-                            plan,
-                            meta: rg_meta.column(c),
-                            reader: job.reader,
-                            offset_index: offset_index(c),
-                            rg_rows: rows,
-                            budget: &budget,
-                        };
-                        match list.project(&selection, m) {
-                            Err(e) if e.kind == ErrorKind::Unsupported => {
-                                fallback::read_root(file, job.reader, job.rg, root, &selection)
-                                    .map_err(|e| e.in_column(field.name()))?
-                            }
-                            other => other?,
-                        }
-                    }
-                    None => fallback::read_root(file, job.reader, job.rg, root, &selection)
-                        .map_err(|e| e.in_column(field.name()))?,
-                }
-            }
-        };
-        columns.push(array);
+            _ => Column::Whole(whole_column(job, root, &selection, &budget)?),
+        });
     }
-    let batch = job.output.assemble(job.schema, columns, selected)?;
+    // Ranges of rows holding about `range_rows` selected rows each, each assembled and handed
+    // on before the next is decoded, so that its arrays are still in cache when the consumer
+    // reads them (a sparse selection stays one range: small batches cost more than they save).
+    // The pages of every range are fetched and decompressed first, together (one read and one
+    // page reader per chunk, as for a single range); each range then frees the pages it has
+    // passed.
+    let ends = if outputs.iter().any(|o| matches!(o, Column::Whole(_))) {
+        vec![rows]
+    } else {
+        range_ends(&selection, job.range_rows.max(1))
+    };
+    if ends.len() > 1 {
+        for o in &outputs {
+            if let Column::Native(leaf) = o {
+                let ch = chunks.get_mut(&leaf.index).expect("payload chunk prepared");
+                prefetch(ch, &survivors, sub_page, m)?;
+            }
+        }
+    }
     add_elapsed(&m.time_payload_ns, t);
-    Ok(Some(batch))
+    let mut emitted = 0;
+    let mut start = 0;
+    for &end in &ends {
+        let t = Instant::now();
+        let in_range = selection.count_range(start, end);
+        let range = if ends.len() == 1 {
+            survivors.clone()
+        } else {
+            survivors.within(start, end)
+        };
+        start = end;
+        if in_range == 0 {
+            continue;
+        }
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(outputs.len());
+        for (o, &root) in outputs.iter().zip(&job.output.read) {
+            columns.push(match o {
+                Column::Native(leaf) => {
+                    let ch = chunks.get_mut(&leaf.index).expect("payload chunk prepared");
+                    let how = Projection {
+                        sub_page,
+                        dictionary_codes: true,
+                        decimal128: widens_to_i128(leaf),
+                    };
+                    let projected = project(ch, &range, how, m)?;
+                    ch.release_before(end);
+                    to_arrow(leaf, projected, fields[root].data_type())
+                        .map_err(|e| e.in_column(&leaf.path))?
+                }
+                Column::Whole(array) => array.slice(emitted, in_range),
+            });
+        }
+        let batch = job.output.assemble(job.schema, columns, in_range)?;
+        emitted += in_range;
+        add_elapsed(&m.time_payload_ns, t);
+        if !emit(batch) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Selected rows a row group decodes and hands on at a time by default (see the payload stage
+/// of [`run`]).
+pub const RANGE_ROWS: usize = 1 << 16;
+
+/// Where ranges holding about `target` selected rows each end (the last at the row group's
+/// end), cut at multiples of 4 096 rows (or of `target`, when smaller).
+fn range_ends(selection: &Bitmap, target: usize) -> Vec<usize> {
+    let rows = selection.len();
+    let step = target.min(4096);
+    let mut ends = Vec::new();
+    let mut selected = 0;
+    for start in (0..rows).step_by(step) {
+        let end = (start + step).min(rows);
+        selected += selection.count_range(start, end);
+        if selected >= target && end < rows {
+            ends.push(end);
+            selected = 0;
+        }
+    }
+    ends.push(rows);
+    ends
+}
+
+/// An output column of a row group.
+enum Column<'l> {
+    /// Decoded by tamis, a range at a time.
+    Native(&'l LeafColumn),
+    /// Built for the whole row group.
+    Whole(ArrayRef),
+}
+
+/// The selected rows of output column `root` that tamis does not decode as a flat column:
+/// lists of a primitive through the levels (Algorithm 4), the rest (and lists with a page
+/// tamis cannot decode) through the `parquet` crate's reader.
+fn whole_column(
+    job: &RowGroupJob<'_>,
+    root: usize,
+    selection: &Bitmap,
+    budget: &Budget,
+) -> Result<ArrayRef> {
+    let file = job.file;
+    let field = &file.schema().fields()[root];
+    let rg_meta = file.metadata.row_group(job.rg);
+    let root_type = file.metadata.file_metadata().schema_descr().root_schema();
+    let plan = root_type
+        .get_fields()
+        .get(root)
+        .and_then(|t| ListPlan::new(&file.leaves, root, t, field));
+    let fallback = || {
+        fallback::read_root(file, job.reader, job.rg, root, selection)
+            .map_err(|e| e.in_column(field.name()))
+    };
+    let Some(plan) = plan else {
+        return fallback();
+    };
+    let c = plan.leaf.index;
+    let offset_index = file
+        .chunk_index(job.rg, c)
+        .filter(|_| job.pruning.page_index)
+        .and_then(|i| i.offset.as_ref());
+    let list = ListChunk {
+        plan,
+        meta: rg_meta.column(c),
+        reader: job.reader,
+        offset_index,
+        rg_rows: rg_meta.num_rows() as usize,
+        budget,
+    };
+    match list.project(selection, job.metrics) {
+        Err(e) if e.kind == ErrorKind::Unsupported => fallback(),
+        other => other,
+    }
 }
 
 /// The filter stage of one row group.

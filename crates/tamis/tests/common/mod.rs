@@ -46,6 +46,8 @@ pub struct Req<'a> {
     pub threads: Option<usize>,
     pub limit: Option<usize>,
     pub batch_size: Option<usize>,
+    /// Rows a row group hands on at a time (`None`: the default).
+    pub range_rows: Option<usize>,
     /// `None`: the default (`Auto`).
     pub filter_order: Option<tamis::FilterOrder>,
     /// `None`: the default (`Auto`).
@@ -66,6 +68,9 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     }
     if let Some(b) = req.batch_size {
         scan = scan.batch_size(b);
+    }
+    if let Some(r) = req.range_rows {
+        scan = scan.range_rows(r);
     }
     if let Some(o) = req.filter_order {
         scan = scan.filter_order(o);
