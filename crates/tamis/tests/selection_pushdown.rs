@@ -221,3 +221,35 @@ fn an_invalid_dictionary_entry_fails_only_the_scans_that_select_it() {
         assert!(e.contains("UTF-8") && e.contains("'s'"), "{filter}: {e}");
     }
 }
+
+/// A column selected twice, with the row group handed on in several ranges: each range frees
+/// the pages it passed, and the second copy reads them again.
+#[test]
+fn a_column_selected_twice_in_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("twice.parquet");
+    write_file(&path, true);
+    let data = oracle_read(&path).unwrap();
+    let mask = eq(
+        data.column_by_name("b").unwrap(),
+        &Int32Array::new_scalar(2),
+    )
+    .unwrap();
+    let kept = filter_record_batch(&data, &mask).unwrap();
+    for range_rows in [None, Some(1000), Some(4099)] {
+        let req = Req {
+            filter: Some("b = 2"),
+            select: Some(vec!["s".into(), "c".into(), "s".into()]),
+            threads: Some(1),
+            range_rows,
+            ..Req::default()
+        };
+        let (got, _) = tamis_scan(path.to_str().unwrap(), &req).unwrap();
+        let s = kept.column_by_name("s").unwrap();
+        let c = kept.column_by_name("c").unwrap();
+        assert_eq!(got.num_columns(), 3);
+        assert_eq!(got.column(0), s, "{range_rows:?}");
+        assert_eq!(got.column(1), c, "{range_rows:?}");
+        assert_eq!(got.column(2), s, "{range_rows:?}");
+    }
+}

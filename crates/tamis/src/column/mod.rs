@@ -119,10 +119,11 @@ impl<'a> ColumnChunk<'a> {
         self.source.dictionary_range().ok().flatten()
     }
 
-    /// Frees the loaded pages that end at or before row `row` (a projection that has passed
-    /// them, range by range, needs them no more).
+    /// Frees the loaded pages, and their fetched bytes, that end at or before row `row` (a
+    /// projection that has passed them, range by range, needs them no more).
     pub fn release_before(&mut self, row: usize) {
         self.pages.retain(|_, f| f.first_row + f.num_rows > row);
+        self.source.forget_before(row);
     }
 
     /// Row ranges `(first_row, rows)` of the pages, if known without reading them.

@@ -181,6 +181,21 @@ impl<'a> ChunkPages<'a> {
         self.offset_index
     }
 
+    /// Forgets the fetched bytes of the data pages that end at or before row `row` (with an
+    /// offset index; without one the chunk is walked whole and keeps its bytes). The dictionary
+    /// page, once decoded, is not read again.
+    pub fn forget_before(&mut self, row: usize) {
+        let (Some(oi), Some(layout)) = (self.offset_index, self.indexed_layout()) else {
+            return;
+        };
+        let first_kept = layout.iter().position(|(s, n)| s + n > row);
+        let offset = match first_kept {
+            Some(i) => oi.page_locations()[i].offset.max(0) as u64,
+            None => u64::MAX,
+        };
+        self.fetched.forget_before(offset);
+    }
+
     /// Row ranges `(first_row, rows)` of the pages, from the offset index.
     pub fn indexed_layout(&self) -> Option<Vec<(usize, usize)>> {
         let locs = self.offset_index?.page_locations();

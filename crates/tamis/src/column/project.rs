@@ -112,26 +112,6 @@ pub fn project(
     Ok(out)
 }
 
-/// Loads, in one fetch, every page a projection of `selection` reads whole (pages read by blocks
-/// are read as they are projected), so that projecting it a range at a time
-/// ([`Selection::within`]) reads each page once and opens the chunk's page reader once.
-pub fn prefetch(
-    chunk: &mut ColumnChunk<'_>,
-    selection: &Selection,
-    sub_page: bool,
-    metrics: &MetricsCollector,
-) -> Result<()> {
-    let by_blocks: Vec<usize> = if sub_page {
-        sparse::plan(chunk, selection)
-            .iter()
-            .map(|p| p.page)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    chunk.ensure_except(selection, |i| by_blocks.contains(&i), metrics)
-}
-
 impl Projected {
     /// Dense values and the validity of their rows.
     pub fn new(values: Option<Values>, validity: Vec<bool>) -> Projected {

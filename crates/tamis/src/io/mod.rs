@@ -375,6 +375,12 @@ impl FetchedRanges {
         self.pieces.sort_by_key(|(s, _)| *s);
     }
 
+    /// Forgets the pieces that end at or before `offset`.
+    pub fn forget_before(&mut self, offset: u64) {
+        self.pieces
+            .retain(|(s, data)| s.saturating_add(data.len() as u64) > offset);
+    }
+
     /// The bytes of `range` if one fetched piece holds all of them.
     pub fn slice(&self, range: Range<u64>) -> Option<Bytes> {
         let (s, data) = self.piece(range.start, range.end).ok()?;

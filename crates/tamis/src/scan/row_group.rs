@@ -17,7 +17,7 @@ use arrow::datatypes::SchemaRef;
 use crate::arrow::{is_native, to_arrow, widens_to_i128};
 use crate::budget::Budget;
 use crate::column::filter::eval_conjunction;
-use crate::column::project::{prefetch, project, Projection};
+use crate::column::project::{project, Projection};
 use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
 use crate::dataset::FileOutput;
@@ -228,25 +228,22 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
             _ => Column::Whole(whole_column(job, root, &selection, &budget)?),
         });
     }
-    // Ranges of rows holding about `range_rows` selected rows each, each assembled and handed
-    // on before the next is decoded, so that its arrays are still in cache when the consumer
-    // reads them (a sparse selection stays one range: small batches cost more than they save).
-    // The pages of every range are fetched and decompressed first, together (one read and one
-    // page reader per chunk, as for a single range); each range then frees the pages it has
-    // passed.
-    let ends = if outputs.iter().any(|o| matches!(o, Column::Whole(_))) {
+    // Ranges of rows holding about `range_rows` selected rows each, each read, assembled and
+    // handed on before the next is decoded, so that its arrays are still in cache when the
+    // consumer reads them and the task holds one range's pages. A sparse selection stays one
+    // range: small ranges cost more (a page reader opened per chunk and range, a batch handed
+    // over) than they save. So does a row group with a column built whole, or a payload chunk
+    // without an offset index (its pages are found by walking the chunk, which a range would
+    // repeat).
+    let whole = outputs.iter().any(|o| match o {
+        Column::Whole(_) => true,
+        Column::Native(leaf) => chunks[&leaf.index].page_layout().is_none(),
+    });
+    let ends = if whole {
         vec![rows]
     } else {
         range_ends(&selection, job.range_rows.max(1))
     };
-    if ends.len() > 1 {
-        for o in &outputs {
-            if let Column::Native(leaf) = o {
-                let ch = chunks.get_mut(&leaf.index).expect("payload chunk prepared");
-                prefetch(ch, &survivors, sub_page, m)?;
-            }
-        }
-    }
     add_elapsed(&m.time_payload_ns, t);
     let mut emitted = 0;
     let mut start = 0;
@@ -266,14 +263,21 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         for (o, &root) in outputs.iter().zip(&job.output.read) {
             columns.push(match o {
                 Column::Native(leaf) => {
-                    let ch = chunks.get_mut(&leaf.index).expect("payload chunk prepared");
+                    // (A column selected twice reads its chunk again: the first freed it.)
+                    let c = leaf.index;
+                    let ch = chunks.entry(c).or_insert_with(|| chunk(c));
                     let how = Projection {
                         sub_page,
                         dictionary_codes: true,
                         decimal128: widens_to_i128(leaf),
                     };
                     let projected = project(ch, &range, how, m)?;
-                    ch.release_before(end);
+                    // The last range frees the whole chunk before the next column is read.
+                    if end == rows {
+                        chunks.remove(&leaf.index);
+                    } else {
+                        ch.release_before(end);
+                    }
                     to_arrow(leaf, projected, fields[root].data_type())
                         .map_err(|e| e.in_column(&leaf.path))?
                 }
@@ -292,7 +296,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
 
 /// Selected rows a row group decodes and hands on at a time by default (see the payload stage
 /// of [`run`]).
-pub const RANGE_ROWS: usize = 1 << 16;
+pub const RANGE_ROWS: usize = 1 << 17;
 
 /// Where ranges holding about `target` selected rows each end (the last at the row group's
 /// end), cut at multiples of 4 096 rows (or of `target`, when smaller).
