@@ -415,9 +415,9 @@ impl Scan {
         self
     }
 
-    /// Rows of a row group decoded and handed on at a time (default 65 536): the payload of a
-    /// range is built while the previous range's arrays are read. For tests of range edges;
-    /// results never depend on it.
+    /// Selected rows of a row group decoded and handed on at a time (default 131 072): a
+    /// consumer reads a range's arrays while they are still in cache. For tests of range
+    /// edges; results never depend on it.
     #[doc(hidden)]
     pub fn range_rows(mut self, n: usize) -> Scan {
         self.range_rows = n.max(1);
