@@ -274,31 +274,34 @@ pub fn filter_codes(
                     result.set_range(pos, pos + count);
                 }
             }
-            Span::Packed { data, count } => match (&bytes, &bits) {
-                (Some((kernel, table)), _) => {
-                    let n = count.div_ceil(64);
-                    let max = kernel(data, codes.bit_width(), count, table, &mut words[..n]);
-                    codes.check(&[max])?;
-                    for (g, &word) in words[..n].iter().enumerate() {
-                        result.or_word_at(pos + g * 64, word);
+            Span::Packed { data, count } => {
+                // A kernel tests the packed codes and returns the largest, or none applies.
+                let (n, k) = (count.div_ceil(64), codes.bit_width());
+                let max = match (&bytes, &bits) {
+                    (Some((kernel, table)), _) => {
+                        Some(kernel(data, k, count, table, &mut words[..n]))
+                    }
+                    (None, Some((kernel, bitset))) => {
+                        Some(kernel(data, k, count, bitset, &mut words[..n]))
+                    }
+                    (None, None) => None,
+                };
+                match max {
+                    Some(max) => {
+                        codes.check(&[max])?;
+                        for (g, &word) in words[..n].iter().enumerate() {
+                            result.or_word_at(pos + g * 64, word);
+                        }
+                    }
+                    None => {
+                        buf.clear();
+                        codes.unpack(data, count, &mut buf)?;
+                        for (g, group) in buf.chunks(64).enumerate() {
+                            result.or_word_at(pos + g * 64, lookup_word(lookup, group));
+                        }
                     }
                 }
-                (None, Some((kernel, bitset))) => {
-                    let n = count.div_ceil(64);
-                    let max = kernel(data, codes.bit_width(), count, bitset, &mut words[..n]);
-                    codes.check(&[max])?;
-                    for (g, &word) in words[..n].iter().enumerate() {
-                        result.or_word_at(pos + g * 64, word);
-                    }
-                }
-                (None, None) => {
-                    buf.clear();
-                    codes.unpack(data, count, &mut buf)?;
-                    for (g, group) in buf.chunks(64).enumerate() {
-                        result.or_word_at(pos + g * 64, lookup_word(lookup, group));
-                    }
-                }
-            },
+            }
         }
     }
     Ok(result)
