@@ -25,15 +25,19 @@ pub struct OptimizeArgs {
     /// `auto[:FPP]` picks the columns where one pays and prints why.
     #[arg(long = "bloom-filter", value_name = "COL[:FPP]|auto[:FPP]")]
     pub bloom_filter: Vec<String>,
-    /// Maximum rows per data page.
-    #[arg(long, value_name = "N", default_value_t = 20_000)]
-    pub page_rows: usize,
-    /// Maximum bytes per data page (uncompressed).
-    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
-    pub page_bytes: usize,
-    /// Rows per row group.
-    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
-    pub row_group_rows: usize,
+    /// Maximum rows per data page [default: 20000; 4096 with --sort-by].
+    #[arg(long, value_name = "N")]
+    pub page_rows: Option<usize>,
+    /// Maximum bytes per data page (uncompressed, e.g. 64K) [default: 1 MiB].
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub page_bytes: Option<usize>,
+    /// Maximum bytes per dictionary page (uncompressed); a column whose dictionary outgrows
+    /// it continues PLAIN [default: 1 MiB; 128 KiB with --sort-by].
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub dictionary_page_bytes: Option<usize>,
+    /// Rows per row group [default: 1048576; 262144 with --sort-by, laid out for lookups].
+    #[arg(long, value_name = "N")]
+    pub row_group_rows: Option<usize>,
     /// Codec: uncompressed, snappy, lz4_raw, zstd[(LEVEL)], gzip[(LEVEL)], brotli[(LEVEL)]
     /// (default: the input's).
     #[arg(long, value_name = "CODEC")]
@@ -78,16 +82,26 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
 }
 
 pub fn run(args: &OptimizeArgs) -> CliResult<()> {
+    let sort_by: Vec<String> = args.sort_by.iter().map(|s| s.trim().to_string()).collect();
+    // A sorted rewrite is laid out for lookups on its key unless told otherwise.
+    let base = if sort_by.is_empty() {
+        OptimizeOptions::default()
+    } else {
+        OptimizeOptions::sorted(sort_by.clone())
+    };
     let options = OptimizeOptions {
-        sort_by: args.sort_by.iter().map(|s| s.trim().to_string()).collect(),
+        sort_by,
         bloom_filters: args
             .bloom_filter
             .iter()
             .map(|b| BloomRequest::parse(b))
             .collect::<tamis::Result<_>>()?,
-        page_rows: args.page_rows,
-        page_bytes: args.page_bytes,
-        row_group_rows: args.row_group_rows,
+        page_rows: args.page_rows.unwrap_or(base.page_rows),
+        page_bytes: args.page_bytes.unwrap_or(base.page_bytes),
+        dictionary_page_bytes: args
+            .dictionary_page_bytes
+            .unwrap_or(base.dictionary_page_bytes),
+        row_group_rows: args.row_group_rows.unwrap_or(base.row_group_rows),
         compression: args
             .compression
             .as_deref()

@@ -432,6 +432,40 @@ fn row_multiset(path: &Path) -> Vec<String> {
 }
 
 #[test]
+fn a_sorted_rewrite_is_laid_out_for_lookups_unless_told_otherwise() {
+    // 6 000 rows: one 20 000-row page per column by default, 4 096-row pages when sorted.
+    let (dir, file) = lineitem_dir();
+    let pages = |args: &[&str]| -> Vec<u32> {
+        let out = dir.path().join("laid.parquet");
+        let mut all = vec!["optimize", s(&file), "-o", s(&out)];
+        all.extend_from_slice(args);
+        ok(tamis(&all));
+        let text = stdout(&ok(tamis(&["inspect", s(&out)])));
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix("data pages: "))
+            .map(|l| l.split(',').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let unsorted = pages(&[]);
+    assert!(
+        !unsorted.is_empty() && unsorted.iter().all(|&n| n == 1),
+        "{unsorted:?}"
+    );
+    // (l_comment outgrows the 128 KiB dictionary: one more page where it turns PLAIN.)
+    let sorted = pages(&["--sort-by", "l_partkey"]);
+    assert!(sorted.iter().all(|&n| n >= 2), "{sorted:?}");
+    let told = pages(&[
+        "--sort-by",
+        "l_partkey",
+        "--page-rows",
+        "20000",
+        "--dictionary-page-bytes",
+        "1M",
+    ]);
+    assert!(told.iter().all(|&n| n == 1), "{told:?}");
+}
+
+#[test]
 fn optimize_sorts_adds_filters_and_reports() {
     let (dir, file) = lineitem_dir();
     let out = dir.path().join("opt.parquet");

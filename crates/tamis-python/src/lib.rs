@@ -578,7 +578,7 @@ impl PyDataset {
 
 /// Runs `tamis::optimize::optimize` without the GIL; returns the report as JSON.
 #[pyfunction]
-#[pyo3(signature = (inputs, output, sort_by=None, bloom_filters=None, page_rows=None, page_bytes=None, row_group_rows=None, compression=None, dictionary=true, memory_limit=None, temp_dir=None))]
+#[pyo3(signature = (inputs, output, sort_by=None, bloom_filters=None, page_rows=None, page_bytes=None, row_group_rows=None, compression=None, dictionary=true, memory_limit=None, temp_dir=None, dictionary_page_bytes=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn optimize_json(
     py: Python<'_>,
@@ -593,12 +593,19 @@ fn optimize_json(
     dictionary: bool,
     memory_limit: Option<usize>,
     temp_dir: Option<String>,
+    dictionary_page_bytes: Option<usize>,
 ) -> PyResult<String> {
     use tamis::optimize::{self, BloomRequest, OptimizeOptions};
     let run = || -> tamis::Result<String> {
-        let d = OptimizeOptions::default();
+        let sort_by = sort_by.unwrap_or_default();
+        // A sorted rewrite is laid out for lookups on its key unless told otherwise.
+        let d = if sort_by.is_empty() {
+            OptimizeOptions::default()
+        } else {
+            OptimizeOptions::sorted(sort_by.clone())
+        };
         let options = OptimizeOptions {
-            sort_by: sort_by.unwrap_or_default(),
+            sort_by,
             bloom_filters: bloom_filters
                 .unwrap_or_default()
                 .iter()
@@ -606,6 +613,7 @@ fn optimize_json(
                 .collect::<tamis::Result<_>>()?,
             page_rows: page_rows.unwrap_or(d.page_rows),
             page_bytes: page_bytes.unwrap_or(d.page_bytes),
+            dictionary_page_bytes: dictionary_page_bytes.unwrap_or(d.dictionary_page_bytes),
             row_group_rows: row_group_rows.unwrap_or(d.row_group_rows),
             compression: compression
                 .as_deref()

@@ -336,13 +336,16 @@ def optimize(
     dictionary: bool = True,
     memory_limit: Optional[int] = None,
     temp_dir: Optional[PathLike] = None,
+    dictionary_page_bytes: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Rewrite Parquet files into one pushdown-friendly file, like ``tamis optimize``.
 
     Page statistics (ColumnIndex + OffsetIndex) are always written. ``bloom_filters`` holds
     ``"col"``, ``"col:fpp"`` or ``"auto[:fpp]"`` entries; filters are sized from the distinct
     values measured per row group. ``sort_by`` sorts (ascending, nulls last) with an external
-    merge sort holding about ``memory_limit`` bytes in memory. The output is written to a
+    merge sort holding about ``memory_limit`` bytes in memory; a sorted output is laid out for
+    lookups on its key unless the sizes are given (256 Ki-row row groups, 4 Ki-row pages,
+    dictionaries of at most 128 KiB). The output is written to a
     temporary file and renamed, so a failure leaves nothing behind. Returns the report (sizes
     per column before and after, filters and their expected false-positive rates, and the reason
     for each ``auto`` decision) as a dict.
@@ -353,6 +356,7 @@ def optimize(
         [os.fspath(p) for p in inputs], os.fspath(output), _names(sort_by),
         _names(bloom_filters), page_rows, page_bytes, row_group_rows, compression, dictionary,
         memory_limit, os.fspath(temp_dir) if temp_dir is not None else None,
+        dictionary_page_bytes,
     )
     return json.loads(text)
 

@@ -36,7 +36,8 @@ use source::Input;
 use write::{FilterSpec, Layout};
 
 /// What `optimize` should do. [`Default`] gives 20 000-row / 1 MiB pages, 1 Mi-row row groups,
-/// dictionary encoding, the inputs' compression, a 1 GiB sort budget, no sort, no filters.
+/// dictionary encoding (1 MiB dictionaries), the inputs' compression, a 1 GiB sort budget, no
+/// sort, no filters; [`OptimizeOptions::sorted`] the layout for lookups on a sort key.
 #[derive(Debug, Clone)]
 pub struct OptimizeOptions {
     /// Sort (ascending, nulls last, stable) by these top-level columns.
@@ -46,6 +47,9 @@ pub struct OptimizeOptions {
     pub page_rows: usize,
     /// Maximum bytes per data page (before compression).
     pub page_bytes: usize,
+    /// Maximum bytes of a dictionary page (before compression); a column whose dictionary
+    /// outgrows it continues in PLAIN pages.
+    pub dictionary_page_bytes: usize,
     pub row_group_rows: usize,
     /// `None`: the codec of the first input's first column chunk.
     pub compression: Option<Compression>,
@@ -63,11 +67,32 @@ impl Default for OptimizeOptions {
             bloom_filters: Vec::new(),
             page_rows: 20_000,
             page_bytes: 1 << 20,
+            dictionary_page_bytes: 1 << 20,
             row_group_rows: 1 << 20,
             compression: None,
             dictionary: true,
             memory_limit: 1 << 30,
             temp_dir: None,
+        }
+    }
+}
+
+impl OptimizeOptions {
+    /// A rewrite sorted by `sort_by`, laid out for lookups on its first column: a key's rows
+    /// are then together, and a lookup reads one page of each projected column. Row groups
+    /// of 256 Ki rows, so that statistics leave one small row group (whose page index is all
+    /// that is read of the rest); pages of 4 Ki rows, so that the page read for a key holds
+    /// few other rows; dictionaries of at most 128 KiB, so that a column of near-unique values
+    /// (a comment, an order key) turns PLAIN early instead of making each lookup read and
+    /// decode a 1 MiB dictionary for one value. Smaller row groups and dictionaries made
+    /// lookups little faster and full scans slower (BENCHMARKS.md, suite `lookup`).
+    pub fn sorted(sort_by: Vec<String>) -> Self {
+        OptimizeOptions {
+            sort_by,
+            page_rows: 4096,
+            row_group_rows: 256 * 1024,
+            dictionary_page_bytes: 128 * 1024,
+            ..Default::default()
         }
     }
 }
@@ -153,6 +178,7 @@ pub fn optimize(
     for (what, v) in [
         ("page rows", options.page_rows),
         ("page bytes", options.page_bytes),
+        ("dictionary page bytes", options.dictionary_page_bytes),
         ("row group rows", options.row_group_rows),
         ("memory limit", options.memory_limit),
     ] {
@@ -308,6 +334,7 @@ pub fn optimize(
     let layout = Layout {
         page_rows: options.page_rows,
         page_bytes: options.page_bytes,
+        dictionary_page_bytes: options.dictionary_page_bytes,
         row_group_rows: options.row_group_rows,
         compression,
         dictionary: options.dictionary,

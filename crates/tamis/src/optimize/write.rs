@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 pub struct Layout {
     pub page_rows: usize,
     pub page_bytes: usize,
+    pub dictionary_page_bytes: usize,
     pub row_group_rows: usize,
     pub compression: Compression,
     pub dictionary: bool,
@@ -48,7 +49,7 @@ pub fn writer_properties(
         // The row-count limit is checked once per write batch.
         .set_write_batch_size(layout.page_rows.clamp(1, 1024))
         .set_data_page_size_limit(layout.page_bytes)
-        .set_dictionary_page_size_limit(layout.page_bytes.max(1 << 20))
+        .set_dictionary_page_size_limit(layout.dictionary_page_bytes)
         .set_max_row_group_row_count(Some(layout.row_group_rows))
         .set_compression(layout.compression)
         .set_dictionary_enabled(layout.dictionary)

@@ -10,6 +10,7 @@ pub mod fallback;
 pub mod file;
 mod fit;
 pub mod order;
+mod pinned;
 pub mod plan;
 pub mod row_group;
 pub mod thrift_guard;

@@ -23,6 +23,7 @@ use crate::prune;
 use crate::selection::Bitmap;
 use crate::values::Values;
 
+use super::pinned::pinned_value;
 use super::row_group::{payload_leaves, speculative_payload, RowGroupJob};
 use super::BrokenIndex;
 
@@ -135,7 +136,13 @@ where
                     .filter_map(|c| chunks.get(c).and_then(|ch| ch.dictionary_range())),
             );
             let mut index_columns = p.columns();
-            index_columns.extend(job.needed_leaves.iter().copied());
+            // (Pinned columns are projected without reading a page.)
+            index_columns.extend(
+                job.needed_leaves
+                    .iter()
+                    .copied()
+                    .filter(|&c| pinned_value(job.predicate, &leaves[c]).is_none()),
+            );
             // Remote, with the page indexes already in memory (the footer read held them): the
             // filter columns' pages the page index leaves come in this same read, saving the
             // round trip of phase one; if Bloom filters or dictionaries then prune the row

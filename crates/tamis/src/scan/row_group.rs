@@ -17,13 +17,13 @@ use arrow::datatypes::SchemaRef;
 use crate::arrow::{is_native, to_arrow, widens_to_i128};
 use crate::budget::Budget;
 use crate::column::filter::eval_conjunction;
-use crate::column::project::{project, Projection};
+use crate::column::project::{project, Projected, Projection};
 use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
 use crate::dataset::FileOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::compare::{ColumnRows, Comparison};
-use crate::expr::Predicate;
+use crate::expr::{Predicate, Scalar};
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed, MetricsCollector};
 use crate::schema::LeafColumn;
@@ -33,6 +33,7 @@ use super::estimate::Estimates;
 use super::fallback;
 use super::file::OpenedFile;
 use super::order::{and_filters, or_filters, Filter, FilterKind, Planner};
+use super::pinned::{pinned_value, repeated};
 use super::plan::{plan, Pruned, RowGroupPlan};
 use super::{BrokenIndex, Pruning};
 
@@ -209,8 +210,12 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
     for &root in &job.output.read {
         let field = &fields[root];
         let leaf = leaves.iter().find(|l| l.root == root && !l.nested);
-        outputs.push(match leaf {
-            Some(leaf) if is_native(leaf, field.data_type()) => {
+        let pinned = leaf
+            .filter(|l| is_native(l, field.data_type()))
+            .and_then(|l| Some((l, pinned_value(job.predicate, l)?)));
+        outputs.push(match (leaf, pinned) {
+            (_, Some((leaf, value))) => Column::Pinned(leaf, value),
+            (Some(leaf), None) if is_native(leaf, field.data_type()) => {
                 let c = leaf.index;
                 let ch = chunks.entry(c).or_insert_with(|| chunk(c));
                 if !filter_columns.contains(&c) {
@@ -238,6 +243,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
     let whole = outputs.iter().any(|o| match o {
         Column::Whole(_) => true,
         Column::Native(leaf) => chunks[&leaf.index].page_layout().is_none(),
+        Column::Pinned(..) => false,
     });
     let ends = if whole {
         vec![rows]
@@ -282,6 +288,14 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
                         .map_err(|e| e.in_column(&leaf.path))?
                 }
                 Column::Whole(array) => array.slice(emitted, in_range),
+                Column::Pinned(leaf, value) => {
+                    let values = repeated(leaf, value, in_range).ok_or_else(|| {
+                        Error::internal("a pinned value no longer fits its column")
+                    })?;
+                    let projected = Projected::new(Some(values), vec![true; in_range]);
+                    to_arrow(leaf, projected, fields[root].data_type())
+                        .map_err(|e| e.in_column(&leaf.path))?
+                }
             });
         }
         let batch = job.output.assemble(job.schema, columns, in_range)?;
@@ -323,6 +337,8 @@ enum Column<'l> {
     Native(&'l LeafColumn),
     /// Built for the whole row group.
     Whole(ArrayRef),
+    /// One value in every selected row ([`super::pinned`]): no page is read.
+    Pinned(&'l LeafColumn, Scalar),
 }
 
 /// The selected rows of output column `root` that tamis does not decode as a flat column:
@@ -569,6 +585,7 @@ pub(super) fn payload_leaves(job: &RowGroupJob<'_>) -> Vec<usize> {
         .iter()
         .filter_map(|&root| leaves.iter().find(|l| l.root == root && !l.nested))
         .filter(|l| is_native(l, fields[l.root].data_type()))
+        .filter(|l| pinned_value(job.predicate, l).is_none())
         .map(|l| l.index)
         .collect()
 }
