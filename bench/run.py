@@ -668,12 +668,17 @@ def main() -> None:
             results += json.load(f)
         os.remove(out)
     engines = args.engines.split(",")
+    if "lookup" in suites:
+        # lookup.sidecar_report drives Polars in this process, one thread like every engine
+        # there; Polars fixes its pool size at import (machine() imports it).
+        os.environ["POLARS_MAX_THREADS"] = "1"
     desc = machine()
     sections = report(results, suites, engines, args, desc)
     if "lookup" in suites:
         import lookup
 
         sections["lookup"] += "\n" + lookup.paper_report(args.data_dir, args)
+        sections["lookup"] += "\n" + lookup.sidecar_report(args.data_dir, args)
     tag = "smoke" if args.smoke else "-".join(suites)
     with open(os.path.join(args.results_dir, f"{tag}.json"), "w") as f:
         json.dump({"machine": desc, "results": results}, f, indent=1)
