@@ -740,36 +740,44 @@ def _page_fpr_md(fpr) -> List[str]:
 
 
 def _targets_md(stats, fpr, puffin, build_s, records, data_bytes) -> List[str]:
-    """Issue 17's targets on unsorted lineitem (`SELECT *` lookups), each met or not."""
-    def mean(kind, name, col="l_partkey"):
-        return stats[(col, kind, "*", name)]["mean"]
+    """Issue 17's targets on unsorted lineitem, each met or not, for both query forms: `SELECT *`
+    (every projected column's pages holding a match are read: bounded by the file's layout, not
+    by the index) and `count(*)` (the key lookup itself)."""
+    def mean(kind, name, form, col="l_partkey"):
+        return stats[(col, kind, form, name)]["mean"]
 
-    def best(kind, file_key, col="l_partkey"):
+    def best(kind, file_key, form, col="l_partkey"):
         return min(s["mean"] for (c, k, f, name), s in stats.items()
-                   if (c, k, f) == (col, kind, "*") and name.endswith(f"({file_key})"))
+                   if (c, k, f) == (col, kind, form) and name.endswith(f"({file_key})"))
 
     def speedup(name, value, bound):
         return (name, f"≥ {bound:g}x", f"{value:.1f}x", value >= bound)
 
     rows = []
+    for form in FORMS:
+        none = stats[("l_partkey", "present", form, "tamis none")]
+        for mode in ("page-bloom", "rows"):
+            s = stats[("l_partkey", "present", form, f"tamis {mode}")]
+            what = f"`{form}`, {mode}"
+            rows.append(speedup(f"l_partkey = present, {what}: vs no index",
+                                none["mean"] / s["mean"], 30))
+            rows.append(speedup(f"l_partkey = present, {what}: vs best peer (original file)",
+                                best("present", "original", form) / s["mean"], 10))
+            ratio = s["bytes"] / none["bytes"]
+            rows.append((f"l_partkey = present, {what}: bytes read vs no index", "≤ 1/30",
+                         f"1/{1 / ratio:.1f}" if ratio else "0", ratio <= 1 / 30))
+            rows.append(speedup(f"l_partkey IN (5), {what}: vs no index",
+                                mean("IN (5)", "tamis none", form) / mean("IN (5)", f"tamis {mode}", form),
+                                10))
+            for col in INDEX_COLUMNS:
+                ms = mean("absent", f"tamis {mode}", form, col)
+                rows.append((f"{col} = absent, {what}: mean", "≤ 1 ms", f"{ms:.2f} ms", ms <= 1))
     none = stats[("l_partkey", "present", "*", "tamis none")]
-    for mode in ("page-bloom", "rows"):
-        s = stats[("l_partkey", "present", "*", f"tamis {mode}")]
-        rows.append(speedup(f"l_partkey = present, {mode}: vs no index", none["mean"] / s["mean"], 30))
-        rows.append(speedup(f"l_partkey = present, {mode}: vs best peer (original file)",
-                            best("present", "original") / s["mean"], 10))
-        ratio = s["bytes"] / none["bytes"]
-        rows.append((f"l_partkey = present, {mode}: bytes read vs no index", "≤ 1/30",
-                     f"1/{1 / ratio:.1f}" if ratio else "0", ratio <= 1 / 30))
-        rows.append(speedup(f"l_partkey IN (5), {mode}: vs no index",
-                            mean("IN (5)", "tamis none") / mean("IN (5)", f"tamis {mode}"), 10))
-        for col in INDEX_COLUMNS:
-            ms = mean("absent", f"tamis {mode}", col)
-            rows.append((f"{col} = absent, {mode}: mean", "≤ 1 ms", f"{ms:.2f} ms", ms <= 1))
-    sorted_ = mean("present", "tamis sorted")
-    rows.append(speedup("l_partkey = present, sorted rewrite: vs original", none["mean"] / sorted_, 30))
-    ratio = best("present", "sorted") / sorted_
-    rows.append(("l_partkey = present, sorted rewrite: vs best peer on the sorted file", "> 1x",
+    sorted_ = mean("present", "tamis sorted", "*")
+    rows.append(speedup("l_partkey = present, `*`, sorted rewrite: vs original",
+                        none["mean"] / sorted_, 30))
+    ratio = best("present", "sorted", "*") / sorted_
+    rows.append(("l_partkey = present, `*`, sorted rewrite: vs best peer on the sorted file", "> 1x",
                  f"{ratio:.2f}x", ratio > 1))
     blobs = _blob_bytes(puffin["page-bloom"])
     sizes = [("l_partkey", blobs["l_partkey"]),
@@ -787,7 +795,9 @@ def _targets_md(stats, fpr, puffin, build_s, records, data_bytes) -> List[str]:
         if f["rate"] is not None:
             rows.append((f"page filters' false-positive rate, {col}", f"≤ 1.5 × {INDEX_FPP:g}",
                          f"{f['rate']:.4f}", f["rate"] <= 1.5 * INDEX_FPP))
-    lines = ["Targets (issue 17) on unsorted lineitem, `SELECT *` lookups (means of the tables above).",
+    lines = ["Targets (issue 17) on unsorted lineitem (means of the tables above). `SELECT *` cannot "
+             "meet the lookup targets on this file with any index: the matches of one key lie in "
+             "about 30 different pages of every column, and a compressed page is read whole.",
              "", "| target | bound | measured | met |", "|---|---|---|---|"]
     lines += [_row([name, bound, value, "yes" if met else "**no**"]) for name, bound, value, met in rows]
     return lines
