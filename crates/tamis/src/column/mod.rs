@@ -13,6 +13,7 @@
 pub mod adapt;
 pub mod filter;
 pub mod header;
+mod inflate;
 pub mod pages;
 pub mod project;
 pub mod repeated;

@@ -20,6 +20,9 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 
+use parquet::basic::Compression;
+
+use super::inflate::inflate;
 use crate::budget::Budget;
 use crate::error::{Error, Result};
 use crate::io::{FetchedRanges, Reader};
@@ -62,6 +65,11 @@ pub fn usable_offset_index(
 /// Where one column chunk's pages are, and the bytes fetched so far.
 pub struct ChunkPages<'a> {
     meta: &'a ColumnChunkMetaData,
+    /// `meta` marked uncompressed, for the page readers when the chunk is compressed: they hand
+    /// pages on as stored and [`inflate`] decompresses them with this thread's codec.
+    stored: Option<ColumnChunkMetaData>,
+    /// Sizes of every page header of the chunk, in order, once checked (sequential walks).
+    chunk_headers: Vec<PageSizes>,
     reader: &'a Reader,
     offset_index: Option<&'a OffsetIndexMetaData>,
     rg_rows: usize,
@@ -105,8 +113,19 @@ impl<'a> ChunkPages<'a> {
                 ok
             })
         };
+        let stored = (meta.compression() != Compression::UNCOMPRESSED)
+            .then(|| {
+                meta.clone()
+                    .into_builder()
+                    .set_compression(Compression::UNCOMPRESSED)
+                    .build()
+                    .ok()
+            })
+            .flatten();
         ChunkPages {
             meta,
+            stored,
+            chunk_headers: Vec::new(),
             reader,
             offset_index: usable_offset_index(offset_index, rg_rows).filter(inside),
             rg_rows,
@@ -128,13 +147,27 @@ impl<'a> ChunkPages<'a> {
         }
     }
 
-    /// Checks every page header of the chunk, held whole (see [`check_chunk_headers`]).
-    fn check_chunk_headers(&self, chunk: Range<u64>) -> Result<()> {
+    /// Checks every page header of the chunk, held whole (see [`check_chunk_headers`]); returns
+    /// their sizes in order.
+    fn check_chunk_headers(&self, chunk: Range<u64>) -> Result<Vec<PageSizes>> {
         let left = self.budget.limit().saturating_sub(self.budget.used());
         match self.fetched.slice(chunk) {
             Some(bytes) => check_chunk_headers(&bytes, self.meta.compression(), left),
-            None => Ok(()),
+            None => Ok(Vec::new()),
         }
+    }
+
+    /// The metadata the page readers are given (see `stored`).
+    fn reader_meta(&self) -> &ColumnChunkMetaData {
+        self.stored.as_ref().unwrap_or(self.meta)
+    }
+
+    /// `page`, as a page reader handed it on, decompressed (see [`inflate`]).
+    fn inflate(&self, page: Page, sizes: Option<&PageSizes>) -> Result<Page> {
+        if self.stored.is_none() {
+            return Ok(page);
+        }
+        inflate(page, self.meta.compression(), sizes)
     }
 
     pub fn meta(&self) -> &'a ColumnChunkMetaData {
@@ -304,7 +337,7 @@ impl<'a> ChunkPages<'a> {
         let locations = self.offset_index.map(|oi| oi.page_locations().clone());
         Ok(SerializedPageReader::new(
             Arc::new(self.fetched.clone()),
-            self.meta,
+            self.reader_meta(),
             self.rg_rows,
             locations,
         )?)
@@ -320,16 +353,16 @@ impl<'a> ChunkPages<'a> {
             self.fetched.extend([(range.start, bytes)]);
             self.dictionary_fetched = true;
         }
-        self.check_page_header(range.clone())?;
+        let sizes = self.check_page_header(range.clone())?;
         // Read it without the offset index: the page reader then starts at the chunk start.
         let reader = Arc::new(self.fetched.clone());
-        let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
+        let mut pages = SerializedPageReader::new(reader, self.reader_meta(), self.rg_rows, None)?;
         match guard(|| pages.peek_next_page()) {
             Ok(Some(m)) if m.is_dict => {}
             _ => return Ok(false),
         }
         match guard(|| pages.get_next_page())? {
-            Some(page) => visitor.dictionary(page)?,
+            Some(page) => visitor.dictionary(self.inflate(page, sizes.as_ref())?)?,
             None => return Ok(false),
         }
         Ok(true)
@@ -384,15 +417,19 @@ impl<'a> ChunkPages<'a> {
             let fetched = self.reader.read_ranges(&ranges)?;
             self.fetched.extend(fetched.into_pieces());
         }
+        let mut dict_sizes = None;
         if let Some(r) = &dict_range {
             self.dictionary_fetched = true;
-            self.check_page_header(r.clone())?;
+            dict_sizes = self.check_page_header(r.clone())?;
         }
+        let mut sizes = Vec::with_capacity(wanted.len());
         for &i in wanted {
             let l = &locs[i];
             let start = l.offset as u64;
-            self.check_page_header(start..start + l.compressed_page_size.max(0) as u64)
-                .map_err(|e| e.in_page(i))?;
+            sizes.push(
+                self.check_page_header(start..start + l.compressed_page_size.max(0) as u64)
+                    .map_err(|e| e.in_page(i))?,
+            );
         }
         let mut pages = self.page_reader()?;
         if self.dictionary_range()?.is_some() {
@@ -401,19 +438,21 @@ impl<'a> ChunkPages<'a> {
             match dict_range {
                 Some(_) => {
                     if let Some(page) = guard(|| pages.get_next_page())? {
-                        visitor.dictionary(page)?;
+                        visitor.dictionary(self.inflate(page, dict_sizes.as_ref())?)?;
                     }
                 }
                 None => guard(|| pages.skip_next_page())?,
             }
         }
-        let mut want = wanted.iter().peekable();
+        let mut want = wanted.iter().zip(&sizes).peekable();
         for i in 0..=last {
-            if want.peek() == Some(&&i) {
-                want.next();
+            if let Some((_, page_sizes)) = want.next_if(|(&w, _)| w == i) {
                 let page = guard(|| pages.get_next_page())?.ok_or_else(|| {
                     Error::corrupt(format!("page {i} announced by the offset index is missing"))
                 })?;
+                let page = self
+                    .inflate(page, page_sizes.as_ref())
+                    .map_err(|e| e.in_page(i))?;
                 add(&metrics.pages_read, 1);
                 visitor.page(i, page).map_err(|e| e.in_page(i))?;
             } else {
@@ -439,22 +478,28 @@ impl<'a> ChunkPages<'a> {
             self.dictionary_fetched = true;
         }
         if !self.headers_checked {
-            self.check_chunk_headers(self.chunk_range()?)?;
+            self.chunk_headers = self.check_chunk_headers(self.chunk_range()?)?;
             self.headers_checked = true;
         }
         let reader = Arc::new(self.fetched.clone());
-        let mut pages = SerializedPageReader::new(reader, self.meta, self.rg_rows, None)?;
+        let mut pages = SerializedPageReader::new(reader, self.reader_meta(), self.rg_rows, None)?;
+        // Data pages counted by `i`; every page (dictionary included), in chunk order, by `at`:
+        // the page reader yields them in the order their headers were checked.
         let mut i = 0usize;
+        let mut at = 0usize;
         while let Some(meta) = guard(|| pages.peek_next_page())? {
+            let sizes = self.chunk_headers.get(at);
+            at += 1;
             if meta.is_dict {
                 if let Some(page) = guard(|| pages.get_next_page())? {
-                    visitor.dictionary(page)?;
+                    visitor.dictionary(self.inflate(page, sizes)?)?;
                 }
                 continue;
             }
             if visitor.want(i, &meta).map_err(|e| e.in_page(i))? {
                 let page = guard(|| pages.get_next_page())?
                     .ok_or_else(|| Error::corrupt("page vanished"))?;
+                let page = self.inflate(page, sizes).map_err(|e| e.in_page(i))?;
                 add(&metrics.pages_read, 1);
                 visitor.page(i, page).map_err(|e| e.in_page(i))?;
             } else {
@@ -507,12 +552,12 @@ pub(crate) fn check_chunk_headers(
     chunk: &[u8],
     codec: parquet::basic::Compression,
     left: usize,
-) -> Result<()> {
+) -> Result<Vec<PageSizes>> {
     let mut at = 0usize;
-    let mut page = 0;
+    let mut all = Vec::new();
     while at < chunk.len() {
         let Some(sizes) =
-            check_page_header(&chunk[at..], codec, left).map_err(|e| e.in_page(page))?
+            check_page_header(&chunk[at..], codec, left).map_err(|e| e.in_page(all.len()))?
         else {
             break;
         };
@@ -520,9 +565,9 @@ pub(crate) fn check_chunk_headers(
             break;
         };
         at = at.saturating_add(sizes.header).saturating_add(compressed);
-        page += 1;
+        all.push(sizes);
     }
-    Ok(())
+    Ok(all)
 }
 
 /// The most a codec's output can exceed its input, with headroom: Snappy's densest element (a
