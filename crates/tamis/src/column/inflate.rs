@@ -27,22 +27,23 @@ thread_local! {
 /// read, which is then an error here rather than a guess). The checks are the `parquet`
 /// crate's: a v2 page's level bytes stay as they are and its `is_compressed` flag is honoured;
 /// the output must have exactly the announced size.
-pub fn inflate(page: Page, codec: Compression, sizes: Option<&PageSizes>) -> Result<Page> {
+pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) -> Result<Page> {
     if codec == Compression::UNCOMPRESSED {
         return Ok(page);
     }
-    let (buf, levels, compressed) = match &page {
+    let (buf, levels, compressed) = match &mut page {
         Page::DataPageV2 {
             buf,
             def_levels_byte_len,
             rep_levels_byte_len,
             is_compressed,
             ..
-        } => (
-            buf,
-            (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize),
-            *is_compressed,
-        ),
+        } => {
+            let levels =
+                (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize);
+            let compressed = std::mem::replace(is_compressed, false);
+            (buf, levels, compressed)
+        }
         Page::DataPage { buf, .. } | Page::DictionaryPage { buf, .. } => (buf, 0, true),
     };
     if !compressed {
@@ -77,55 +78,9 @@ pub fn inflate(page: Page, codec: Compression, sizes: Option<&PageSizes>) -> Res
             out.len()
         )));
     }
-    let buf = Bytes::from(out);
-    Ok(match page {
-        Page::DataPage {
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-            ..
-        } => Page::DataPage {
-            buf,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        },
-        Page::DataPageV2 {
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            statistics,
-            ..
-        } => Page::DataPageV2 {
-            buf,
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            is_compressed: false,
-            statistics,
-        },
-        Page::DictionaryPage {
-            num_values,
-            encoding,
-            is_sorted,
-            ..
-        } => Page::DictionaryPage {
-            buf,
-            num_values,
-            encoding,
-            is_sorted,
-        },
-    })
+    // The page as stored, its bytes (and a v2 page's flag, above) now decompressed.
+    *buf = Bytes::from(out);
+    Ok(page)
 }
 
 /// Runs `f` with this thread's codec for `codec`, made on first use.
