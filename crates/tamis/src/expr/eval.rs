@@ -343,6 +343,9 @@ pub(crate) trait Dense {
     fn len(&self) -> usize;
     /// Bit `i` set iff `pred(value i)`, 64 results per word, without branches on the results.
     fn pack(&self, pred: impl FnMut(Self::Item) -> bool) -> Bitmap;
+    /// [`Dense::pack`] for a comparison against a literal: vectorized where the CPU allows
+    /// ([`kernels::pack`](crate::kernels::pack)).
+    fn pack_cmp(&self, pred: impl FnMut(Self::Item) -> bool) -> Bitmap;
 }
 
 impl<T: Copy> Dense for &[T] {
@@ -351,38 +354,16 @@ impl<T: Copy> Dense for &[T] {
         <[T]>::len(self)
     }
     #[inline]
-    fn pack(&self, mut pred: impl FnMut(T) -> bool) -> Bitmap {
-        let mut words = Vec::with_capacity(self.len().div_ceil(64));
-        for chunk in self.chunks(64) {
-            let mut w = 0u64;
-            for (j, &v) in chunk.iter().enumerate() {
-                w |= (pred(v) as u64) << j;
-            }
-            words.push(w);
-        }
-        Bitmap::from_words(words, <[T]>::len(self))
+    fn pack(&self, pred: impl FnMut(T) -> bool) -> Bitmap {
+        Bitmap::from_words(pack::slice_with(false, self, pred), <[T]>::len(self))
+    }
+    #[inline]
+    fn pack_cmp(&self, pred: impl FnMut(T) -> bool) -> Bitmap {
+        Bitmap::from_words(pack::slice_with(pack::wide(), self, pred), <[T]>::len(self))
     }
 }
 
-/// A fixed-width little-endian physical type as PLAIN stores it.
-pub(crate) trait FromLe: Copy {
-    const WIDTH: usize;
-    /// `bytes` is exactly `WIDTH` long.
-    fn from_le(bytes: &[u8]) -> Self;
-}
-
-macro_rules! from_le {
-    ($($t:ty),*) => {$(
-        impl FromLe for $t {
-            const WIDTH: usize = std::mem::size_of::<$t>();
-            #[inline(always)]
-            fn from_le(bytes: &[u8]) -> Self {
-                <$t>::from_le_bytes(bytes.try_into().expect("chunks_exact(WIDTH)"))
-            }
-        }
-    )*};
-}
-from_le!(i32, i64, f32, f64);
+pub(crate) use crate::kernels::pack::{self, FromLe};
 
 /// `n` PLAIN values of a fixed-width type at the start of a page, compared where they lie:
 /// no decode buffer, one pass over the page bytes.
@@ -411,16 +392,15 @@ impl<T: FromLe> Dense for LeBytes<'_, T> {
         self.n
     }
     #[inline]
-    fn pack(&self, mut pred: impl FnMut(T) -> bool) -> Bitmap {
-        let mut words = Vec::with_capacity(self.n.div_ceil(64));
-        for chunk in self.bytes.chunks(64 * T::WIDTH) {
-            let mut w = 0u64;
-            for (j, v) in chunk.chunks_exact(T::WIDTH).enumerate() {
-                w |= (pred(T::from_le(v)) as u64) << j;
-            }
-            words.push(w);
-        }
-        Bitmap::from_words(words, self.n)
+    fn pack(&self, pred: impl FnMut(T) -> bool) -> Bitmap {
+        Bitmap::from_words(pack::le_with(false, self.bytes, self.n, pred), self.n)
+    }
+    #[inline]
+    fn pack_cmp(&self, pred: impl FnMut(T) -> bool) -> Bitmap {
+        Bitmap::from_words(
+            pack::le_with(pack::wide(), self.bytes, self.n, pred),
+            self.n,
+        )
     }
 }
 
@@ -459,12 +439,12 @@ fn ord_kernel<D: Dense, K: Ord + Copy>(
         KeyOp::Cmp(c, lit) => {
             let lit = *lit;
             match c {
-                CmpOp::Eq => vals.pack(|v| key(v) == lit),
-                CmpOp::NotEq => vals.pack(|v| key(v) != lit),
-                CmpOp::Lt => vals.pack(|v| key(v) < lit),
-                CmpOp::LtEq => vals.pack(|v| key(v) <= lit),
-                CmpOp::Gt => vals.pack(|v| key(v) > lit),
-                CmpOp::GtEq => vals.pack(|v| key(v) >= lit),
+                CmpOp::Eq => vals.pack_cmp(|v| key(v) == lit),
+                CmpOp::NotEq => vals.pack_cmp(|v| key(v) != lit),
+                CmpOp::Lt => vals.pack_cmp(|v| key(v) < lit),
+                CmpOp::LtEq => vals.pack_cmp(|v| key(v) <= lit),
+                CmpOp::Gt => vals.pack_cmp(|v| key(v) > lit),
+                CmpOp::GtEq => vals.pack_cmp(|v| key(v) >= lit),
             }
         }
         KeyOp::In(list, neg) => {
@@ -486,8 +466,8 @@ fn float_kernel<D: Dense>(vals: D, key: impl Fn(D::Item) -> f64, op: &KeyOp<f64>
             let lit = *lit;
             if lit.is_nan() {
                 match c {
-                    CmpOp::Eq | CmpOp::GtEq => vals.pack(|v| key(v).is_nan()),
-                    CmpOp::NotEq | CmpOp::Lt => vals.pack(|v| !key(v).is_nan()),
+                    CmpOp::Eq | CmpOp::GtEq => vals.pack_cmp(|v| key(v).is_nan()),
+                    CmpOp::NotEq | CmpOp::Lt => vals.pack_cmp(|v| !key(v).is_nan()),
                     CmpOp::LtEq => Bitmap::new_set(vals.len()),
                     CmpOp::Gt => Bitmap::new_zeroed(vals.len()),
                 }
@@ -495,15 +475,15 @@ fn float_kernel<D: Dense>(vals: D, key: impl Fn(D::Item) -> f64, op: &KeyOp<f64>
                 // IEEE comparisons already treat -0.0 == 0.0 and NaN as unordered; only NaN
                 // being greatest needs care.
                 match c {
-                    CmpOp::Eq => vals.pack(|v| key(v) == lit),
-                    CmpOp::NotEq => vals.pack(|v| key(v) != lit),
-                    CmpOp::Lt => vals.pack(|v| key(v) < lit),
-                    CmpOp::LtEq => vals.pack(|v| key(v) <= lit),
-                    CmpOp::Gt => vals.pack(|v| {
+                    CmpOp::Eq => vals.pack_cmp(|v| key(v) == lit),
+                    CmpOp::NotEq => vals.pack_cmp(|v| key(v) != lit),
+                    CmpOp::Lt => vals.pack_cmp(|v| key(v) < lit),
+                    CmpOp::LtEq => vals.pack_cmp(|v| key(v) <= lit),
+                    CmpOp::Gt => vals.pack_cmp(|v| {
                         let x = key(v);
                         x > lit || x.is_nan()
                     }),
-                    CmpOp::GtEq => vals.pack(|v| {
+                    CmpOp::GtEq => vals.pack_cmp(|v| {
                         let x = key(v);
                         x >= lit || x.is_nan()
                     }),

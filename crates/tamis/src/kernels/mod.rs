@@ -13,6 +13,7 @@
 //! | `lookup`        | packed dictionary codes → bitmap of `table[code]` (AVX-512 only)| T5    |
 //! | `lookup_bits`   | the same for 9–16-bit codes against a bitset (AVX-512 gather)   | T5    |
 //! | `take_short`    | short dictionary strings by code → Arrow array ([`gather`])     | —     |
+//! | [`pack`]        | a comparison per value → bitmap, compiled for AVX2 too          | —     |
 //!
 //! Paths, chosen once per process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see
 //! [`kernels`] and [`describe`]:
@@ -44,6 +45,7 @@ mod bits;
 #[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
 pub mod bmi2;
 pub mod gather;
+pub mod pack;
 pub mod portable;
 pub mod scalar;
 #[cfg(test)]
