@@ -385,6 +385,7 @@ impl ExecutionPlan for TamisExec {
         let errors = tx.clone();
         // Runs on the partition's own thread, started when DataFusion first asks for rows: a
         // hash join asks only once its build side is complete, so its dynamic filter is final.
+        let local = dataset.plan().files.iter().all(|f| !f.file.is_remote());
         let run = move || -> Result<()> {
             let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
             let mut runtime = 0;
@@ -412,20 +413,46 @@ impl ExecutionPlan for TamisExec {
                 .map_err(df_error)?;
             shared.set(stream.canceller());
             let mut rows = 0u64;
-            for batch in &mut stream {
-                let batch = batch.map_err(df_error)?;
+            let (mut failed, mut gone) = (None, false);
+            let mut forward = |batch: tamis_arrow::array::RecordBatch| {
                 rows += batch.num_rows() as u64;
-                let batch = if out_schema.fields().is_empty() {
+                let crossed = if out_schema.fields().is_empty() {
                     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-                    RecordBatch::try_new_with_options(out_schema.clone(), vec![], &options)?
+                    RecordBatch::try_new_with_options(out_schema.clone(), vec![], &options)
+                        .map_err(Into::into)
                 } else {
-                    crate::cross::batch_to_datafusion(&batch, &out_schema)?
+                    crate::cross::batch_to_datafusion(&batch, &out_schema)
                 };
-                if tx.blocking_send(Ok(batch)).is_err() {
-                    // The consumer is gone: stop the scan.
-                    stream.canceller().cancel();
-                    return Ok(());
+                match crossed {
+                    // A send fails once the consumer is gone: stop the scan.
+                    Ok(batch) => {
+                        gone = tx.blocking_send(Ok(batch)).is_err();
+                        !gone
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
                 }
+            };
+            if local {
+                // On this thread, a range ahead of the consumer at most (the bounded channel
+                // paces it): DataFusion's operators read the rows while they are in cache.
+                stream.drive(&mut forward).map_err(df_error)?;
+            } else {
+                // Remote reads overlap with the consumer on the scan's own worker.
+                for batch in &mut stream {
+                    if !forward(batch.map_err(df_error)?) {
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if gone {
+                stream.canceller().cancel();
+                return Ok(());
             }
             metrics.record(&stream.metrics(), rows, runtime);
             Ok(())

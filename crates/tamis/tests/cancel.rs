@@ -66,3 +66,65 @@ fn a_cancelled_scan_ends_with_a_cancelled_error() {
         .sum();
     assert_eq!(rows, 1_500);
 }
+
+/// `ScanStream::drive`: every row in order, a limit, a consumer that stops, and a cancel from
+/// another thread (a `Cancelled` error, not a quiet end).
+#[test]
+fn a_driven_scan_stops_when_told_and_says_when_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(dir.path());
+    let values = |batches: &[RecordBatch]| -> Vec<i64> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                let x = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                x.values().to_vec()
+            })
+            .collect()
+    };
+    let driven = |limit: Option<usize>, stop_after: usize| {
+        let mut stream = tamis::Scan::open(&path)
+            .unwrap()
+            .filter("x < 30000 OR x >= 90000")
+            .unwrap()
+            .batch_size(700)
+            .limit(limit)
+            .batches()
+            .unwrap();
+        let mut got = Vec::new();
+        stream
+            .drive(|b| {
+                got.push(b);
+                got.len() < stop_after
+            })
+            .map(|()| got)
+    };
+    let all = values(&driven(None, usize::MAX).unwrap());
+    let want: Vec<i64> = (0..100_000)
+        .filter(|x| *x < 30_000 || *x >= 90_000)
+        .collect();
+    assert_eq!(all, want);
+    let limited = values(&driven(Some(1_234), usize::MAX).unwrap());
+    assert_eq!(limited, all[..1_234]);
+    // The consumer stops after two batches: nothing more is made.
+    assert_eq!(driven(None, 2).unwrap().len(), 2);
+    // Cancelled by another thread while it runs.
+    let mut stream = tamis::Scan::open(&path).unwrap().batches().unwrap();
+    let canceller = stream.canceller();
+    let mut seen = 0;
+    let e = stream
+        .drive(|_| {
+            seen += 1;
+            if seen == 3 {
+                let c = canceller.clone();
+                std::thread::spawn(move || c.cancel()).join().unwrap();
+            }
+            true
+        })
+        .unwrap_err();
+    assert_eq!(e.kind, tamis::ErrorKind::Cancelled, "{e}");
+    // A stream already iterated cannot be driven.
+    let mut stream = tamis::Scan::open(&path).unwrap().batches().unwrap();
+    stream.next().unwrap().unwrap();
+    assert!(stream.drive(|_| true).is_err());
+}

@@ -1257,8 +1257,10 @@ fn check(
         .clone()
         .unwrap_or_else(|| f.cols.iter().map(|c| c.name.clone()).collect());
     let want = project(&want, &names);
-    // Row groups handed on whole, or in ranges that cut pages and bitmap words.
+    // Row groups handed on whole, or in ranges that cut pages and bitmap words; iterated, or
+    // driven on this thread (as the DataFusion provider does for local files).
     let range_rows = [None, Some(64), Some(129), Some(1000)][sql.len() % 4];
+    let drive = sql.len() % 3 == 1;
     let req = Req {
         filter: Some(sql),
         select: proj.clone(),
@@ -1268,10 +1270,11 @@ fn check(
         range_rows,
         filter_order: Some(order),
         evaluation: Some(evaluation),
+        drive,
     };
     let report = |what: String| {
         Some(format!(
-            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
+            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, drive {drive}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
         ))
     };
     match tamis_scan(f.path.to_str().unwrap(), &req) {

@@ -621,6 +621,48 @@ struct Shared {
     cancelled: Arc<AtomicBool>,
 }
 
+impl Shared {
+    /// Row group `rg` of file `fi`, its batches handed to `emit` as they are made (until it
+    /// returns false); a panic inside becomes an internal error naming the row group.
+    fn run_row_group(
+        &self,
+        fi: usize,
+        rg: usize,
+        file: &OpenedFile,
+        reader: &Reader,
+        ordinal: usize,
+        emit: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<()> {
+        let plan = &self.files[fi];
+        let job = RowGroupJob {
+            file,
+            reader,
+            needed_leaves: &plan.needed_leaves,
+            rg,
+            predicate: plan.predicate.as_ref(),
+            output: &plan.output,
+            schema: &self.schema,
+            metrics: &self.metrics,
+            planner: &self.planner,
+            ordinal,
+            pruning: self.pruning,
+            memory_limit: self.memory_limit,
+            range_rows: self.range_rows,
+            index_dir: self.index_dir.as_deref().map(|d| d.as_path()),
+            broken_index: self.broken_index,
+        };
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job, emit)))
+                .unwrap_or_else(|_| {
+                    Err(Error::internal("a row-group task panicked")
+                        .in_row_group(rg)
+                        .in_file(file.name()))
+                });
+        self.done.fetch_add(1, Relaxed);
+        result
+    }
+}
+
 /// Record batches of a running scan, in file order. Metrics are complete once it is exhausted.
 pub struct ScanStream {
     shared: Arc<Shared>,
@@ -726,39 +768,74 @@ impl ScanStream {
                     let _ = tx.send(Ok(None));
                     return;
                 }
-                let plan = &shared.files[fi];
-                let file = file.as_ref();
-                let job = RowGroupJob {
-                    file,
-                    reader: &reader,
-                    needed_leaves: &plan.needed_leaves,
-                    rg,
-                    predicate: plan.predicate.as_ref(),
-                    output: &plan.output,
-                    schema: &shared.schema,
-                    metrics: &shared.metrics,
-                    planner: &shared.planner,
-                    ordinal,
-                    pruning: shared.pruning,
-                    memory_limit: shared.memory_limit,
-                    range_rows: shared.range_rows,
-                    index_dir: shared.index_dir.as_deref().map(|d| d.as_path()),
-                    broken_index: shared.broken_index,
-                };
                 let mut emit = |batch| tx.send(Ok(Some(batch))).is_ok();
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    scan_row_group(&job, &mut emit)
-                }))
-                .unwrap_or_else(|_| {
-                    Err(Error::internal("a row-group task panicked")
-                        .in_row_group(rg)
-                        .in_file(file.name()))
-                });
-                shared.done.fetch_add(1, Relaxed);
+                let result = shared.run_row_group(fi, rg, &file, &reader, ordinal, &mut emit);
                 let _ = tx.send(result.map(|()| None));
             });
             self.in_flight.push_back(rx);
         }
+    }
+
+    /// Runs the scan on the calling thread, handing each batch to `emit` as soon as it is made
+    /// (`emit` returns false to stop early), instead of iterating. The iterator lets its
+    /// worker pool decode up to two row groups per worker ahead of the consumer; this decodes
+    /// at most one range of a row group (see [`Scan::range_rows`]) ahead of `emit`, so a
+    /// consumer that paces itself (a bounded channel) reads rows still in cache. The row groups
+    /// run one after another on one of the scan's threads, so reads are not overlapped with the
+    /// consumer's work: meant for local files. Call it on a fresh stream, before any `next`.
+    pub fn drive(&mut self, mut emit: impl FnMut(RecordBatch) -> bool + Send) -> Result<()> {
+        if !self.in_flight.is_empty() || !self.ready.is_empty() {
+            return Err(Error::internal("ScanStream::drive after next"));
+        }
+        let shared = self.shared.clone();
+        let (batch_size, schema) = (self.batch_size, self.schema.clone());
+        let mut pieces = VecDeque::new();
+        while let Some((fi, rg)) = self.pending.pop_front() {
+            if self.remaining == Some(0) {
+                break;
+            }
+            if shared.cancelled.load(Relaxed) {
+                self.finish();
+                return Err(crate::io::cancelled());
+            }
+            let ordinal = self.total - self.pending.len() - 1;
+            let (file, reader) = match self.file(fi) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.finish();
+                    return Err(e);
+                }
+            };
+            let (pool, remaining) = (&self.pool, &mut self.remaining);
+            let (mut failed, mut stopped) = (None, false);
+            // On the scan's one-worker pool (this thread waits): what the row group runs in
+            // parallel inside (reads) stays within the scan's threads.
+            let result = pool.install(|| {
+                shared.run_row_group(fi, rg, &file, &reader, ordinal, &mut |batch| {
+                    if let Err(e) = fitted_pieces(batch, batch_size, &schema, &mut pieces) {
+                        failed = Some(e);
+                        return false;
+                    }
+                    while let Some(piece) = pieces.pop_front() {
+                        let taken = within_limit(remaining, piece);
+                        if !taken.is_some_and(&mut emit) {
+                            stopped = true;
+                            return false;
+                        }
+                    }
+                    true
+                })
+            });
+            if let Some(e) = failed.or(result.err()) {
+                self.finish();
+                return Err(e);
+            }
+            if stopped {
+                break;
+            }
+        }
+        self.finish();
+        Ok(())
     }
 
     fn finish(&mut self) {
@@ -795,19 +872,10 @@ impl Iterator for ScanStream {
                 return Some(Err(crate::io::cancelled()));
             }
             if let Some(batch) = self.ready.pop_front() {
-                let batch = match &mut self.remaining {
-                    Some(r) if batch.num_rows() > *r => {
-                        let b = batch.slice(0, *r);
-                        *r = 0;
-                        b
-                    }
-                    Some(r) => {
-                        *r -= batch.num_rows();
-                        batch
-                    }
-                    None => batch,
-                };
-                return Some(Ok(batch));
+                if let Some(batch) = within_limit(&mut self.remaining, batch) {
+                    return Some(Ok(batch));
+                }
+                continue;
             }
             self.spawn_more();
             let Some(rx) = self.in_flight.front() else {
@@ -820,15 +888,11 @@ impl Iterator for ScanStream {
             }
             match received {
                 Ok(Ok(Some(batch))) => {
-                    let mut offset = 0;
-                    while offset < batch.num_rows() {
-                        let n = self.batch_size.min(batch.num_rows() - offset);
-                        let piece = batch.slice(offset, n);
-                        if let Err(e) = fit::push_fitted(piece, &self.schema, &mut self.ready) {
-                            self.finish();
-                            return Some(Err(e));
-                        }
-                        offset += n;
+                    let fitted =
+                        fitted_pieces(batch, self.batch_size, &self.schema, &mut self.ready);
+                    if let Err(e) = fitted {
+                        self.finish();
+                        return Some(Err(e));
                     }
                 }
                 Ok(Ok(None)) => {}
@@ -854,6 +918,40 @@ pub struct Canceller {
 impl Canceller {
     pub fn cancel(&self) {
         self.shared.cancelled.store(true, Relaxed);
+    }
+}
+
+/// `batch` cut into pieces of at most `batch_size` rows, each fitted to `schema`, appended to
+/// `out`.
+fn fitted_pieces(
+    batch: RecordBatch,
+    batch_size: usize,
+    schema: &SchemaRef,
+    out: &mut VecDeque<RecordBatch>,
+) -> Result<()> {
+    let mut offset = 0;
+    while offset < batch.num_rows() {
+        let n = batch_size.min(batch.num_rows() - offset);
+        fit::push_fitted(batch.slice(offset, n), schema, out)?;
+        offset += n;
+    }
+    Ok(())
+}
+
+/// `batch`, cut to the rows the limit still allows (`None` once it allows none).
+fn within_limit(remaining: &mut Option<usize>, batch: RecordBatch) -> Option<RecordBatch> {
+    match remaining {
+        Some(0) => None,
+        Some(r) if batch.num_rows() > *r => {
+            let b = batch.slice(0, *r);
+            *r = 0;
+            Some(b)
+        }
+        Some(r) => {
+            *r -= batch.num_rows();
+            Some(batch)
+        }
+        None => Some(batch),
     }
 }
 

@@ -52,6 +52,8 @@ pub struct Req<'a> {
     pub filter_order: Option<tamis::FilterOrder>,
     /// `None`: the default (`Auto`).
     pub evaluation: Option<tamis::Evaluation>,
+    /// Run the scan on the calling thread (`ScanStream::drive`) rather than iterate it.
+    pub drive: bool,
 }
 
 /// Runs tamis; returns the concatenated batches and the metrics.
@@ -82,8 +84,15 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     let mut stream = scan.batches()?;
     let schema = stream.schema();
     let mut batches = Vec::new();
-    for b in &mut stream {
-        batches.push(b?);
+    if req.drive {
+        stream.drive(|b| {
+            batches.push(b);
+            true
+        })?;
+    } else {
+        for b in &mut stream {
+            batches.push(b?);
+        }
     }
     let m = stream.metrics();
     let batch = concat_batches(&schema, &batches).expect("tamis batches concatenate");
