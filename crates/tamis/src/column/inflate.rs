@@ -8,21 +8,19 @@
 //! the sizes from their headers, which the fetch path has already checked against the codec
 //! and the memory budget (`pages::check_page_header`).
 //!
-//! The decompressed bytes go into buffers of earlier pages, returned here when their page is
-//! dropped ([`Recycled`]): a fresh buffer costs a page fault per 4 KiB (or a zeroed huge page)
-//! once the allocator has handed its memory back to the system, and the `parquet` crate's
-//! Snappy codec zero-fills its output before writing it (15% of a scan of Snappy pages
-//! together). Snappy is therefore decompressed with `snap` directly, into the reused bytes.
+//! The decompressed bytes go into buffers of earlier pages ([`crate::io::recycle`]), and the
+//! `parquet` crate's Snappy codec zero-fills its output before writing it, so Snappy is
+//! decompressed with `snap` directly, into the reused bytes (with the fresh-buffer page faults,
+//! 15% of a scan of Snappy pages).
 
 use std::cell::RefCell;
-use std::sync::Mutex;
 
-use bytes::Bytes;
 use parquet::basic::Compression;
 use parquet::column::page::Page;
 use parquet::compression::{create_codec, Codec, CodecOptions};
 
 use crate::error::{Error, Result};
+use crate::io::recycle;
 use crate::scan::thrift_guard::PageSizes;
 
 thread_local! {
@@ -71,7 +69,7 @@ pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) ->
     if levels > buf.len() || levels > uncompressed {
         return Err(Error::corrupt("a v2 page's levels run past the page"));
     }
-    let mut out = take(uncompressed);
+    let mut out = recycle::take(uncompressed);
     let written = if codec == Compression::SNAPPY {
         // Into bytes already written (no zero-filling but for a buffer that grows); only
         // `..uncompressed` is the page's.
@@ -105,55 +103,8 @@ pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) ->
         )));
     }
     // The page as stored, its bytes (and a v2 page's flag, above) now decompressed.
-    *buf = Bytes::from_owner(Recycled {
-        buf: out,
-        len: uncompressed,
-    });
+    *buf = recycle::bytes(out, uncompressed);
     Ok(page)
-}
-
-/// Decompressed pages' buffers waiting for the next pages, at most [`POOL_BYTES`] in all: what a
-/// few row groups' pages in flight take, so memory is not held beyond what the scan had in use.
-static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-const POOL_BYTES: usize = 64 << 20;
-const POOL_BUFFERS: usize = 256;
-
-/// A buffer for a page of `len` bytes: the smallest pooled one that holds it without wasting
-/// more than its own size again, or a new one.
-fn take(len: usize) -> Vec<u8> {
-    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let fits = |b: &Vec<u8>| b.capacity() >= len && b.capacity() / 2 <= len.max(4096);
-    let best = (0..pool.len())
-        .filter(|&i| fits(&pool[i]))
-        .min_by_key(|&i| pool[i].capacity());
-    match best {
-        Some(i) => pool.swap_remove(i),
-        None => Vec::with_capacity(len),
-    }
-}
-
-/// A decompressed page's bytes (`buf[..len]`); its buffer goes back to the pool when the last
-/// `Bytes` of the page is dropped.
-struct Recycled {
-    buf: Vec<u8>,
-    len: usize,
-}
-
-impl AsRef<[u8]> for Recycled {
-    fn as_ref(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl Drop for Recycled {
-    fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.buf);
-        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let held: usize = pool.iter().map(Vec::capacity).sum();
-        if pool.len() < POOL_BUFFERS && held + buf.capacity() <= POOL_BYTES {
-            pool.push(buf);
-        }
-    }
 }
 
 /// Runs `f` with this thread's codec for `codec`, made on first use.
@@ -176,6 +127,7 @@ fn with_codec<T>(codec: Compression, f: impl FnOnce(&mut dyn Codec) -> T) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use parquet::basic::{Encoding, GzipLevel, ZstdLevel};
 
     fn compress(codec: Compression, data: &[u8]) -> Vec<u8> {

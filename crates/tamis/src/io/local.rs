@@ -65,26 +65,45 @@ impl LocalFile {
     /// would cost a pass over every byte read (Q6 on SF1: 35 MiB).
     fn read_one(&self, r: &Range<u64>) -> Result<Bytes> {
         let len = (r.end - r.start) as usize;
-        let mut buf: Vec<u8> = Vec::with_capacity(len);
-        while buf.len() < len {
-            let at = r.start + buf.len() as u64;
-            // `spare_capacity` reads into the unused capacity and then extends `buf` by what
-            // was read; a larger capacity than asked only reads past `r`, dropped below.
-            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
-                Ok(0) => {
-                    let e = std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        format!("the file ends before byte {}", r.end),
-                    );
-                    return Err(Error::from(e).in_file(&self.location));
-                }
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(Error::from(std::io::Error::from(e)).in_file(&self.location)),
+        // A dropped read's or page's buffer when one fits: memory already mapped, so no page
+        // faults (see `recycle`).
+        let mut buf = super::recycle::take(len);
+        if buf.is_empty() && buf.capacity() == len {
+            // A new buffer: read into its unused capacity, never written first.
+            while buf.len() < len {
+                let at = r.start + buf.len() as u64;
+                let read =
+                    rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at);
+                self.count(read, r)?;
+            }
+        } else {
+            // A recycled one: read over the bytes written before (only a part it grows by is
+            // zeroed first).
+            buf.resize(len, 0);
+            let mut done = 0;
+            while done < len {
+                let read = rustix::io::pread(&self.file, &mut buf[done..], r.start + done as u64);
+                done += self.count(read, r)?;
             }
         }
-        buf.truncate(len);
-        Ok(Bytes::from(buf))
+        Ok(super::recycle::bytes(buf, len))
+    }
+
+    /// The bytes one `pread` of `r` read (0 when interrupted, to retry); the file ending before
+    /// `r` does is an error.
+    fn count(&self, read: rustix::io::Result<usize>, r: &Range<u64>) -> Result<usize> {
+        match read {
+            Ok(0) => {
+                let e = std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("the file ends before byte {}", r.end),
+                );
+                Err(Error::from(e).in_file(&self.location))
+            }
+            Ok(n) => Ok(n),
+            Err(rustix::io::Errno::INTR) => Ok(0),
+            Err(e) => Err(Error::from(std::io::Error::from(e)).in_file(&self.location)),
+        }
     }
 }
 

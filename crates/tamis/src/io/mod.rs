@@ -13,6 +13,7 @@ pub mod local;
 pub mod location;
 pub mod memory;
 pub mod object;
+pub(crate) mod recycle;
 
 use std::fmt;
 use std::ops::Range;
