@@ -28,6 +28,7 @@ use datafusion::physical_plan::{
 use crate::df_error;
 use crate::dynamic::{convert_dynamic, KeyFilters};
 use crate::stats::TableStats;
+use crate::tap::KeyTap;
 
 /// Batches in flight between a partition's scan thread and DataFusion.
 const CHANNEL_BATCHES: usize = 2;
@@ -38,6 +39,9 @@ type Part = Vec<(String, Range<usize>)>;
 /// DataFusion's `FilterExec` default selectivity (percent of rows kept) for a predicate its
 /// interval analysis cannot bound.
 const FILTER_SELECTIVITY_PERCENT: usize = 20;
+
+/// A column of the scan and the build side whose keys it probes.
+type Tapped = (String, Arc<KeyTap>);
 
 /// Scans a tamis dataset: projection, filter and limit pushed into the scan.
 pub struct TamisExec {
@@ -56,6 +60,8 @@ pub struct TamisExec {
     runtime_filters: bool,
     /// Join-key Bloom filters shared by the table's scans.
     key_filters: Arc<KeyFilters>,
+    /// Build sides whose keys this scan probes, by column ([`crate::tap`]); shared by clones.
+    taps: Arc<Mutex<Vec<Tapped>>>,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
 }
@@ -74,6 +80,7 @@ impl Clone for TamisExec {
             dynamic: self.dynamic.clone(),
             runtime_filters: self.runtime_filters,
             key_filters: self.key_filters.clone(),
+            taps: self.taps.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
             properties: self.properties.clone(),
         }
@@ -126,9 +133,22 @@ impl TamisExec {
             dynamic: Vec::new(),
             runtime_filters: table.runtime_filters,
             key_filters: table.key_filters.clone(),
+            taps: Arc::default(),
             metrics: ExecutionPlanMetricsSet::new(),
             properties,
         })
+    }
+
+    /// Has this scan probe the keys `tap` collects from a join's build side, on output column
+    /// `index` (see [`crate::tap`]). Nothing when runtime filters are off.
+    pub fn add_tap(&self, index: usize, tap: Arc<KeyTap>) {
+        if !self.runtime_filters {
+            return;
+        }
+        let name = self.schema.field(index).name().clone();
+        if let Ok(mut taps) = self.taps.lock() {
+            taps.push((name, tap));
+        }
     }
 
     /// The tamis filter pushed into the scan, as SQL text.
@@ -386,6 +406,8 @@ impl ExecutionPlan for TamisExec {
         // Runs on the partition's own thread, started when DataFusion first asks for rows: a
         // hash join asks only once its build side is complete, so its dynamic filter is final.
         let local = dataset.plan().files.iter().all(|f| !f.file.is_remote());
+        let taps: Vec<(String, Arc<KeyTap>)> =
+            self.taps.lock().map(|t| t.clone()).unwrap_or_default();
         let run = move || -> Result<()> {
             let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
             let mut runtime = 0;
@@ -395,6 +417,18 @@ impl ExecutionPlan for TamisExec {
                 };
                 // A filter that does not bind to the files (a type tamis reads otherwise) is
                 // left to the join.
+                if tamis::expr::bind::bind(&e, &dataset.plan().leaves).is_ok() {
+                    parts.push(e);
+                    runtime += 1;
+                }
+            }
+            // Build sides too large for a key list: their keys as a Bloom filter, when the
+            // join has collected them all.
+            for (name, tap) in &taps {
+                let Some(f) = tap.filter(name, crate::sql::RUNTIME_FILTER_MAX_KEYS) else {
+                    continue;
+                };
+                let e = tamis::expr::tree::col(name).in_keys(f);
                 if tamis::expr::bind::bind(&e, &dataset.plan().leaves).is_ok() {
                     parts.push(e);
                     runtime += 1;

@@ -27,6 +27,7 @@ mod exec;
 pub mod rules;
 pub mod sql;
 mod stats;
+pub mod tap;
 
 use std::fmt;
 use std::sync::Arc;

@@ -25,12 +25,16 @@ use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::AggregateExec;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::coop::CooperativeExec;
+use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
+use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
 use datafusion::physical_plan::ExecutionPlan;
 
+use crate::tap::{tappable, KeyTap, KeyTapExec};
 use crate::TamisExec;
 
 /// Makes an aggregate grouped by an inner or semi join's key the join's probe side (see the
@@ -130,4 +134,99 @@ fn scan_rows(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
         [child] => scan_rows(child),
         _ => None,
     }
+}
+
+/// Taps the build side of an inner or semi hash join on one key column so that the probe
+/// side's tamis scan can probe the build side's keys even when they are too many for the
+/// join's dynamic filter to list (see [`crate::tap`]). Runs after [`ProbeAggregates`].
+#[derive(Debug, Default)]
+pub struct TapBuildKeys;
+
+impl PhysicalOptimizerRule for TapBuildKeys {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !config.optimizer.enable_join_dynamic_filter_pushdown {
+            return Ok(plan);
+        }
+        plan.transform_up(|node| {
+            let Some(join) = node.downcast_ref::<HashJoinExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            // The joins whose probe rows without a match are dropped.
+            if !matches!(
+                join.join_type(),
+                JoinType::Inner | JoinType::LeftSemi | JoinType::RightSemi
+            ) || join.left().downcast_ref::<KeyTapExec>().is_some()
+            {
+                return Ok(Transformed::no(node));
+            }
+            let [(build_key, probe_key)] = join.on() else {
+                return Ok(Transformed::no(node));
+            };
+            let (Some(build), Some(probe)) = (
+                build_key.downcast_ref::<Column>(),
+                probe_key.downcast_ref::<Column>(),
+            ) else {
+                return Ok(Transformed::no(node));
+            };
+            let build_schema = join.left().schema();
+            if !tappable(build_schema.field(build.index()).data_type()) {
+                return Ok(Transformed::no(node));
+            }
+            let Some((scan, column)) = probe_scan(join.right(), probe.index()) else {
+                return Ok(Transformed::no(node));
+            };
+            let tap = Arc::new(KeyTap::default());
+            let left: Arc<dyn ExecutionPlan> = Arc::new(KeyTapExec::new(
+                join.left().clone(),
+                build.index(),
+                tap.clone(),
+            ));
+            let right = join.right().clone();
+            scan.add_tap(column, tap);
+            Ok(Transformed::yes(node.clone().replace_children(
+                vec![left, right],
+                ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
+            )?))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "tamis_tap_build_keys"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// The tamis scan that output column `index` of `plan` comes from, unchanged, through operators
+/// that only drop, move or rename rows (projections of columns, filters, repartitions), and the
+/// scan's output column.
+fn probe_scan(plan: &Arc<dyn ExecutionPlan>, index: usize) -> Option<(&TamisExec, usize)> {
+    if let Some(scan) = plan.downcast_ref::<TamisExec>() {
+        return Some((scan, index));
+    }
+    if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
+        let column = p.expr().get(index)?.expr.downcast_ref::<Column>()?.index();
+        return probe_scan(p.input(), column);
+    }
+    if let Some(f) = plan.downcast_ref::<FilterExec>() {
+        let column = match f.projection() {
+            Some(p) => *p.get(index)?,
+            None => index,
+        };
+        return probe_scan(f.input(), column);
+    }
+    let passes = plan.downcast_ref::<RepartitionExec>().is_some()
+        || plan.downcast_ref::<CoalescePartitionsExec>().is_some()
+        || plan.downcast_ref::<CooperativeExec>().is_some();
+    if passes {
+        return probe_scan(plan.children().first()?, index);
+    }
+    None
 }

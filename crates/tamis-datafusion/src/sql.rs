@@ -9,7 +9,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use tamis_arrow::array::RecordBatch;
 use tamis_arrow::datatypes::SchemaRef;
 
-use crate::rules::ProbeAggregates;
+use crate::rules::{ProbeAggregates, TapBuildKeys};
 use crate::TamisTable;
 
 /// One clear line from a DataFusion error (its messages may span lines).
@@ -81,6 +81,7 @@ pub fn session(threads: usize, runtime_filters: bool) -> SessionContext {
         .position(|r| r.name() == "join_selection")
         .map_or(0, |i| i + 1);
     rules.insert(at, Arc::new(ProbeAggregates));
+    rules.insert(at + 1, Arc::new(TapBuildKeys));
     let state = SessionStateBuilder::new()
         .with_config(config(threads, runtime_filters))
         .with_default_features()

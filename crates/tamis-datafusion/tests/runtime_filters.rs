@@ -349,3 +349,87 @@ async fn probe_aggregates_swaps_a_semi_join_built_on_an_aggregate() {
         .unwrap();
     assert_eq!(rows(&batches), query(&c.oracle, q).await);
 }
+
+/// A build side of 20 000 distinct keys, more than the join's dynamic filter lists: the build
+/// side is tapped (`tap.rs`) and the probe scan of `big` probes those keys as a Bloom filter,
+/// on integer and string keys and through a semi join; rows equal the oracle's with runtime
+/// filters on and off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let n: i64 = 100_000;
+    let k: Vec<i64> = (0..n).map(|i| (i * 7919) % n).collect();
+    let big = FileBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, false),
+            Field::new("v", DataType::Int64, false),
+        ])),
+        vec![
+            Arc::new(Int64Array::from(k.clone())) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(
+                k.iter().map(|k| format!("key-{k:06}")),
+            )),
+            Arc::new(Int64Array::from_iter_values(0..n)),
+        ],
+    )
+    .unwrap();
+    let few_keys: Vec<i64> = (0..20_000).map(|j| 5 * j).collect();
+    let few = FileBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, false),
+        ])),
+        vec![
+            Arc::new(Int64Array::from(few_keys.clone())) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(
+                few_keys.iter().map(|k| format!("key-{k:06}")),
+            )),
+        ],
+    )
+    .unwrap();
+    let path = |name: &str| dir.path().join(format!("{name}.parquet"));
+    write(&path("big"), &big, true);
+    write(&path("few"), &few, false);
+    let session = |rf: bool| {
+        let ctx = tamis_datafusion::sql::session(2, rf);
+        for name in ["big", "few"] {
+            let t = TamisTable::open(path(name).to_str().unwrap()).unwrap();
+            ctx.register_table(name, Arc::new(t.with_runtime_filters(rf)))
+                .unwrap();
+        }
+        ctx
+    };
+    let (on, off) = (session(true), session(false));
+    let oracle = tamis_datafusion::sql::session(2, false);
+    for name in ["big", "few"] {
+        let table = oracle_table(path(name).to_str().unwrap());
+        oracle.register_table(name, table).unwrap();
+    }
+    // Inner joins on integer and string keys: the probe scan of `big` keeps what may join.
+    for q in [
+        "SELECT count(*), sum(b.v) FROM big b JOIN few f ON b.k = f.k",
+        "SELECT b.v, f.s FROM big b JOIN few f ON b.s = f.s WHERE b.v < 50000",
+    ] {
+        let want = query(&oracle, q).await;
+        assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
+        assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+        assert!(fact_metric(&on, q, "runtime_filters").await >= 1, "{q}");
+        let kept = fact_metric(&on, q, "rows_selected").await;
+        assert!(
+            kept <= 30_000,
+            "{q}: 20 % of the probe rows join, {kept} selected"
+        );
+        assert!(fact_metric(&off, q, "rows_selected").await >= 50_000, "{q}");
+    }
+    // Semi and anti joins (which side is built is DataFusion's choice): the same rows.
+    for q in [
+        "SELECT count(*) FROM big b WHERE b.k IN (SELECT k FROM few)",
+        "SELECT count(*) FROM few f WHERE f.k IN (SELECT k FROM big WHERE v < 90000)",
+        "SELECT count(*) FROM big b WHERE b.k NOT IN (SELECT k FROM few)",
+    ] {
+        let want = query(&oracle, q).await;
+        assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
+        assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+    }
+}
