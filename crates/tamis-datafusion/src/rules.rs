@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{JoinType, Result};
+use datafusion::common::{JoinType, NullEquality, Result};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::AggregateExec;
@@ -155,11 +155,13 @@ impl PhysicalOptimizerRule for TapBuildKeys {
             let Some(join) = node.downcast_ref::<HashJoinExec>() else {
                 return Ok(Transformed::no(node));
             };
-            // The joins whose probe rows without a match are dropped.
+            // The joins whose probe rows without a match are dropped, where NULL matches
+            // nothing (INTERSECT joins NULL to NULL: the tap, like the filter, skips NULLs).
             if !matches!(
                 join.join_type(),
                 JoinType::Inner | JoinType::LeftSemi | JoinType::RightSemi
-            ) || join.left().downcast_ref::<KeyTapExec>().is_some()
+            ) || join.null_equality() != NullEquality::NullEqualsNothing
+                || join.left().downcast_ref::<KeyTapExec>().is_some()
             {
                 return Ok(Transformed::no(node));
             }

@@ -422,6 +422,38 @@ async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
         );
         assert!(fact_metric(&off, q, "rows_selected").await >= 50_000, "{q}");
     }
+    // INTERSECT joins NULL to NULL: a NULL key on both sides is in the answer, so such a
+    // join must not be tapped (the tap and the filter skip NULLs).
+    let with_nulls = |offset: i64| {
+        FileBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)])),
+            vec![Arc::new(Int64Array::from_iter(
+                (0..30_000).map(|i| (i % 1000 != 7).then_some(i + offset)),
+            )) as ArrayRef],
+        )
+        .unwrap()
+    };
+    write(&path("na"), &with_nulls(0), true);
+    write(&path("nb"), &with_nulls(5_000), true);
+    for ctx in [&on, &off, &oracle] {
+        for name in ["na", "nb"] {
+            let p = path(name);
+            if std::ptr::eq(ctx, &oracle) {
+                ctx.register_table(name, oracle_table(p.to_str().unwrap()))
+                    .unwrap();
+            } else {
+                let t = TamisTable::open(p.to_str().unwrap()).unwrap();
+                let rf = std::ptr::eq(ctx, &on);
+                ctx.register_table(name, Arc::new(t.with_runtime_filters(rf)))
+                    .unwrap();
+            }
+        }
+    }
+    let q = "SELECT k FROM na INTERSECT SELECT k FROM nb";
+    let want = query(&oracle, q).await;
+    assert!(want.contains(&"NULL".to_string()), "{want:?}");
+    assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
+    assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
     // Semi and anti joins (which side is built is DataFusion's choice): the same rows.
     for q in [
         "SELECT count(*) FROM big b WHERE b.k IN (SELECT k FROM few)",
