@@ -19,7 +19,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Int32Type, Int64Type};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -35,6 +35,10 @@ use tamis::expr::KeyFilter;
 /// Build sides with more rows than this give no filter: copying and hashing their keys would
 /// cost more than a probe side could save.
 pub const TAP_MAX_ROWS: usize = 1 << 22;
+
+/// Nor do string keys whose arrays hold more than this many bytes in all: the tap's copy is
+/// memory outside DataFusion's pool.
+pub const TAP_MAX_BYTES: usize = 64 << 20;
 
 /// Whether a join key of this type can be tapped (the key types [`KeyFilter`] takes).
 pub fn tappable(dt: &DataType) -> bool {
@@ -64,6 +68,8 @@ pub struct KeyTap {
 struct TapState {
     ints: Vec<i64>,
     bytes: Vec<Vec<u8>>,
+    /// The string key arrays' sizes, summed.
+    byte_len: usize,
     /// Input partitions, once known (the first `execute`), and how many have ended.
     partitions: Option<usize>,
     ended: usize,
@@ -129,17 +135,29 @@ impl KeyTap {
         if s.given_up {
             return;
         }
-        if s.ints.len() + s.bytes.len() + column.len() > TAP_MAX_ROWS {
+        let a = column.as_ref();
+        let strings = matches!(
+            a.data_type(),
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+        );
+        let bytes = if strings {
+            a.get_buffer_memory_size()
+        } else {
+            0
+        };
+        if s.ints.len() + s.bytes.len() + a.len() > TAP_MAX_ROWS
+            || s.byte_len + bytes > TAP_MAX_BYTES
+        {
             s.given_up = true;
             s.ints = Vec::new();
             s.bytes = Vec::new();
             return;
         }
-        let a = column.as_ref();
+        s.byte_len += bytes;
         match a.data_type() {
             DataType::Int64 => {
-                s.ints
-                    .extend(a.as_primitive::<Int64Type>().iter().flatten());
+                let v = a.as_primitive::<Int64Type>().iter().flatten();
+                s.ints.extend(v);
             }
             DataType::Int32 => {
                 let v = a.as_primitive::<Int32Type>().iter().flatten();
@@ -160,8 +178,8 @@ impl KeyTap {
             _ => match arrow::compute::cast(a, &DataType::Int64) {
                 // Narrow integers and dates: as i64, the way tamis widens the column.
                 Ok(w) if !matches!(a.data_type(), DataType::UInt64) => {
-                    s.ints
-                        .extend(w.as_primitive::<Int64Type>().iter().flatten());
+                    let v = w.as_primitive::<Int64Type>().iter().flatten();
+                    s.ints.extend(v);
                 }
                 _ => {
                     s.given_up = true;
