@@ -48,32 +48,26 @@ impl PhysicalOptimizerRule for ProbeAggregates {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if !config.optimizer.enable_join_dynamic_filter_pushdown {
-            return Ok(plan);
-        }
-        plan.transform_up(|node| {
-            let Some(join) = node.downcast_ref::<HashJoinExec>() else {
-                return Ok(Transformed::no(node));
-            };
+        rewrite_hash_joins(plan, config, |_, join| {
             // Inner, or the semi join DataFusion decorrelates Q17's subquery into (the
             // aggregate on the build side, the outer rows kept): swapped, a left semi join
             // whose build side is the outer rows, the aggregate probed.
             if !matches!(join.join_type(), JoinType::Inner | JoinType::RightSemi) {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             }
             // Every key of the build side must be a group key of one aggregate over a scan.
             let mut scanned_rows = None;
             for (build_key, _) in join.on() {
                 let Some(column) = build_key.downcast_ref::<Column>() else {
-                    return Ok(Transformed::no(node));
+                    return Ok(None);
                 };
                 match grouped_scan_rows(join.left(), column.index()) {
                     Some(rows) => scanned_rows = Some(rows),
-                    None => return Ok(Transformed::no(node)),
+                    None => return Ok(None),
                 }
             }
             let Some(scanned_rows) = scanned_rows else {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             };
             let probe_rows = StatisticsContext::new()
                 .compute(join.right().as_ref(), &StatisticsArgs::new())?
@@ -82,13 +76,11 @@ impl PhysicalOptimizerRule for ProbeAggregates {
                 .copied();
             match probe_rows {
                 Some(rows) if rows < scanned_rows => {
-                    let swapped = join.swap_inputs(*join.partition_mode())?;
-                    Ok(Transformed::yes(swapped))
+                    Ok(Some(join.swap_inputs(*join.partition_mode())?))
                 }
-                _ => Ok(Transformed::no(node)),
+                _ => Ok(None),
             }
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {
@@ -98,6 +90,28 @@ impl PhysicalOptimizerRule for ProbeAggregates {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+/// `plan` with `rewrite(node, join)` applied bottom-up to every hash join (`Some`: the node
+/// that replaces it), when runtime join filters are on: what both rules here share.
+fn rewrite_hash_joins(
+    plan: Arc<dyn ExecutionPlan>,
+    config: &ConfigOptions,
+    rewrite: impl Fn(&Arc<dyn ExecutionPlan>, &HashJoinExec) -> Result<Option<Arc<dyn ExecutionPlan>>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    if !config.optimizer.enable_join_dynamic_filter_pushdown {
+        return Ok(plan);
+    }
+    plan.transform_up(|node| {
+        let Some(join) = node.downcast_ref::<HashJoinExec>() else {
+            return Ok(Transformed::no(node));
+        };
+        Ok(match rewrite(&node, join)? {
+            Some(replaced) => Transformed::yes(replaced),
+            None => Transformed::no(node),
+        })
+    })
+    .map(|t| t.data)
 }
 
 /// If output column `index` of `plan` is the group key of an aggregate (without grouping sets)
@@ -148,13 +162,7 @@ impl PhysicalOptimizerRule for TapBuildKeys {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if !config.optimizer.enable_join_dynamic_filter_pushdown {
-            return Ok(plan);
-        }
-        plan.transform_up(|node| {
-            let Some(join) = node.downcast_ref::<HashJoinExec>() else {
-                return Ok(Transformed::no(node));
-            };
+        rewrite_hash_joins(plan, config, |node, join| {
             // The joins whose probe rows without a match are dropped, where NULL matches
             // nothing (INTERSECT joins NULL to NULL: the tap, like the filter, skips NULLs).
             if !matches!(
@@ -163,23 +171,23 @@ impl PhysicalOptimizerRule for TapBuildKeys {
             ) || join.null_equality() != NullEquality::NullEqualsNothing
                 || join.left().downcast_ref::<KeyTapExec>().is_some()
             {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             }
             let [(build_key, probe_key)] = join.on() else {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             };
             let (Some(build), Some(probe)) = (
                 build_key.downcast_ref::<Column>(),
                 probe_key.downcast_ref::<Column>(),
             ) else {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             };
             let build_schema = join.left().schema();
             if !tappable(build_schema.field(build.index()).data_type()) {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             }
             let Some((scan, column)) = probe_scan(join.right(), probe.index()) else {
-                return Ok(Transformed::no(node));
+                return Ok(None);
             };
             let tap = Arc::new(KeyTap::default());
             let left: Arc<dyn ExecutionPlan> = Arc::new(KeyTapExec::new(
@@ -189,12 +197,11 @@ impl PhysicalOptimizerRule for TapBuildKeys {
             ));
             let right = join.right().clone();
             scan.add_tap(column, tap);
-            Ok(Transformed::yes(node.clone().replace_children(
-                vec![left, right],
-                ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
-            )?))
+            let keep = ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute);
+            Ok(Some(
+                node.clone().replace_children(vec![left, right], keep)?,
+            ))
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {
