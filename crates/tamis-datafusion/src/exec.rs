@@ -410,30 +410,25 @@ impl ExecutionPlan for TamisExec {
             self.taps.lock().map(|t| t.clone()).unwrap_or_default();
         let run = move || -> Result<()> {
             let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
-            let mut runtime = 0;
+            // The joins' dynamic filters, then the build sides too large for a key list (their
+            // keys as a Bloom filter, once the join has collected them all).
+            let mut runtime_parts = Vec::new();
             for d in &dynamic {
-                let Some(e) = convert_dynamic(d, &table_schema, &key_filters, &ranges)? else {
-                    continue;
-                };
-                // A filter that does not bind to the files (a type tamis reads otherwise) is
-                // left to the join.
-                if tamis::expr::bind::bind(&e, &dataset.plan().leaves).is_ok() {
-                    parts.push(e);
-                    runtime += 1;
-                }
+                runtime_parts.extend(convert_dynamic(d, &table_schema, &key_filters, &ranges)?);
             }
-            // Build sides too large for a key list: their keys as a Bloom filter, when the
-            // join has collected them all.
             for (name, tap) in &taps {
-                let Some(f) = tap.filter(name, crate::sql::RUNTIME_FILTER_MAX_KEYS) else {
-                    continue;
-                };
-                let e = tamis::expr::tree::col(name).in_keys(f);
-                if tamis::expr::bind::bind(&e, &dataset.plan().leaves).is_ok() {
-                    parts.push(e);
-                    runtime += 1;
-                }
+                let keys = tap.filter(name, crate::sql::RUNTIME_FILTER_MAX_KEYS);
+                runtime_parts.extend(keys.map(|f| tamis::expr::tree::col(name).in_keys(f)));
             }
+            // A filter that does not bind to the files (a type tamis reads otherwise) is left
+            // to the join.
+            let before = parts.len();
+            parts.extend(
+                runtime_parts
+                    .into_iter()
+                    .filter(|e| tamis::expr::bind::bind(e, &dataset.plan().leaves).is_ok()),
+            );
+            let runtime = parts.len() - before;
             let scan = if parts.is_empty() {
                 scan
             } else {

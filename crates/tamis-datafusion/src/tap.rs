@@ -20,7 +20,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use arrow::array::{ArrayRef, AsArray};
-use arrow::datatypes::{DataType, Int32Type, Int64Type};
+use arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::Result;
@@ -154,37 +154,22 @@ impl KeyTap {
             return;
         }
         s.byte_len += bytes;
-        match a.data_type() {
-            DataType::Int64 => {
-                let v = a.as_primitive::<Int64Type>().iter().flatten();
-                s.ints.extend(v);
-            }
-            DataType::Int32 => {
-                let v = a.as_primitive::<Int32Type>().iter().flatten();
-                s.ints.extend(v.map(i64::from));
-            }
-            DataType::Utf8 => {
-                let v = a.as_string::<i32>().iter().flatten();
+        // Strings of every offset kind as views (no copy of their bytes), integers and dates
+        // as i64, the way tamis widens the column (`tappable` leaves out UInt64).
+        let target = if strings {
+            DataType::Utf8View
+        } else {
+            DataType::Int64
+        };
+        match arrow::compute::cast(a, &target) {
+            Ok(k) if strings => {
+                let v = k.as_string_view().iter().flatten();
                 s.bytes.extend(v.map(|x| x.as_bytes().to_vec()));
             }
-            DataType::LargeUtf8 => {
-                let v = a.as_string::<i64>().iter().flatten();
-                s.bytes.extend(v.map(|x| x.as_bytes().to_vec()));
-            }
-            DataType::Utf8View => {
-                let v = a.as_string_view().iter().flatten();
-                s.bytes.extend(v.map(|x| x.as_bytes().to_vec()));
-            }
-            _ => match arrow::compute::cast(a, &DataType::Int64) {
-                // Narrow integers and dates: as i64, the way tamis widens the column.
-                Ok(w) if !matches!(a.data_type(), DataType::UInt64) => {
-                    let v = w.as_primitive::<Int64Type>().iter().flatten();
-                    s.ints.extend(v);
-                }
-                _ => {
-                    s.given_up = true;
-                }
-            },
+            Ok(k) => s
+                .ints
+                .extend(k.as_primitive::<Int64Type>().iter().flatten()),
+            Err(_) => s.given_up = true,
         }
     }
 }

@@ -69,7 +69,7 @@ pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) ->
     if levels > buf.len() || levels > uncompressed {
         return Err(Error::corrupt("a v2 page's levels run past the page"));
     }
-    let mut out = recycle::take(uncompressed);
+    let mut out = recycle::take(uncompressed).unwrap_or_else(|| Vec::with_capacity(uncompressed));
     let written = if codec == Compression::SNAPPY {
         // Into bytes already written (no zero-filling but for a buffer that grows); only
         // `..uncompressed` is the page's.

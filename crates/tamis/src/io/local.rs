@@ -67,24 +67,23 @@ impl LocalFile {
         let len = (r.end - r.start) as usize;
         // A dropped read's or page's buffer when one fits: memory already mapped, so no page
         // faults (see `recycle`).
-        let mut buf = super::recycle::take(len);
-        if buf.is_empty() && buf.capacity() == len {
-            // A new buffer: read into its unused capacity, never written first.
-            while buf.len() < len {
-                let at = r.start + buf.len() as u64;
-                let read =
-                    rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at);
-                self.count(read, r)?;
-            }
-        } else {
-            // A recycled one: read over the bytes written before (only a part it grows by is
-            // zeroed first).
+        if let Some(mut buf) = super::recycle::take(len) {
+            // A recycled buffer: read over the bytes written before (only a part it grows by
+            // is zeroed first).
             buf.resize(len, 0);
             let mut done = 0;
             while done < len {
                 let read = rustix::io::pread(&self.file, &mut buf[done..], r.start + done as u64);
                 done += self.count(read, r)?;
             }
+            return Ok(super::recycle::bytes(buf, len));
+        }
+        // A new buffer: read into its unused capacity (exactly `len`), never written first.
+        let mut buf = Vec::with_capacity(len);
+        while buf.len() < len {
+            let at = r.start + buf.len() as u64;
+            let read = rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at);
+            self.count(read, r)?;
         }
         Ok(super::recycle::bytes(buf, len))
     }

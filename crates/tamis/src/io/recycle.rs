@@ -26,22 +26,17 @@ struct Pool {
     bytes: usize,
 }
 
-/// A buffer for `len` bytes: the smallest pooled one that holds them without wasting more than
-/// their size again, or a new one. Its contents (up to its length) are an earlier page's.
-pub fn take(len: usize) -> Vec<u8> {
+/// A pooled buffer for `len` bytes: the smallest that holds them without wasting more than
+/// their size again, its contents (up to its length) an earlier page's; `None` if none fits.
+pub fn take(len: usize) -> Option<Vec<u8>> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     let fits = |b: &Vec<u8>| b.capacity() >= len && b.capacity() / 2 <= len.max(4096);
     let best = (0..pool.buffers.len())
         .filter(|&i| fits(&pool.buffers[i]))
-        .min_by_key(|&i| pool.buffers[i].capacity());
-    match best {
-        Some(i) => {
-            let buf = pool.buffers.swap_remove(i);
-            pool.bytes -= buf.capacity();
-            buf
-        }
-        None => Vec::with_capacity(len),
-    }
+        .min_by_key(|&i| pool.buffers[i].capacity())?;
+    let buf = pool.buffers.swap_remove(best);
+    pool.bytes -= buf.capacity();
+    Some(buf)
 }
 
 /// `buf[..len]` as `Bytes` that give `buf` back to the pool when the last of them is dropped.
@@ -80,19 +75,19 @@ mod tests {
     fn a_dropped_buffer_is_lent_to_the_next_of_its_size() {
         // A size no other test uses, so that the buffer is found among a few takes.
         let len = 1_234_567;
-        let mut first = take(len);
+        let mut first = take(len).unwrap_or_default();
         first.resize(len, 7);
         let at = first.as_ptr();
         drop(bytes(first, len));
-        let taken: Vec<Vec<u8>> = (0..8).map(|_| take(len)).collect();
+        let taken: Vec<Vec<u8>> = (0..8).filter_map(|_| take(len)).collect();
         assert!(taken.iter().any(|b| b.as_ptr() == at));
         // Far smaller requests do not take a large buffer.
-        assert!(take(1000).capacity() < len);
+        assert!(take(1000).is_none_or(|b| b.capacity() < len));
     }
 
     #[test]
     fn bytes_show_only_their_length() {
-        let mut buf = take(10);
+        let mut buf = take(10).unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(b"0123456789");
         let b = bytes(buf, 4);
