@@ -329,6 +329,17 @@ impl ExecutionPlan for TamisExec {
             },
         }
         .project(Some(&self.projection));
+        // Bytes of the projected columns only: join selection compares them, and the whole
+        // table's bytes made a one-column dimension look larger than a filtered fact table
+        // (TPC-H Q13 built its hash table on 1.5 M orders instead of 150 K customers).
+        let projected: Option<usize> = s
+            .column_statistics
+            .iter()
+            .map(|c| c.byte_size.get_value().copied())
+            .sum();
+        if let Some(bytes) = projected {
+            s.total_byte_size = Precision::Inexact(bytes);
+        }
         if self.filter.is_some() {
             // The filter removes rows: the footers' counts are upper bounds, scaled by the
             // selectivity DataFusion's FilterExec assumes for a predicate it cannot analyse, so
@@ -343,12 +354,13 @@ impl ExecutionPlan for TamisExec {
             s.total_byte_size = scale(s.total_byte_size);
             for c in &mut s.column_statistics {
                 c.null_count = c.null_count.to_inexact();
+                c.byte_size = scale(c.byte_size);
             }
         }
         if let Some(limit) = self.limit {
             if let Precision::Exact(n) | Precision::Inexact(n) = s.num_rows {
                 if n > limit {
-                    s.num_rows = Precision::Inexact(limit);
+                    s = s.with_fetch(Some(limit), 0, 1)?;
                 }
             }
         }

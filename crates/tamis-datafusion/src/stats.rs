@@ -20,6 +20,9 @@ struct ColumnStat {
     min: Option<ScalarValue>,
     max: Option<ScalarValue>,
     nulls: Option<usize>,
+    /// Bytes the column takes once read: rows × width for fixed-width types, the chunk's
+    /// uncompressed size otherwise.
+    bytes: Option<usize>,
 }
 
 /// One row group's statistics.
@@ -57,6 +60,9 @@ impl TableStats {
                     let Ok(own) = f.schema.field_with_name(field.name()) else {
                         continue;
                     };
+                    for (rg, out) in rgs.iter().zip(out.iter_mut()) {
+                        out.columns[ci].bytes = column_bytes(rg, field.name(), own.data_type());
+                    }
                     if own.data_type() != field.data_type() || !summarisable(field.data_type()) {
                         continue;
                     }
@@ -86,6 +92,7 @@ impl TableStats {
                                 .as_ref()
                                 .filter(|n| n.is_valid(ri))
                                 .map(|n| n.value(ri) as usize),
+                            bytes: rg.columns[ci].bytes,
                         };
                     }
                 }
@@ -128,6 +135,7 @@ impl TableStats {
                             min: pick(&acc.min, &c.min, true),
                             max: pick(&acc.max, &c.max, false),
                             nulls: acc.nulls.zip(c.nulls).map(|(a, b)| a + b),
+                            bytes: acc.bytes.zip(c.bytes).map(|(a, b)| a + b),
                         },
                     });
                 }
@@ -150,6 +158,11 @@ impl TableStats {
                     },
                     max_value: typed(c.max),
                     min_value: typed(c.min),
+                    byte_size: match (c.bytes, first) {
+                        (_, true) => Precision::Exact(0),
+                        (Some(b), false) => Precision::Inexact(b),
+                        (None, false) => Precision::Absent,
+                    },
                     ..ColumnStatistics::new_unknown()
                 }
             })
@@ -160,6 +173,30 @@ impl TableStats {
             column_statistics,
         }
     }
+}
+
+/// A column's bytes in one row group (see [`ColumnStat::bytes`]); `None` when its chunks
+/// are not found.
+fn column_bytes(
+    rg: &parquet::file::metadata::RowGroupMetaData,
+    name: &str,
+    dt: &DataType,
+) -> Option<usize> {
+    let rows = rg.num_rows().max(0) as usize;
+    if let Some(width) = dt.primitive_width() {
+        return Some(rows.saturating_mul(width));
+    }
+    let chunks = rg
+        .columns()
+        .iter()
+        .filter(|c| c.column_path().parts().first().map(String::as_str) == Some(name));
+    let mut found = false;
+    let mut bytes = 0usize;
+    for c in chunks {
+        found = true;
+        bytes = bytes.saturating_add(c.uncompressed_size().max(0) as usize);
+    }
+    found.then_some(bytes)
 }
 
 /// Types whose min/max DataFusion can use and whose order is unambiguous (not floats: NaN).

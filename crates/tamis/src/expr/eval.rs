@@ -285,7 +285,7 @@ fn keys_kernel<D: Dense>(f: &KeyFilter, vals: D, key: impl Fn(D::Item) -> i64) -
     if !f.active() {
         return Some(Bitmap::new_set(n));
     }
-    let out = vals.pack(|v| f.may_contain_int(key(v)));
+    let out = vals.pack_keys(key, |keys| f.may_contain_ints(keys));
     f.observe(n as u64, out.count_ones() as u64);
     Some(out)
 }
@@ -346,6 +346,32 @@ pub(crate) trait Dense {
     /// [`Dense::pack`] for a comparison against a literal: vectorized where the CPU allows
     /// ([`kernels::pack`](crate::kernels::pack)).
     fn pack_cmp(&self, pred: impl FnMut(Self::Item) -> bool) -> Bitmap;
+    /// The values widened to `i64` keys, 64 at a time, and `probe`'s bits for each 64 (a
+    /// join-key filter tests several keys per step: [`KeyFilter::may_contain_ints`]).
+    fn pack_keys(
+        &self,
+        widen: impl Fn(Self::Item) -> i64,
+        probe: impl FnMut(&[i64]) -> u64,
+    ) -> Bitmap;
+}
+
+/// [`Dense::pack_keys`] over values handed out by index.
+#[inline(always)]
+fn pack_keys_at(
+    n: usize,
+    value: impl Fn(usize) -> i64,
+    mut probe: impl FnMut(&[i64]) -> u64,
+) -> Bitmap {
+    let mut words = Vec::with_capacity(n.div_ceil(64));
+    let mut keys = [0i64; 64];
+    for start in (0..n).step_by(64) {
+        let m = (n - start).min(64);
+        for (j, k) in keys[..m].iter_mut().enumerate() {
+            *k = value(start + j);
+        }
+        words.push(probe(&keys[..m]));
+    }
+    Bitmap::from_words(words, n)
 }
 
 impl<T: Copy> Dense for &[T] {
@@ -360,6 +386,10 @@ impl<T: Copy> Dense for &[T] {
     #[inline]
     fn pack_cmp(&self, pred: impl FnMut(T) -> bool) -> Bitmap {
         Bitmap::from_words(pack::slice_with(pack::wide(), self, pred), <[T]>::len(self))
+    }
+    #[inline]
+    fn pack_keys(&self, widen: impl Fn(T) -> i64, probe: impl FnMut(&[i64]) -> u64) -> Bitmap {
+        pack_keys_at(<[T]>::len(self), |i| widen(self[i]), probe)
     }
 }
 
@@ -401,6 +431,11 @@ impl<T: FromLe> Dense for LeBytes<'_, T> {
             pack::le_with(pack::wide(), self.bytes, self.n, pred),
             self.n,
         )
+    }
+    #[inline]
+    fn pack_keys(&self, widen: impl Fn(T) -> i64, probe: impl FnMut(&[i64]) -> u64) -> Bitmap {
+        let at = |i: usize| widen(T::from_le(&self.bytes[i * T::WIDTH..(i + 1) * T::WIDTH]));
+        pack_keys_at(self.n, at, probe)
     }
 }
 

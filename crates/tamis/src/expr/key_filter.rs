@@ -23,7 +23,8 @@ pub const BITS_PER_KEY: usize = 16;
 
 /// Bits set per key inside its block (the paper's k = 5; 6 gives fewer false positives at
 /// 16 bits per key and still fits the 36 low bits of one 64-bit hash).
-pub const HASHES: u32 = 6;
+pub use crate::kernels::key_probe::HASHES;
+use crate::kernels::key_probe::{self, mix};
 
 /// A filter keeps probing until it has seen this many values…
 pub const ADAPT_MIN_PROBES: u64 = 1 << 16;
@@ -71,16 +72,6 @@ impl PartialEq for KeyFilter {
     }
 }
 
-/// Mixes a 64-bit key (two multiply-xorshift rounds): the block comes from the high bits,
-/// the in-block bits from the low 36, so keys with structure in any bits spread out.
-#[inline(always)]
-fn mix(k: u64) -> u64 {
-    let mut h = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    h ^= h >> 32;
-    h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    h ^ (h >> 29)
-}
-
 #[inline(always)]
 fn hash_bytes(b: &[u8]) -> u64 {
     twox_hash::XxHash64::oneshot(0, b)
@@ -88,7 +79,10 @@ fn hash_bytes(b: &[u8]) -> u64 {
 
 impl KeyFilter {
     fn sized(kind: KeyKind, keys: usize, label: String) -> KeyFilter {
-        let blocks = (keys.saturating_mul(BITS_PER_KEY)).div_ceil(64).max(1);
+        // At most u32::MAX blocks: the probe's range reduction works on 32 bits.
+        let blocks = (keys.saturating_mul(BITS_PER_KEY))
+            .div_ceil(64)
+            .clamp(1, u32::MAX as usize);
         KeyFilter {
             kind,
             blocks: vec![0; blocks],
@@ -132,28 +126,14 @@ impl KeyFilter {
         self
     }
 
-    #[inline(always)]
-    fn place(&self, h: u64) -> (usize, u64) {
-        // Fast range reduction of the high 32 bits: any block count, no modulo.
-        let block = (((h >> 32) * self.blocks.len() as u64) >> 32) as usize;
-        let mut mask = 0u64;
-        let mut bits = h;
-        for _ in 0..HASHES {
-            mask |= 1u64 << (bits & 63);
-            bits >>= 6;
-        }
-        (block, mask)
-    }
-
     fn insert_hash(&mut self, h: u64) {
-        let (block, mask) = self.place(h);
+        let (block, mask) = key_probe::place(h, self.blocks.len());
         self.blocks[block] |= mask;
     }
 
     #[inline(always)]
     fn test_hash(&self, h: u64) -> bool {
-        let (block, mask) = self.place(h);
-        self.blocks[block] & mask == mask
+        key_probe::test(&self.blocks, h)
     }
 
     /// Whether integer key `k` may be among the keys (always for a byte-string filter).
@@ -166,6 +146,17 @@ impl KeyFilter {
     #[inline]
     pub fn may_contain_bytes(&self, k: &[u8]) -> bool {
         self.kind != KeyKind::Bytes || self.test_hash(mix(hash_bytes(k)))
+    }
+
+    /// Up to 64 integer keys at once: bit `j` set iff `keys[j]` may be among the keys (all set
+    /// for a byte-string filter). Eight keys per step where the CPU has AVX-512
+    /// ([`key_probe`]).
+    #[inline]
+    pub fn may_contain_ints(&self, keys: &[i64]) -> u64 {
+        if self.kind != KeyKind::Int {
+            return u64::MAX.checked_shr(64 - keys.len() as u32).unwrap_or(0);
+        }
+        key_probe::probe(key_probe::wide(), &self.blocks, keys)
     }
 
     pub fn kind(&self) -> KeyKind {

@@ -14,6 +14,7 @@
 //! | `lookup_bits`   | the same for 9–16-bit codes against a bitset (AVX-512 gather)   | T5    |
 //! | `take_short`    | short dictionary strings by code → Arrow array ([`gather`])     | —     |
 //! | [`pack`]        | a comparison per value → bitmap, compiled for AVX2 too          | —     |
+//! | [`key_probe`]   | join keys against a blocked Bloom filter (AVX-512 gather)       | T13   |
 //!
 //! Paths, chosen once per process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see
 //! [`kernels`] and [`describe`]:
@@ -45,6 +46,7 @@ mod bits;
 #[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
 pub mod bmi2;
 pub mod gather;
+pub mod key_probe;
 pub mod pack;
 pub mod portable;
 pub mod scalar;
@@ -291,6 +293,12 @@ fn choose(forced: Option<&str>, supported: &[Isa]) -> (Isa, String) {
             format!("TAMIS_FORCE_ISA={f} is unknown or not supported here; fastest of {names}"),
         ),
     }
+}
+
+/// Whether `TAMIS_FORCE_ISA` forced the portable kernels: the paths outside the table
+/// ([`pack`], [`key_probe`]) then stay portable too.
+pub fn forced_scalar() -> bool {
+    kernels().isa == Isa::Scalar && std::env::var_os("TAMIS_FORCE_ISA").is_some()
 }
 
 /// The chosen table and why.

@@ -36,11 +36,7 @@ from_le!(i32, i64, f32, f64);
 pub fn wide() -> bool {
     use std::sync::OnceLock;
     static WIDE: OnceLock<bool> = OnceLock::new();
-    *WIDE.get_or_init(|| {
-        let forced_scalar = super::kernels().isa == super::Isa::Scalar
-            && std::env::var_os("TAMIS_FORCE_ISA").is_some();
-        !forced_scalar && avx2_detected()
-    })
+    *WIDE.get_or_init(|| !super::forced_scalar() && avx2_detected())
 }
 
 fn avx2_detected() -> bool {

@@ -1,0 +1,215 @@
+//! Probing a register-blocked Bloom filter of join keys (paper 000, T13) with integer keys,
+//! eight at a time with AVX-512 where the CPU has it.
+//!
+//! A key is mixed to 64 bits; the high 32 bits pick a block (a 64-bit word) by fast range
+//! reduction, and six 6-bit fields of the low 36 bits name the bits that must all be set in it.
+//! One key at a time that is two multiplies, six shifts and a dependent load: about 2.4 ns per
+//! PLAIN value in TPC-H Q17's `lineitem` scans, a quarter of the query on uncompressed pages.
+//! The AVX-512 path does the same arithmetic on eight lanes (`VPMULLQ` for the mix, `VPSLLVQ`
+//! for the in-block bits, `VPGATHERQQ` for the blocks) and compares all eight at once.
+//!
+//! [`place`] is the one definition of where a hash lands; the filter's inserts use it too, so
+//! the two probe paths and the build cannot disagree.
+
+/// Bits set per key inside its block.
+pub const HASHES: u32 = 6;
+
+/// Mixes a 64-bit key (two multiply-xorshift rounds): the block comes from the high bits,
+/// the in-block bits from the low 36, so keys with structure in any bits spread out.
+#[inline(always)]
+pub fn mix(k: u64) -> u64 {
+    let mut h = k.wrapping_mul(MUL1);
+    h ^= h >> 32;
+    h = h.wrapping_mul(MUL2);
+    h ^ (h >> 29)
+}
+
+const MUL1: u64 = 0x9E37_79B9_7F4A_7C15;
+const MUL2: u64 = 0xD6E8_FEB8_6659_FD93;
+
+/// The block of `blocks` (at least 1, at most `u32::MAX`) that hash `h` lands in, and the bits
+/// it must have set there.
+#[inline(always)]
+pub fn place(h: u64, blocks: usize) -> (usize, u64) {
+    // Fast range reduction of the high 32 bits: any block count, no modulo, always < blocks.
+    let block = (((h >> 32) * blocks as u64) >> 32) as usize;
+    let mut mask = 0u64;
+    let mut bits = h;
+    for _ in 0..HASHES {
+        mask |= 1u64 << (bits & 63);
+        bits >>= 6;
+    }
+    (block, mask)
+}
+
+/// Whether hash `h` may be in the filter `blocks`.
+#[inline(always)]
+pub fn test(blocks: &[u64], h: u64) -> bool {
+    let (block, mask) = place(h, blocks.len());
+    blocks[block] & mask == mask
+}
+
+/// Whether [`probe`] may take the AVX-512 path in this process: the CPU has AVX-512 F and DQ,
+/// and the kernels were not forced to the portable path. Read once.
+pub fn wide() -> bool {
+    use std::sync::OnceLock;
+    static WIDE: OnceLock<bool> = OnceLock::new();
+    *WIDE.get_or_init(|| !super::forced_scalar() && avx512_detected())
+}
+
+fn avx512_detected() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Up to 64 integer keys against the filter `blocks` (1 to `u32::MAX` blocks): bit `j` of the
+/// result is set iff `keys[j]` may be in it. The AVX-512 path when `wide` (which callers pass
+/// from [`wide`]).
+#[inline]
+pub fn probe(wide: bool, blocks: &[u64], keys: &[i64]) -> u64 {
+    assert!(keys.len() <= 64 && !blocks.is_empty() && blocks.len() <= u32::MAX as usize);
+    #[cfg(target_arch = "x86_64")]
+    if wide && avx512_detected() {
+        // SAFETY: `probe_avx512` needs AVX-512 F and DQ, detected just above (cached by std);
+        // its gathers stay inside `blocks` because every index is below `blocks.len()` (see
+        // there), which the assert bounds to 1..=u32::MAX.
+        return unsafe { probe_avx512(blocks, keys) };
+    }
+    let _ = wide;
+    probe_scalar(blocks, keys)
+}
+
+/// The reference: one key at a time.
+pub fn probe_scalar(blocks: &[u64], keys: &[i64]) -> u64 {
+    let mut w = 0u64;
+    for (j, &k) in keys.iter().enumerate() {
+        w |= (test(blocks, mix(k as u64)) as u64) << j;
+    }
+    w
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+unsafe fn probe_avx512(blocks: &[u64], keys: &[i64]) -> u64 {
+    use std::arch::x86_64::*;
+    let len = _mm512_set1_epi64(blocks.len() as i64);
+    let (mul1, mul2) = (
+        _mm512_set1_epi64(MUL1 as i64),
+        _mm512_set1_epi64(MUL2 as i64),
+    );
+    let (one, six_bits) = (_mm512_set1_epi64(1), _mm512_set1_epi64(63));
+    let mut word = 0u64;
+    for (c, chunk) in keys.chunks(8).enumerate() {
+        let lanes: __mmask8 = ((1u16 << chunk.len()) - 1) as __mmask8;
+        // SAFETY: the masked load reads only the `chunk.len()` lanes that `chunk` holds.
+        let k = unsafe { _mm512_maskz_loadu_epi64(lanes, chunk.as_ptr()) };
+        let mut h = _mm512_mullo_epi64(k, mul1);
+        h = _mm512_xor_si512(h, _mm512_srli_epi64::<32>(h));
+        h = _mm512_mullo_epi64(h, mul2);
+        h = _mm512_xor_si512(h, _mm512_srli_epi64::<29>(h));
+        // block = (high 32 bits × len) >> 32: `mul_epu32` multiplies the low 32 bits of each
+        // lane into 64, and both factors are below 2^32, so the block is below `len`.
+        let block = _mm512_srli_epi64::<32>(_mm512_mul_epu32(_mm512_srli_epi64::<32>(h), len));
+        let mut mask = _mm512_setzero_si512();
+        let mut bits = h;
+        for _ in 0..HASHES {
+            let bit = _mm512_sllv_epi64(one, _mm512_and_si512(bits, six_bits));
+            mask = _mm512_or_si512(mask, bit);
+            bits = _mm512_srli_epi64::<6>(bits);
+        }
+        // SAFETY: every active lane's index is below `blocks.len()` (above), and inactive lanes
+        // are not loaded.
+        let got = unsafe {
+            _mm512_mask_i64gather_epi64::<8>(
+                _mm512_setzero_si512(),
+                lanes,
+                block,
+                blocks.as_ptr().cast(),
+            )
+        };
+        let hit = _mm512_mask_cmpeq_epi64_mask(lanes, _mm512_and_si512(got, mask), mask);
+        word |= (hit as u64) << (8 * c);
+    }
+    word
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every path this CPU runs.
+    fn paths() -> Vec<bool> {
+        if avx512_detected() {
+            vec![false, true]
+        } else {
+            vec![false]
+        }
+    }
+
+    fn filter(keys: &[i64], blocks: usize) -> Vec<u64> {
+        let mut f = vec![0u64; blocks];
+        for &k in keys {
+            let (b, m) = place(mix(k as u64), blocks);
+            f[b] |= m;
+        }
+        f
+    }
+
+    fn check(blocks: &[u64], probes: &[i64]) {
+        for wide in paths() {
+            for chunk in probes.chunks(64) {
+                assert_eq!(
+                    probe(wide, blocks, chunk),
+                    probe_scalar(blocks, chunk),
+                    "wide {wide}, {} blocks",
+                    blocks.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn edges() {
+        let extremes = [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX];
+        for blocks in [1usize, 2, 3, 51, 64, 1000] {
+            let f = filter(&extremes, blocks);
+            for n in 0..=64 {
+                let probes: Vec<i64> = (0..n as i64)
+                    .map(|i| extremes[i as usize % 7] ^ i)
+                    .collect();
+                check(&f, &probes);
+            }
+            // Inserted keys always pass, on every path.
+            for wide in paths() {
+                assert_eq!(probe(wide, &f, &extremes), 0x7f);
+            }
+            // An empty filter passes nothing; a full one everything.
+            for wide in paths() {
+                assert_eq!(probe(wide, &vec![0; blocks], &extremes), 0);
+                assert_eq!(probe(wide, &vec![u64::MAX; blocks], &extremes), 0x7f);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn both_paths_agree_with_one_key_at_a_time(
+            keys in proptest::collection::vec(any::<i64>(), 0..300),
+            probes in proptest::collection::vec(any::<i64>(), 0..200),
+            blocks in 1usize..5000,
+        ) {
+            let f = filter(&keys, blocks);
+            let mut all = probes.clone();
+            all.extend_from_slice(&keys); // hits as well as misses
+            check(&f, &all);
+        }
+    }
+}
