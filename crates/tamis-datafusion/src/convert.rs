@@ -14,6 +14,9 @@
 //!   and is `Inexact`;
 //! - `LIKE` is exact without ESCAPE and without backslashes in the pattern (arrow reads `\` as
 //!   an escape, tamis does not without ESCAPE); otherwise not converted;
+//! - a string's first `n` characters (`substr(c, 1, n)`, `left(c, n)`) compared with literals
+//!   of exactly `n` characters (`=`, `<>`, `IN`) become `c LIKE 'v%'` tests (TPC-H Q22's
+//!   country codes), exactly;
 //! - NOT is pushed down here, so widened leaves only ever appear un-negated (a negated
 //!   superset would be a subset); a conjunct that cannot be converted is dropped (`Inexact`), a
 //!   disjunction with such a part is not converted at all;
@@ -62,6 +65,16 @@ fn conv(e: &Expr, schema: &Schema, neg: bool) -> Option<(T, bool)> {
                     (Some((a, _)), None, true) | (None, Some((a, _)), true) => Some((a, false)),
                     _ => None,
                 }
+            }
+            Operator::Eq | Operator::NotEq
+                if prefix_of(left, schema).is_some() || prefix_of(right, schema).is_some() =>
+            {
+                let ((name, n), value) = match prefix_of(left, schema) {
+                    Some(p) => (p, right),
+                    None => (prefix_of(right, schema)?, left),
+                };
+                let negated = (*op == Operator::NotEq) != neg;
+                prefix_match(name, n, std::slice::from_ref(value.as_ref()), negated)
             }
             _ => {
                 let op = cmp_op(*op)?;
@@ -136,6 +149,14 @@ fn conv(e: &Expr, schema: &Schema, neg: bool) -> Option<(T, bool)> {
             expr,
             list,
             negated,
+        }) if prefix_of(expr, schema).is_some() => {
+            let (name, n) = prefix_of(expr, schema)?;
+            prefix_match(name, n, list, *negated != neg)
+        }
+        Expr::InList(InList {
+            expr,
+            list,
+            negated,
         }) => {
             let c = column(expr, schema)?;
             let values: Vec<Literal> = list
@@ -173,6 +194,56 @@ fn conv(e: &Expr, schema: &Schema, neg: bool) -> Option<(T, bool)> {
         }
         _ => None,
     }
+}
+
+/// `substr(c, 1, n)`, `substring(c, 1, n)` or `left(c, n)` of a string column `c` with a
+/// literal `n >= 1`: the column's name and `n`.
+fn prefix_of<'s>(e: &Expr, schema: &'s Schema) -> Option<(&'s str, usize)> {
+    let Expr::ScalarFunction(f) = e else {
+        return None;
+    };
+    let int = |e: &Expr| match e {
+        Expr::Literal(ScalarValue::Int64(Some(v)), _) => Some(*v),
+        Expr::Literal(ScalarValue::Int32(Some(v)), _) => Some(*v as i64),
+        _ => None,
+    };
+    let (c, n) = match (f.name(), f.args.as_slice()) {
+        ("substr" | "substring", [c, start, len]) if int(start) == Some(1) => (c, int(len)?),
+        ("left", [c, len]) => (c, int(len)?),
+        _ => return None,
+    };
+    let (name, dt) = column(c, schema)?;
+    (is_string(dt) && n >= 1).then_some((name, usize::try_from(n).ok()?))
+}
+
+/// A prefix of `n` characters compared with string literals (`= v`, `IN (…)`, negated or
+/// not), as `LIKE 'v%'` tests joined by OR (AND of `NOT LIKE` when negated). Exact: a value
+/// of exactly `n` characters equals the prefix iff the string starts with it, and a NULL
+/// string fails both forms. Not converted when a value has another length (it could only
+/// match a shorter whole string), is NULL, or holds a LIKE wildcard or backslash.
+fn prefix_match(name: &str, n: usize, values: &[Expr], negated: bool) -> Option<(T, bool)> {
+    let mut tests = values.iter().map(|v| match v {
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::LargeUtf8(Some(s))
+            | ScalarValue::Utf8View(Some(s)),
+            _,
+        ) if s.chars().count() == n && !s.contains(['%', '_', '\\']) => {
+            let pattern = format!("{s}%");
+            Some(if negated {
+                tree::col(name).not_like(&pattern)
+            } else {
+                tree::col(name).like(&pattern)
+            })
+        }
+        _ => None,
+    });
+    let first = tests.next()??;
+    let joined = tests.try_fold(first, |acc, t| {
+        let t = t?;
+        Some(if negated { acc.and(t) } else { acc.or(t) })
+    })?;
+    Some((joined, true))
 }
 
 trait CmpExt {
@@ -446,6 +517,50 @@ mod tests {
         assert_eq!(
             conv(Expr::Not(Box::new(col("i").gt_eq(lit(3i32))))),
             Some(("i < 3".into(), true))
+        );
+    }
+
+    #[test]
+    fn prefixes_compared_with_literals_become_like() {
+        use datafusion::functions::unicode::expr_fn::left;
+        let substr = |c: Expr, start: Expr, n: Expr| {
+            datafusion::functions::unicode::substr().call(vec![c, start, n])
+        };
+        let sub = |n: i64| substr(col("s"), lit(1i64), lit(n));
+        assert_eq!(
+            conv(sub(2).in_list(vec![lit("13"), lit("ün")], false)),
+            Some(("s LIKE '13%' OR s LIKE 'ün%'".into(), true))
+        );
+        assert_eq!(
+            conv(sub(2).in_list(vec![lit("13"), lit("31")], true)),
+            Some(("s NOT LIKE '13%' AND s NOT LIKE '31%'".into(), true))
+        );
+        assert_eq!(
+            conv(Expr::Not(Box::new(left(col("s"), lit(1i64)).eq(lit("a"))))),
+            Some(("s NOT LIKE 'a%'".into(), true))
+        );
+        assert_eq!(
+            conv(lit("ab").not_eq(sub(2))),
+            Some(("s NOT LIKE 'ab%'".into(), true))
+        );
+        // Not converted: a literal of another length (it matches a shorter whole string), a
+        // wildcard, NULL, a prefix not from the first character, a non-string column.
+        assert_eq!(conv(sub(2).eq(lit("a"))), None);
+        assert_eq!(
+            conv(sub(2).in_list(vec![lit("ab"), lit("a_")], false)),
+            None
+        );
+        assert_eq!(
+            conv(sub(2).in_list(vec![lit("ab"), lit(ScalarValue::Utf8(None))], false)),
+            None
+        );
+        assert_eq!(
+            conv(substr(col("s"), lit(2i64), lit(2i64)).eq(lit("ab"))),
+            None
+        );
+        assert_eq!(
+            conv(substr(col("i"), lit(1i64), lit(1i64)).eq(lit("1"))),
+            None
         );
     }
 

@@ -225,6 +225,44 @@ fn leaf(rng: &mut StdRng) -> String {
                 pats[rng.random_range(0..pats.len())]
             )
         }
+        5 if c == "s" || c == "p" => {
+            // A prefix compared with literals (converted to LIKE 'v%' when every literal has
+            // exactly the prefix's length and no wildcard), of several lengths and forms.
+            let n: usize = rng.random_range(1..4);
+            let prefix = [
+                format!("substr({c}, 1, {n})"),
+                format!("substring({c} from 1 for {n})"),
+                format!("left({c}, {n})"),
+                format!("substr({c}, 2, {n})"),
+            ][rng.random_range(0..4)]
+            .clone();
+            // Mostly literals of the prefix's length; sometimes another length, a wildcard
+            // or NULL (not converted, left to DataFusion).
+            let of_length: [&[&str]; 3] = [
+                &["'a'", "'b'", "'ü'", "'v'", "'x'"],
+                &["'ab'", "'ba'", "'ün'", "'v1'", "'v0'"],
+                &["'abc'", "'ünï'", "'v12'", "'x_y'"],
+            ];
+            let others = ["''", "'x%'", "'x_'", "'abcd'", "NULL"];
+            let items: Vec<&str> = (0..rng.random_range(1..8))
+                .map(|_| {
+                    if rng.random_bool(0.15) {
+                        others[rng.random_range(0..others.len())]
+                    } else {
+                        let pool = of_length[n - 1];
+                        pool[rng.random_range(0..pool.len())]
+                    }
+                })
+                .collect();
+            match rng.random_range(0..3) {
+                0 => format!("{prefix} = {}", items[0]),
+                1 => format!("{} <> {prefix}", items[0]),
+                _ => {
+                    let not = ["", "NOT "][rng.random_range(0..2)];
+                    format!("{prefix} {not}IN ({})", items.join(", "))
+                }
+            }
+        }
         _ => {
             let ops = ["=", "<>", "<", "<=", ">", ">="];
             let op = ops[rng.random_range(0..ops.len())];
@@ -277,6 +315,30 @@ async fn random_predicates_match_datafusion_parquet_reader() {
     }
 }
 
+/// Prefixes compared with lists long enough to stay `IN` lists (DataFusion turns up to three
+/// values into `=` tests joined by OR), negated or not, beside other conditions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefix_lists_match_datafusion_parquet_reader() {
+    let mut rng = StdRng::seed_from_u64(22);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), &data(&mut rng));
+    let ctx = context(&path, 3).await;
+    for p in [
+        "substring(s from 1 for 2) IN ('ab', 'ba', 'ün', 'zz', 'x_')",
+        "substr(s, 1, 2) NOT IN ('ab', 'ba', 'ün', 'zz')",
+        "NOT (left(s, 1) IN ('a', 'b', 'ü', 'z'))",
+        "substr(p, 1, 3) IN ('v00', 'v01', 'v12', 'v49') AND l < 4000",
+        "substr(p, 1, 3) NOT IN ('v00', 'v01', 'v12', 'v49') OR s IS NULL",
+        "substr(s, 1, 2) IN ('ab', 'ba', 'a', 'zz')",
+        "substr(s, 1, 3) NOT IN ('ünï', 'abc', 'x_y', 'x%y')",
+    ] {
+        let ours = query(&ctx, &format!("SELECT * FROM t WHERE {p}")).await;
+        let oracle = query(&ctx, &format!("SELECT * FROM o WHERE {p}")).await;
+        assert!(!oracle.is_empty(), "{p}: no rows to compare");
+        assert_eq!(ours, oracle, "{p}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aggregates_projections_and_limits_match() {
     let mut rng = StdRng::seed_from_u64(7);
@@ -321,6 +383,11 @@ async fn exact_filters_leave_no_filter_above_the_scan_and_metrics_show() {
     assert!(!exact.contains("FilterExec"), "{exact}");
     // Two columns compared: exact on integers, decimals and strings.
     let exact = plan("EXPLAIN SELECT l FROM t WHERE i < l AND m >= i AND s <> p").await;
+    assert!(!exact.contains("FilterExec"), "{exact}");
+    // A prefix compared with literals of its length is a LIKE in the scan (TPC-H Q22).
+    let exact =
+        plan("EXPLAIN SELECT l FROM t WHERE substring(s from 1 for 2) IN ('ab', 'ba', 'ün', 'v1')")
+            .await;
     assert!(!exact.contains("FilterExec"), "{exact}");
     // Floats are re-checked by DataFusion.
     let inexact = plan("EXPLAIN SELECT l FROM t WHERE f < 1").await;
