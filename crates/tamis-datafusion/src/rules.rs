@@ -150,9 +150,10 @@ fn scan_rows(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
     }
 }
 
-/// Taps the build side of an inner or semi hash join on one key column so that the probe
-/// side's tamis scan can probe the build side's keys even when they are too many for the
-/// join's dynamic filter to list (see [`crate::tap`]). Runs after [`ProbeAggregates`].
+/// Taps the build side of a hash join whose unmatched probe rows are dropped, on one key
+/// column, so that the probe side's tamis scan can probe the build side's keys even when they
+/// are too many for the join's dynamic filter to list (see [`crate::tap`]). Runs after
+/// [`ProbeAggregates`].
 #[derive(Debug, Default)]
 pub struct TapBuildKeys;
 
@@ -163,11 +164,18 @@ impl PhysicalOptimizerRule for TapBuildKeys {
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         rewrite_hash_joins(plan, config, |node, join| {
-            // The joins whose probe rows without a match are dropped, where NULL matches
-            // nothing (INTERSECT joins NULL to NULL: the tap, like the filter, skips NULLs).
+            // The joins whose probe rows without a match add nothing to the answer (inner and
+            // semi joins, and outer, anti and mark joins that keep the build side's rows),
+            // where NULL matches nothing (INTERSECT joins NULL to NULL: the tap, like the
+            // filter, skips NULLs).
             if !matches!(
                 join.join_type(),
-                JoinType::Inner | JoinType::LeftSemi | JoinType::RightSemi
+                JoinType::Inner
+                    | JoinType::LeftSemi
+                    | JoinType::RightSemi
+                    | JoinType::Left
+                    | JoinType::LeftAnti
+                    | JoinType::LeftMark
             ) || join.null_equality() != NullEquality::NullEqualsNothing
                 || join.left().downcast_ref::<KeyTapExec>().is_some()
             {

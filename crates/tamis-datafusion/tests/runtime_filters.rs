@@ -454,6 +454,20 @@ async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
     assert!(want.contains(&"NULL".to_string()), "{want:?}");
     assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
     assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+    // Outer and anti joins built on `few`: probe rows without a match add nothing to the
+    // answer, so the probe scan of `big` keeps only what may join here too.
+    for q in [
+        "SELECT count(*), count(b.v), sum(b.v) FROM few f LEFT JOIN big b ON b.k = f.k",
+        "SELECT count(*) FROM few f WHERE NOT EXISTS \
+         (SELECT 1 FROM big b WHERE b.k = f.k AND b.v < 50000 AND b.v <> f.k + 3)",
+    ] {
+        let want = query(&oracle, q).await;
+        assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
+        assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+        assert!(fact_metric(&on, q, "runtime_filters").await >= 1, "{q}");
+        let kept = fact_metric(&on, q, "rows_selected").await;
+        assert!(kept <= 30_000, "{q}: {kept} probe rows selected");
+    }
     // Semi and anti joins (which side is built is DataFusion's choice): the same rows.
     for q in [
         "SELECT count(*) FROM big b WHERE b.k IN (SELECT k FROM few)",
