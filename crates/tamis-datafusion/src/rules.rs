@@ -167,7 +167,8 @@ impl PhysicalOptimizerRule for TapBuildKeys {
             // The joins whose probe rows without a match add nothing to the answer (inner and
             // semi joins, and outer, anti and mark joins that keep the build side's rows),
             // where NULL matches nothing (INTERSECT joins NULL to NULL: the tap, like the
-            // filter, skips NULLs).
+            // filter, skips NULLs), and not NOT IN's null-aware anti join: a NULL probe key
+            // empties its answer, and the filter would drop it.
             if !matches!(
                 join.join_type(),
                 JoinType::Inner
@@ -177,6 +178,7 @@ impl PhysicalOptimizerRule for TapBuildKeys {
                     | JoinType::LeftAnti
                     | JoinType::LeftMark
             ) || join.null_equality() != NullEquality::NullEqualsNothing
+                || join.null_aware
                 || join.left().downcast_ref::<KeyTapExec>().is_some()
             {
                 return Ok(None);

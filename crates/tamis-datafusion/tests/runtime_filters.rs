@@ -454,6 +454,18 @@ async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
     assert!(want.contains(&"NULL".to_string()), "{want:?}");
     assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
     assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+    // NOT IN is a null-aware anti join: one NULL among the probe side's keys empties the
+    // answer, so its probe scan must not drop NULLs (nor anything else): not tapped.
+    for q in [
+        "SELECT count(*) FROM na WHERE k NOT IN (SELECT k FROM nb)",
+        "SELECT count(*) FROM na WHERE k NOT IN (SELECT k FROM nb WHERE k IS NOT NULL)",
+        "SELECT count(*) FROM few WHERE k < 10000 AND k NOT IN (SELECT k FROM nb)",
+        "SELECT count(*) FROM few WHERE k < 10000 AND k NOT IN (SELECT k + 0 FROM nb)",
+    ] {
+        let want = query(&oracle, q).await;
+        assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
+        assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+    }
     // Outer and anti joins built on `few`: probe rows without a match add nothing to the
     // answer, so the probe scan of `big` keeps only what may join here too.
     for q in [
