@@ -417,9 +417,10 @@ impl Scan {
     }
 
     /// Selected rows of a row group decoded and handed on at a time (default 131 072): a
-    /// consumer reads a range's arrays while they are still in cache. For tests of range
-    /// edges; results never depend on it.
-    #[doc(hidden)]
+    /// consumer reads a range's arrays while they are still in cache. A consumer that works
+    /// on each batch as it comes ([`ScanStream::drive`], a query engine's operators) is best
+    /// served by ranges of about one batch, so that they are still in L2. Results never
+    /// depend on it.
     pub fn range_rows(mut self, n: usize) -> Scan {
         self.range_rows = n.max(1);
         self
