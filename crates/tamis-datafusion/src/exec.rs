@@ -43,9 +43,9 @@ const FILTER_SELECTIVITY_PERCENT: usize = 20;
 /// Rows a partition's scan decodes at a time: one batch. The operators above read each batch
 /// right after it is decoded (`ScanStream::drive`), so a range that fits in L2 leaves its
 /// arrays there for them; with the scan's default of 128 Ki rows, TPC-H Q1's six columns
-/// (about 9 MB a range) were gone from L2 before their batches were aggregated. 1 thread,
-/// medians of 5: Q1 434 → 309 ms, Q9 382 → 336, Q5 196 → 179, Q21 374 → 354; Q3 and Q18
-/// 4 % slower.
+/// (about 9 MB a range) were gone from L2 before their batches were aggregated. `threads=1`
+/// on two cores, medians of 5: Q1 434 → 309 ms, Q9 382 → 336, Q5 196 → 179, Q21 374 → 354;
+/// Q3 and Q18 4 % slower. Confined to one CPU, Q1 gains 2 %; at 2 threads, 16 %.
 const RANGE_ROWS: usize = 8192;
 
 /// A column of the scan and the build side whose keys it probes.
