@@ -158,6 +158,13 @@ fn rows(batches: &[RecordBatch]) -> Vec<String> {
     out
 }
 
+/// `sql`'s rows with runtime filters off and on equal the oracle's.
+async fn same_rows(oracle: &SessionContext, off: &SessionContext, on: &SessionContext, sql: &str) {
+    let want = query(oracle, sql).await;
+    assert_eq!(query(off, sql).await, want, "{sql} (runtime filters off)");
+    assert_eq!(query(on, sql).await, want, "{sql} (runtime filters on)");
+}
+
 async fn query(ctx: &SessionContext, sql: &str) -> Vec<String> {
     let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     rows(&df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}")))
@@ -411,9 +418,7 @@ async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
         "SELECT count(*), sum(b.v) FROM big b JOIN few f ON b.k = f.k",
         "SELECT b.v, f.s FROM big b JOIN few f ON b.s = f.s WHERE b.v < 50000",
     ] {
-        let want = query(&oracle, q).await;
-        assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
-        assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+        same_rows(&oracle, &off, &on, q).await;
         assert!(fact_metric(&on, q, "runtime_filters").await >= 1, "{q}");
         let kept = fact_metric(&on, q, "rows_selected").await;
         assert!(
@@ -462,9 +467,7 @@ async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
         "SELECT count(*) FROM few WHERE k < 10000 AND k NOT IN (SELECT k FROM nb)",
         "SELECT count(*) FROM few WHERE k < 10000 AND k NOT IN (SELECT k + 0 FROM nb)",
     ] {
-        let want = query(&oracle, q).await;
-        assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
-        assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+        same_rows(&oracle, &off, &on, q).await;
     }
     // Outer and anti joins built on `few`: probe rows without a match add nothing to the
     // answer, so the probe scan of `big` keeps only what may join here too.
@@ -473,9 +476,7 @@ async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
         "SELECT count(*) FROM few f WHERE NOT EXISTS \
          (SELECT 1 FROM big b WHERE b.k = f.k AND b.v < 50000 AND b.v <> f.k + 3)",
     ] {
-        let want = query(&oracle, q).await;
-        assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
-        assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+        same_rows(&oracle, &off, &on, q).await;
         assert!(fact_metric(&on, q, "runtime_filters").await >= 1, "{q}");
         let kept = fact_metric(&on, q, "rows_selected").await;
         assert!(kept <= 30_000, "{q}: {kept} probe rows selected");
@@ -486,8 +487,6 @@ async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
         "SELECT count(*) FROM few f WHERE f.k IN (SELECT k FROM big WHERE v < 90000)",
         "SELECT count(*) FROM big b WHERE b.k NOT IN (SELECT k FROM few)",
     ] {
-        let want = query(&oracle, q).await;
-        assert_eq!(query(&off, q).await, want, "{q} (runtime filters off)");
-        assert_eq!(query(&on, q).await, want, "{q} (runtime filters on)");
+        same_rows(&oracle, &off, &on, q).await;
     }
 }
