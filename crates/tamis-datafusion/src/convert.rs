@@ -66,17 +66,23 @@ fn conv(e: &Expr, schema: &Schema, neg: bool) -> Option<(T, bool)> {
                     _ => None,
                 }
             }
-            Operator::Eq | Operator::NotEq
-                if prefix_of(left, schema).is_some() || prefix_of(right, schema).is_some() =>
-            {
-                let ((name, n), value) = match prefix_of(left, schema) {
-                    Some(p) => (p, right),
-                    None => (prefix_of(right, schema)?, left),
-                };
-                let negated = (*op == Operator::NotEq) != neg;
-                prefix_match(name, n, std::slice::from_ref(value.as_ref()), negated)
-            }
             _ => {
+                if matches!(op, Operator::Eq | Operator::NotEq) {
+                    let prefix = match (prefix_of(left, schema), prefix_of(right, schema)) {
+                        (Some(p), _) => Some((p, right)),
+                        (None, Some(p)) => Some((p, left)),
+                        (None, None) => None,
+                    };
+                    if let Some(((name, n), value)) = prefix {
+                        let negated = (*op == Operator::NotEq) != neg;
+                        return prefix_match(
+                            name,
+                            n,
+                            std::slice::from_ref(value.as_ref()),
+                            negated,
+                        );
+                    }
+                }
                 let op = cmp_op(*op)?;
                 if let (Some(a), Some(b)) = (widened(left, schema), widened(right, schema)) {
                     return columns_compared(a, op, b, neg);
@@ -149,15 +155,10 @@ fn conv(e: &Expr, schema: &Schema, neg: bool) -> Option<(T, bool)> {
             expr,
             list,
             negated,
-        }) if prefix_of(expr, schema).is_some() => {
-            let (name, n) = prefix_of(expr, schema)?;
-            prefix_match(name, n, list, *negated != neg)
-        }
-        Expr::InList(InList {
-            expr,
-            list,
-            negated,
         }) => {
+            if let Some((name, n)) = prefix_of(expr, schema) {
+                return prefix_match(name, n, list, *negated != neg);
+            }
             let c = column(expr, schema)?;
             let values: Vec<Literal> = list
                 .iter()

@@ -427,8 +427,7 @@ impl ExecutionPlan for TamisExec {
         // Runs on the partition's own thread, started when DataFusion first asks for rows: a
         // hash join asks only once its build side is complete, so its dynamic filter is final.
         let local = dataset.plan().files.iter().all(|f| !f.file.is_remote());
-        let taps: Vec<(String, Arc<KeyTap>)> =
-            self.taps.lock().map(|t| t.clone()).unwrap_or_default();
+        let taps: Vec<Tapped> = self.taps.lock().map(|t| t.clone()).unwrap_or_default();
         let run = move || -> Result<()> {
             let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
             // The joins' dynamic filters, then the build sides too large for a key list (their

@@ -164,20 +164,15 @@ impl PhysicalOptimizerRule for TapBuildKeys {
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         rewrite_hash_joins(plan, config, |node, join| {
-            // The joins whose probe rows without a match add nothing to the answer (inner and
-            // semi joins, and outer, anti and mark joins that keep the build side's rows),
-            // where NULL matches nothing (INTERSECT joins NULL to NULL: the tap, like the
-            // filter, skips NULLs), and not NOT IN's null-aware anti join: a NULL probe key
-            // empties its answer, and the filter would drop it.
-            if !matches!(
-                join.join_type(),
-                JoinType::Inner
-                    | JoinType::LeftSemi
-                    | JoinType::RightSemi
-                    | JoinType::Left
-                    | JoinType::LeftAnti
-                    | JoinType::LeftMark
-            ) || join.null_equality() != NullEquality::NullEqualsNothing
+            // The joins whose probe rows without a match add nothing to the answer (DataFusion's
+            // "probe side preserved", as for its own dynamic filters: inner and semi joins, and
+            // outer, anti and mark joins that keep the build side's rows), where NULL matches
+            // nothing (INTERSECT joins NULL to NULL: the tap, like the filter, skips NULLs),
+            // and not NOT IN's null-aware anti join: a NULL probe key empties its answer, and
+            // the filter would drop it.
+            let (_, probe_preserved) = join.join_type().on_lr_is_preserved();
+            if !probe_preserved
+                || join.null_equality() != NullEquality::NullEqualsNothing
                 || join.null_aware
                 || join.left().downcast_ref::<KeyTapExec>().is_some()
             {

@@ -85,15 +85,13 @@ impl TableStats {
                                 .filter(|a| a.is_valid(ri))
                                 .and_then(|a| ScalarValue::try_from_array(a, ri).ok())
                         };
-                        rg.columns[ci] = ColumnStat {
-                            min: at(&mins),
-                            max: at(&maxes),
-                            nulls: nulls
-                                .as_ref()
-                                .filter(|n| n.is_valid(ri))
-                                .map(|n| n.value(ri) as usize),
-                            bytes: rg.columns[ci].bytes,
-                        };
+                        let c = &mut rg.columns[ci];
+                        c.min = at(&mins);
+                        c.max = at(&maxes);
+                        c.nulls = nulls
+                            .as_ref()
+                            .filter(|n| n.is_valid(ri))
+                            .map(|n| n.value(ri) as usize);
                     }
                 }
                 Ok((f.location.clone(), out))
@@ -186,17 +184,15 @@ fn column_bytes(
     if let Some(width) = dt.primitive_width() {
         return Some(rows.saturating_mul(width));
     }
-    let chunks = rg
+    let mut chunks = rg
         .columns()
         .iter()
-        .filter(|c| c.column_path().parts().first().map(String::as_str) == Some(name));
-    let mut found = false;
-    let mut bytes = 0usize;
-    for c in chunks {
-        found = true;
-        bytes = bytes.saturating_add(c.uncompressed_size().max(0) as usize);
-    }
-    found.then_some(bytes)
+        .filter(|c| c.column_path().parts().first().map(String::as_str) == Some(name))
+        .peekable();
+    chunks.peek()?;
+    Some(chunks.fold(0usize, |bytes, c| {
+        bytes.saturating_add(c.uncompressed_size().max(0) as usize)
+    }))
 }
 
 /// Types whose min/max DataFusion can use and whose order is unambiguous (not floats: NaN).
