@@ -2,6 +2,11 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::output::BatchSink;
 use crate::query::open_writer;
@@ -52,6 +57,7 @@ pub fn run(args: &SqlArgs) -> CliResult<()> {
                 .ok_or_else(|| CliError::msg("--output is required"))?;
             let file = File::create(path)
                 .map_err(|e| CliError::msg(format!("cannot create {}: {e}", path.display())))?;
+            let (schema, batches) = without_views(schema, batches)?;
             let mut sink = BatchSink::file(args.format, file, schema)?;
             for b in &batches {
                 sink.write(b)?;
@@ -67,4 +73,30 @@ pub fn run(args: &SqlArgs) -> CliResult<()> {
         }
     }
     Ok(())
+}
+
+/// Result columns of view types (DataFusion's strings and binaries) as `Utf8` / `Binary`:
+/// a file written with views in its Arrow schema is unreadable for readers older than them.
+fn without_views(
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> CliResult<(SchemaRef, Vec<RecordBatch>)> {
+    let plain = |t: &DataType| match t {
+        DataType::Utf8View => DataType::Utf8,
+        DataType::BinaryView => DataType::Binary,
+        t => t.clone(),
+    };
+    let fields: Vec<Field> = (schema.fields().iter())
+        .map(|f| f.as_ref().clone().with_data_type(plain(f.data_type())))
+        .collect();
+    let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let batches = (batches.iter())
+        .map(|b| {
+            let columns = (b.columns().iter())
+                .map(|c| cast(c, &plain(c.data_type())))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        })
+        .collect::<CliResult<Vec<_>>>()?;
+    Ok((schema, batches))
 }

@@ -66,6 +66,8 @@ pub struct TamisExec {
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
     /// Whether to take runtime filters at all (`tamis.runtime_filters`).
     runtime_filters: bool,
+    /// Strings and binaries as views ([`crate::TamisTable::with_string_views`]).
+    string_views: bool,
     /// Join-key Bloom filters shared by the table's scans.
     key_filters: Arc<KeyFilters>,
     /// Build sides whose keys this scan probes, by column ([`crate::tap`]); shared by clones.
@@ -87,6 +89,7 @@ impl Clone for TamisExec {
             partitions: self.partitions.clone(),
             dynamic: self.dynamic.clone(),
             runtime_filters: self.runtime_filters,
+            string_views: self.string_views,
             key_filters: self.key_filters.clone(),
             taps: self.taps.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -140,6 +143,7 @@ impl TamisExec {
             partitions,
             dynamic: Vec::new(),
             runtime_filters: table.runtime_filters,
+            string_views: table.string_views,
             key_filters: table.key_filters.clone(),
             taps: Arc::default(),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -406,6 +410,7 @@ impl ExecutionPlan for TamisExec {
             .row_groups(part)
             .threads(1)
             .range_rows(RANGE_ROWS)
+            .string_views(self.string_views)
             .limit(self.limit);
         let static_filter = self.filter.clone();
         let dynamic = self.dynamic.clone();

@@ -53,6 +53,9 @@ pub struct TamisTable {
     key_filters: Arc<dynamic::KeyFilters>,
     /// Whether scans take runtime filters from joins (on by default).
     runtime_filters: bool,
+    /// Whether strings and binaries are views (on by default, see
+    /// [`TamisTable::with_string_views`]).
+    string_views: bool,
 }
 
 impl fmt::Debug for TamisTable {
@@ -83,7 +86,7 @@ impl TamisTable {
     /// A table over a dataset already open (its cached footers are shared, not read again);
     /// `location` names it in plans and errors.
     pub fn from_dataset(dataset: Arc<tamis::Dataset>, location: &str) -> Result<TamisTable> {
-        let schema = cross::schema_to_datafusion(&dataset.plan().schema)?;
+        let schema = cross::schema_to_datafusion(&dataset.plan().schema_with_views())?;
         let stats = Arc::new(stats::TableStats::new(dataset.plan())?);
         Ok(TamisTable {
             dataset,
@@ -92,7 +95,25 @@ impl TamisTable {
             location: location.to_string(),
             key_filters: Arc::default(),
             runtime_filters: true,
+            string_views: true,
         })
+    }
+
+    /// Declares the files' top-level string and binary columns as `Utf8View` / `BinaryView`
+    /// (on by default) or as the files' own types. Views are what DataFusion's own Parquet
+    /// reader declares (`schema_force_view_types`); its hash aggregates and joins compare short
+    /// values inside the view, and tamis builds the views of a dictionary-encoded column by
+    /// sharing the dictionary's entries. Rows are the same either way.
+    pub fn with_string_views(mut self, on: bool) -> Result<TamisTable> {
+        let plan = self.dataset.plan();
+        let schema = if on {
+            plan.schema_with_views()
+        } else {
+            plan.schema.clone()
+        };
+        self.schema = cross::schema_to_datafusion(&schema)?;
+        self.string_views = on;
+        Ok(self)
     }
 
     /// Turns runtime join filters on or off for this table's scans (on by default). Results

@@ -144,8 +144,12 @@ impl TableStats {
             .map(|ci| {
                 let c = cols[ci].clone().unwrap_or_default();
                 let dt = schema.field(ci).data_type();
+                // A string bound in a table declaring views is cast to the view type.
                 let typed = |v: Option<ScalarValue>| match v {
                     Some(v) if v.data_type() == *dt => Precision::Inexact(v),
+                    Some(v @ ScalarValue::Utf8(_)) if dt.is_string() => {
+                        v.cast_to(dt).map_or(Precision::Absent, Precision::Inexact)
+                    }
                     _ => Precision::Absent,
                 };
                 ColumnStatistics {

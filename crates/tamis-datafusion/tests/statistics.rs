@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use datafusion::catalog::TableProvider;
 use datafusion::common::stats::Precision;
 use datafusion::common::{JoinType, ScalarValue, Statistics};
 use datafusion::physical_plan::joins::HashJoinExec;
@@ -154,6 +155,30 @@ async fn scans_report_rows_bounds_nulls_and_the_bytes_of_what_they_project() {
     assert_eq!(s.total_byte_size, Precision::Inexact(note));
     let s = scan(&ctx, "SELECT id, note FROM wide").await.stats();
     assert_eq!(s.total_byte_size, Precision::Inexact(rows * 8 + note));
+    // Its lower bound (a prefix of the first note: the writer truncates it) in the type the
+    // table declares: a view, as DataFusion's reader declares it, or a plain string when the
+    // table keeps the files' types.
+    let first = format!("{:0>200}", 0);
+    let Precision::Inexact(ScalarValue::Utf8View(Some(min))) = &s.column_statistics[1].min_value
+    else {
+        panic!("{:?}", s.column_statistics[1].min_value);
+    };
+    assert!(!min.is_empty() && first.starts_with(min.as_str()), "{min}");
+    let path = dir.path().join("wide.parquet");
+    let plain = TamisTable::open(path.to_str().unwrap())
+        .unwrap()
+        .with_string_views(false)
+        .unwrap();
+    assert_eq!(
+        plain.schema().field(1).data_type(),
+        &datafusion::arrow::datatypes::DataType::Utf8
+    );
+    let stats = plain.statistics().unwrap();
+    let bound = &stats.column_statistics[1].min_value;
+    assert_eq!(
+        bound,
+        &Precision::Inexact(ScalarValue::Utf8(Some(min.clone())))
+    );
 
     // A filter the scan evaluates: rows and bytes scaled by FilterExec's default selectivity.
     let s = scan(&ctx, "SELECT id FROM wide WHERE note LIKE '%7'")

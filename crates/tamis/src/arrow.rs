@@ -213,7 +213,8 @@ pub fn to_arrow(
 }
 
 /// The array of a column kept as dictionary codes: the dictionary built as an array once (its
-/// entries converted, strings checked as UTF-8, once each), then Arrow's `take` by the codes —
+/// entries converted, strings checked as UTF-8, once each; as views when `target` is a view
+/// type), then Arrow's `take` by the codes —
 /// no value converted or checked twice, no intermediate buffer. `Err(codes)` when an entry does
 /// not convert (invalid UTF-8, an INT96 out of range: the caller then converts only the selected
 /// values, as every other path does) or the strings outgrow 32-bit offsets.
@@ -226,9 +227,14 @@ fn take_codes(
 ) -> Result<std::result::Result<ArrayRef, Vec<u32>>> {
     let nulls = nulls_of(leaf, validity, codes.len())?;
     let entries = Projected::new(Some(dictionary.clone()), vec![true; dictionary.len()]);
-    let Ok(entries) = native_array(leaf, entries, target) else {
+    let Ok(mut entries) = native_array(leaf, entries, target) else {
         return Ok(Err(codes));
     };
+    if matches!(target, DataType::Utf8View | DataType::BinaryView) {
+        // Views of the entries, made once: `take` then copies 16 bytes a row, and every row
+        // shares the entries' bytes.
+        entries = adapt(entries, target)?;
+    }
     let has_nulls = nulls.is_some();
     let indices = UInt32Array::new(spread(codes, validity, has_nulls).into(), nulls);
     let short: Option<ArrayRef> = match entries.data_type() {

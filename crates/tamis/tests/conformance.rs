@@ -103,6 +103,10 @@ fn data_files_match_parquet_crate() {
     assert!(!files.is_empty(), "no data/*.parquet in {}", dir.display());
     let mut table = Vec::new();
     let mut failures = Vec::new();
+    let views = Req {
+        string_views: true,
+        ..Req::default()
+    };
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let p = path.to_str().unwrap().to_string();
@@ -115,7 +119,14 @@ fn data_files_match_parquet_crate() {
                 Some(format!("tamis panicked: {}", panic_text(panic))),
             ),
             (Ok(Ok((got, _))), Ok(want)) => match diff_batches(&got, &want) {
-                None => ("ok", None),
+                // The same rows again with strings and binaries as views.
+                None => match tamis_scan(&p, &views) {
+                    Ok((got, _)) => match diff_batches(&got, &want) {
+                        None => ("ok", None),
+                        Some(d) => ("VIEWS", Some(format!("with string views: {d}"))),
+                    },
+                    Err(e) => ("VIEWS", Some(format!("fails with string views: {e}"))),
+                },
                 Some(d) => ("MISMATCH", Some(d)),
             },
             (Ok(Err(e)), _) if e.kind == tamis::ErrorKind::Internal => (

@@ -428,6 +428,12 @@ fn check(h: &Hive, p: &P) -> tamis::ScanMetrics {
     m
 }
 
+/// The schema of a plain scan of the hive dataset.
+fn plain_schema(h: &Hive) -> arrow::datatypes::SchemaRef {
+    let mut scan = tamis::Scan::open(h.root.to_str().unwrap()).unwrap();
+    scan.schema().unwrap()
+}
+
 #[test]
 fn hive_schema_and_full_scan() {
     let h = hive();
@@ -452,6 +458,20 @@ fn hive_schema_and_full_scan() {
     );
     assert_eq!(scan.files().len(), h.files.len());
     let (got, m) = scan_with(scan, None, None);
+    assert_eq!(rows_of(&got), h.rows);
+    // With string views: the file column `s` a view, the partition columns as they were.
+    let mut views = tamis::Scan::open(h.root.to_str().unwrap())
+        .unwrap()
+        .string_views(true);
+    let types: Vec<DataType> = (views.schema().unwrap().fields().iter())
+        .map(|f| f.data_type().clone())
+        .collect();
+    use DataType::*;
+    assert_eq!(types, [Int64, Int32, Utf8View, Int64, Date32, Utf8]);
+    let (got, _) = scan_with(views, None, None);
+    let mut columns = got.columns().to_vec();
+    columns[2] = arrow::compute::cast(&columns[2], &Utf8).unwrap();
+    let got = RecordBatch::try_new(plain_schema(&h), columns).unwrap();
     assert_eq!(rows_of(&got), h.rows);
     assert_eq!(m.files as usize, h.files.len());
     assert_eq!(m.files_pruned_partition, 0);
@@ -763,6 +783,15 @@ fn evolved_schemas_fill_missing_columns_with_null() {
         assert_eq!(rows(&got), want, "{sql}");
         // Files lacking a column the predicate needs non-NULL are skipped like partitions.
         assert_eq!(m.files_pruned_partition, pruned, "{sql}");
+        // With string views: `b` a view in every file, NULL where a file lacks it.
+        let views = tamis::Scan::open(root.to_str().unwrap()).unwrap();
+        let (got, _) = scan_with(views.string_views(true), Some(sql), None);
+        assert_eq!(got.column(2).data_type(), &DataType::Utf8View, "{sql}");
+        let plain = arrow::compute::cast(got.column(2), &DataType::Utf8).unwrap();
+        let mut columns = got.columns().to_vec();
+        columns[2] = plain;
+        let got = RecordBatch::try_new(opened.schema().unwrap(), columns).unwrap();
+        assert_eq!(rows(&got), want, "{sql} with string views");
     }
     // A missing column in a projection is NULL too.
     let (got, _) = scan(&root, Some("id >= 3"), Some(&["b", "id"]));

@@ -1261,6 +1261,7 @@ fn check(
     // driven on this thread (as the DataFusion provider does for local files).
     let range_rows = [None, Some(64), Some(129), Some(1000)][sql.len() % 4];
     let drive = sql.len() % 3 == 1;
+    let string_views = sql.len() % 5 == 2;
     let req = Req {
         filter: Some(sql),
         select: proj.clone(),
@@ -1271,10 +1272,11 @@ fn check(
         filter_order: Some(order),
         evaluation: Some(evaluation),
         drive,
+        string_views,
     };
     let report = |what: String| {
         Some(format!(
-            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, drive {drive}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
+            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, drive {drive}, views {string_views}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
         ))
     };
     match tamis_scan(f.path.to_str().unwrap(), &req) {

@@ -30,7 +30,7 @@ use super::partition::{
     constant_array, discover_partitions, partition_leaves, partition_verdict, PartitionSchema,
     PartitionValue,
 };
-use super::schema::{conform, unify, UnifiedSchema};
+use super::schema::{conform, unify, view_of, with_views, UnifiedSchema};
 use crate::error::{Error, Result};
 use crate::expr::{bind, Expr, Predicate};
 use crate::io::location::{FileRef, Listing};
@@ -96,6 +96,12 @@ impl DatasetPlan {
     /// [`DatasetPlan::open`], keeping the first `keep_open` files open.
     pub fn open_keeping(listing: &Listing, keep_open: usize) -> Result<DatasetPlan> {
         Self::open_typed(listing, keep_open, &[])
+    }
+
+    /// [`DatasetPlan::schema`] with its file columns' strings and binaries as views
+    /// ([`with_views`]; see [`crate::Scan::string_views`]).
+    pub fn schema_with_views(&self) -> SchemaRef {
+        Arc::new(with_views(&self.schema, self.unified.schema.fields().len()))
     }
 
     /// [`DatasetPlan::open_keeping`] with the types of some partition keys given (the others
@@ -441,6 +447,23 @@ impl FileOutput {
     pub fn read(read: Vec<usize>) -> FileOutput {
         let columns = (0..read.len()).map(Output::Read).collect();
         FileOutput { read, columns }
+    }
+
+    /// The type file column `root` (of type `file_type` in its file) is decoded to: its own,
+    /// or the view form that `schema`, the output schema, asks for, so that no batch is cast
+    /// afterwards.
+    pub fn read_type<'a>(
+        &self,
+        root: usize,
+        file_type: &'a DataType,
+        schema: &'a Schema,
+    ) -> &'a DataType {
+        let k = self.read.iter().position(|&r| r == root);
+        let out = (self.columns.iter()).position(|c| matches!(c, Output::Read(j) if Some(*j) == k));
+        match out.map(|i| schema.field(i).data_type()) {
+            Some(t) if k.is_some() && view_of(file_type).as_ref() == Some(t) => t,
+            _ => file_type,
+        }
     }
 
     /// The output batch of `rows` rows from the arrays of `read`. A string or binary column

@@ -137,12 +137,41 @@ impl UnifiedSchema {
 }
 
 /// `array` with type `target`, which [`unify`] found equal to its type up to nullability and
-/// item field names; unchanged (no copy) when the types are already equal.
+/// item field names (or the view form of its strings, [`with_views`]); unchanged (no copy) when
+/// the types are already equal.
 pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
     if array.data_type() == target {
         return Ok(array.clone());
     }
     Ok(cast(array, target)?)
+}
+
+/// `schema` with its first `file_columns` top-level string and binary columns as views
+/// (`Utf8View`, `BinaryView`), as DataFusion's own Parquet reader declares them: its operators
+/// compare and hash short values inside the 16-byte view, and a dictionary's entries are shared
+/// by every row instead of copied. Nested fields and partition columns keep their types.
+pub fn with_views(schema: &Schema, file_columns: usize) -> Schema {
+    let fields: Vec<FieldRef> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(
+            |(i, f)| match view_of(f.data_type()).filter(|_| i < file_columns) {
+                Some(view) => Arc::new(f.as_ref().clone().with_data_type(view)),
+                None => f.clone(),
+            },
+        )
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// The view type that [`with_views`] gives a column of type `file` (`None`: it keeps `file`).
+pub fn view_of(file: &DataType) -> Option<DataType> {
+    match file {
+        DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),
+        DataType::Binary | DataType::LargeBinary => Some(DataType::BinaryView),
+        _ => None,
+    }
 }
 
 /// `a` and `b` merged, or `None` if they differ beyond nullability, metadata and list / map

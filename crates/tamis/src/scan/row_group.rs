@@ -204,18 +204,22 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         fetch_into(job.reader, &mut chunks, &payload, &ranges)?;
     }
     let fields = file.schema().fields();
+    let read_type = |root: usize| {
+        job.output
+            .read_type(root, fields[root].data_type(), job.schema)
+    };
     // Each output column: a flat native leaf tamis decodes range by range, or an array built
     // once for the row group (lists, the parquet crate's reader), sliced per range.
     let mut outputs = Vec::with_capacity(job.output.read.len());
     for &root in &job.output.read {
-        let field = &fields[root];
+        let target = read_type(root);
         let leaf = leaves.iter().find(|l| l.root == root && !l.nested);
         let pinned = leaf
-            .filter(|l| is_native(l, field.data_type()))
+            .filter(|l| is_native(l, target))
             .and_then(|l| Some((l, pinned_value(job.predicate, l)?)));
         outputs.push(match (leaf, pinned) {
             (_, Some((leaf, value))) => Column::Pinned(leaf, value),
-            (Some(leaf), None) if is_native(leaf, field.data_type()) => {
+            (Some(leaf), None) if is_native(leaf, target) => {
                 let c = leaf.index;
                 let ch = chunks.entry(c).or_insert_with(|| chunk(c));
                 if !filter_columns.contains(&c) {
@@ -284,7 +288,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
                     } else {
                         ch.release_before(end);
                     }
-                    to_arrow(leaf, projected, fields[root].data_type())
+                    to_arrow(leaf, projected, read_type(root))
                         .map_err(|e| e.in_column(&leaf.path))?
                 }
                 Column::Whole(array) => array.slice(emitted, in_range),
@@ -293,7 +297,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
                         Error::internal("a pinned value no longer fits its column")
                     })?;
                     let projected = Projected::new(Some(values), vec![true; in_range]);
-                    to_arrow(leaf, projected, fields[root].data_type())
+                    to_arrow(leaf, projected, read_type(root))
                         .map_err(|e| e.in_column(&leaf.path))?
                 }
             });
@@ -584,7 +588,13 @@ pub(super) fn payload_leaves(job: &RowGroupJob<'_>) -> Vec<usize> {
         .read
         .iter()
         .filter_map(|&root| leaves.iter().find(|l| l.root == root && !l.nested))
-        .filter(|l| is_native(l, fields[l.root].data_type()))
+        .filter(|l| {
+            is_native(
+                l,
+                job.output
+                    .read_type(l.root, fields[l.root].data_type(), job.schema),
+            )
+        })
         .filter(|l| pinned_value(job.predicate, l).is_none())
         .map(|l| l.index)
         .collect()

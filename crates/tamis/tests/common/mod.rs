@@ -54,6 +54,9 @@ pub struct Req<'a> {
     pub evaluation: Option<tamis::Evaluation>,
     /// Run the scan on the calling thread (`ScanStream::drive`) rather than iterate it.
     pub drive: bool,
+    /// Strings and binaries as views (`Scan::string_views`); the batch returned is cast back
+    /// to the plain scan's types after checking that only those columns changed type.
+    pub string_views: bool,
 }
 
 /// Runs tamis; returns the concatenated batches and the metrics.
@@ -80,7 +83,7 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     if let Some(e) = req.evaluation {
         scan = scan.evaluation(e);
     }
-    scan = scan.limit(req.limit);
+    scan = scan.limit(req.limit).string_views(req.string_views);
     let mut stream = scan.batches()?;
     let schema = stream.schema();
     let mut batches = Vec::new();
@@ -96,7 +99,32 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     }
     let m = stream.metrics();
     let batch = concat_batches(&schema, &batches).expect("tamis batches concatenate");
-    Ok((batch, m))
+    if !req.string_views {
+        return Ok((batch, m));
+    }
+    // The plain scan's schema: every column keeps its type but for strings and binaries.
+    let mut plain = tamis::Scan::open(path)?;
+    if let Some(s) = &req.select {
+        plain = plain.select(s)?;
+    }
+    let plain = plain.schema()?;
+    let columns = (batch.columns().iter().zip(plain.fields()))
+        .map(|(c, f)| {
+            let view = match f.data_type() {
+                DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
+                DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+                other => other.clone(),
+            };
+            assert_eq!(
+                c.data_type(),
+                &view,
+                "column {} with string views",
+                f.name()
+            );
+            arrow::compute::cast(c, f.data_type()).unwrap()
+        })
+        .collect();
+    Ok((RecordBatch::try_new(plain, columns).unwrap(), m))
 }
 
 /// Float columns with -0.0 → 0.0 and every NaN → positive `NAN`, so Arrow's total order equals
