@@ -305,7 +305,8 @@ fn columns_compared(
 /// The column `e` names, under a cast that DataFusion's type coercion adds to compare two
 /// columns (`CAST(i32 AS Int64) < i64`), when that cast keeps every value exactly: integers to
 /// wider integers or to decimals with room for all their digits, decimals to decimals with at
-/// least their scale and integer digits. tamis compares the exact values without it.
+/// least their scale and integer digits, strings or binaries to another of their kinds. tamis
+/// compares the exact values without it.
 fn widened<'s>(e: &Expr, schema: &'s Schema) -> Option<(&'s str, &'s DataType)> {
     let Expr::Cast(datafusion::logical_expr::Cast { expr, field }) = e else {
         return column(e, schema);
@@ -337,7 +338,8 @@ fn widened<'s>(e: &Expr, schema: &'s Schema) -> Option<(&'s str, &'s DataType)> 
             };
             s >= from_scale && int_digits(data_type)? >= int_digits(f)?
         }
-        _ => false,
+        // Another representation of the same strings (a `Utf8` column compared with a view).
+        (f, t) => (is_string(f) && is_string(t)) || (is_binary(f) && is_binary(t)),
     };
     keeps.then_some((name, from))
 }

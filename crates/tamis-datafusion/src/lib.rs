@@ -99,11 +99,12 @@ impl TamisTable {
         })
     }
 
-    /// Declares the files' top-level string and binary columns as `Utf8View` / `BinaryView`
-    /// (on by default) or as the files' own types. Views are what DataFusion's own Parquet
-    /// reader declares (`schema_force_view_types`); its hash aggregates and joins compare short
-    /// values inside the view, and tamis builds the views of a dictionary-encoded column by
-    /// sharing the dictionary's entries. Rows are the same either way.
+    /// Declares the files' dictionary-encoded top-level string and binary columns as
+    /// `Utf8View` / `BinaryView` (on by default) or keeps the files' types
+    /// ([`tamis::Scan::string_views`]). DataFusion's hash aggregates and joins compare short
+    /// values inside the view, and tamis builds the views by sharing the dictionary's entries
+    /// (TPC-H Q1, whose group keys are two such columns: 544 → 515 ms at 1 thread). Rows are
+    /// the same either way.
     pub fn with_string_views(mut self, on: bool) -> Result<TamisTable> {
         let plan = self.dataset.plan();
         let schema = if on {

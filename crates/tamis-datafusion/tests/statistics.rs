@@ -22,7 +22,8 @@ use tamis_datafusion::TamisTable;
 const ROWS: i64 = 30_000;
 
 /// `wide(id, note)`: `note` a 200-byte string, nulls in `id` every 10th row; `narrow(id,
-/// blob)`: a tenth of the rows, with 2 000-byte strings the join below does not read.
+/// blob, kind)`: a tenth of the rows, with 2 000-byte strings the join below does not read and
+/// three kinds.
 fn write_tables(dir: &std::path::Path) {
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(10_000))
@@ -47,16 +48,19 @@ fn write_tables(dir: &std::path::Path) {
         .unwrap(),
     );
     let blobs = StringArray::from_iter_values((0..ROWS / 10).map(|i| format!("{i:0>2000}")));
+    let kinds = StringArray::from_iter_values((0..ROWS / 10).map(|i| format!("k{}", i % 3)));
     write(
         "narrow.parquet",
         RecordBatch::try_new(
             Arc::new(Schema::new(vec![
                 Field::new("id", DataType::Int64, false),
                 Field::new("blob", DataType::Utf8, false),
+                Field::new("kind", DataType::Utf8, false),
             ])),
             vec![
                 Arc::new(Int64Array::from_iter_values(0..ROWS / 10)) as ArrayRef,
                 Arc::new(blobs),
+                Arc::new(kinds),
             ],
         )
         .unwrap(),
@@ -155,29 +159,29 @@ async fn scans_report_rows_bounds_nulls_and_the_bytes_of_what_they_project() {
     assert_eq!(s.total_byte_size, Precision::Inexact(note));
     let s = scan(&ctx, "SELECT id, note FROM wide").await.stats();
     assert_eq!(s.total_byte_size, Precision::Inexact(rows * 8 + note));
-    // Its lower bound (a prefix of the first note: the writer truncates it) in the type the
-    // table declares: a view, as DataFusion's reader declares it, or a plain string when the
-    // table keeps the files' types.
-    let first = format!("{:0>200}", 0);
-    let Precision::Inexact(ScalarValue::Utf8View(Some(min))) = &s.column_statistics[1].min_value
-    else {
+    // String bounds in the type the table declares: `note` (unique values, so PLAIN pages)
+    // keeps `Utf8`; `kind` (three values, dictionary-encoded) is a view, as DataFusion's reader
+    // declares it, unless the table keeps the files' types.
+    let Precision::Inexact(ScalarValue::Utf8(Some(min))) = &s.column_statistics[1].min_value else {
         panic!("{:?}", s.column_statistics[1].min_value);
     };
-    assert!(!min.is_empty() && first.starts_with(min.as_str()), "{min}");
-    let path = dir.path().join("wide.parquet");
+    // (A prefix of the first note: the writer truncates bounds.)
+    assert!(!min.is_empty() && format!("{:0>200}", 0).starts_with(min.as_str()));
+    let s = scan(&ctx, "SELECT kind FROM narrow").await.stats();
+    let kind = |v: &str| Precision::Inexact(ScalarValue::Utf8View(Some(v.to_string())));
+    assert_eq!(s.column_statistics[0].min_value, kind("k0"));
+    assert_eq!(s.column_statistics[0].max_value, kind("k2"));
+    let path = dir.path().join("narrow.parquet");
     let plain = TamisTable::open(path.to_str().unwrap())
         .unwrap()
         .with_string_views(false)
         .unwrap();
-    assert_eq!(
-        plain.schema().field(1).data_type(),
-        &datafusion::arrow::datatypes::DataType::Utf8
-    );
-    let stats = plain.statistics().unwrap();
-    let bound = &stats.column_statistics[1].min_value;
+    let utf8 = &datafusion::arrow::datatypes::DataType::Utf8;
+    assert_eq!(plain.schema().field(2).data_type(), utf8);
+    let bound = &plain.statistics().unwrap().column_statistics[2].min_value;
     assert_eq!(
         bound,
-        &Precision::Inexact(ScalarValue::Utf8(Some(min.clone())))
+        &Precision::Inexact(ScalarValue::Utf8(Some("k0".into())))
     );
 
     // A filter the scan evaluates: rows and bytes scaled by FilterExec's default selectivity.

@@ -370,6 +370,13 @@ fn native_array(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
             // Over 2 GiB of values: 64-bit offsets. The scan stream then hands them out in
             // batches that fit the schema's 32-bit offsets (`scan::fit`).
             let utf8 = native == DataType::Utf8;
+            let viewed = matches!(target, DataType::Utf8View | DataType::BinaryView);
+            if viewed && u32::try_from(b.data.len()).is_ok() {
+                // Views straight over the decoded values (no offsets written, no cast).
+                return crate::kernels::views::views(&b.offsets, b.data, v, nulls, utf8).map_err(
+                    |e| Error::corrupt(format!("invalid string values: {e}")).in_column(&leaf.path),
+                );
+            }
             let built = if b.data.len() > i32::MAX as usize {
                 byte_array::<i64>(b, v, has_nulls, nulls, utf8)
             } else {

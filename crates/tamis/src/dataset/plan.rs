@@ -23,7 +23,8 @@ use std::sync::Arc;
 
 use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::{DataType, Schema, SchemaRef};
-use parquet::file::metadata::ParquetMetaData;
+use parquet::basic::{Encoding, PageType};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 
 use super::cache::OpenFiles;
 use super::partition::{
@@ -98,10 +99,30 @@ impl DatasetPlan {
         Self::open_typed(listing, keep_open, &[])
     }
 
-    /// [`DatasetPlan::schema`] with its file columns' strings and binaries as views
-    /// ([`with_views`]; see [`crate::Scan::string_views`]).
+    /// [`DatasetPlan::schema`] with its dictionary-encoded string and binary file columns as
+    /// views ([`with_views`]; see [`crate::Scan::string_views`]).
     pub fn schema_with_views(&self) -> SchemaRef {
-        Arc::new(with_views(&self.schema, self.unified.schema.fields().len()))
+        let file_columns = self.unified.schema.fields().len();
+        let viewed: Vec<bool> = (self.schema.fields().iter().enumerate())
+            .map(|(i, f)| i < file_columns && self.dictionary_encoded(f.name()))
+            .collect();
+        Arc::new(with_views(&self.schema, &viewed))
+    }
+
+    /// Whether every data page of top-level column `name` is dictionary-encoded, in every row
+    /// group of every file that has it (as the footers' page encoding statistics say; without
+    /// them, a chunk with a dictionary page and no PLAIN encoding listed).
+    fn dictionary_encoded(&self, name: &str) -> bool {
+        self.files.iter().all(|f| {
+            let Ok(root) = f.schema.index_of(name) else {
+                return true;
+            };
+            let mut leaves = f.leaves.iter().filter(|l| l.root == root);
+            let (Some(leaf), None) = (leaves.next(), leaves.next()) else {
+                return false;
+            };
+            (f.metadata.row_groups().iter()).all(|rg| all_dictionary(rg.column(leaf.index)))
+        })
     }
 
     /// [`DatasetPlan::open_keeping`] with the types of some partition keys given (the others
@@ -517,4 +538,23 @@ pub fn is_widened(array: &DataType, target: &DataType) -> bool {
         (array, target),
         (DataType::LargeUtf8, DataType::Utf8) | (DataType::LargeBinary, DataType::Binary)
     )
+}
+
+/// Whether every data page of a chunk is dictionary-encoded (see
+/// [`DatasetPlan::schema_with_views`]).
+fn all_dictionary(chunk: &ColumnChunkMetaData) -> bool {
+    let dictionary =
+        |e: &Encoding| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY);
+    if chunk.dictionary_page_offset().is_none() {
+        return false;
+    }
+    if let Some(mask) = chunk.page_encoding_stats_mask() {
+        return mask.is_only(Encoding::PLAIN_DICTIONARY) || mask.is_only(Encoding::RLE_DICTIONARY);
+    }
+    if let Some(stats) = chunk.page_encoding_stats() {
+        return (stats.iter())
+            .filter(|s| matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2))
+            .all(|s| dictionary(&s.encoding));
+    }
+    !chunk.encodings().any(|e| e == Encoding::PLAIN)
 }

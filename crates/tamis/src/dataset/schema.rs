@@ -146,21 +146,19 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
     Ok(cast(array, target)?)
 }
 
-/// `schema` with its first `file_columns` top-level string and binary columns as views
+/// `schema` with the top-level string and binary columns that `viewed` marks as views
 /// (`Utf8View`, `BinaryView`), as DataFusion's own Parquet reader declares them: its operators
 /// compare and hash short values inside the 16-byte view, and a dictionary's entries are shared
-/// by every row instead of copied. Nested fields and partition columns keep their types.
-pub fn with_views(schema: &Schema, file_columns: usize) -> Schema {
+/// by every row instead of copied.
+pub fn with_views(schema: &Schema, viewed: &[bool]) -> Schema {
     let fields: Vec<FieldRef> = schema
         .fields()
         .iter()
-        .enumerate()
-        .map(
-            |(i, f)| match view_of(f.data_type()).filter(|_| i < file_columns) {
-                Some(view) => Arc::new(f.as_ref().clone().with_data_type(view)),
-                None => f.clone(),
-            },
-        )
+        .zip(viewed)
+        .map(|(f, &v)| match view_of(f.data_type()).filter(|_| v) {
+            Some(view) => Arc::new(f.as_ref().clone().with_data_type(view)),
+            None => f.clone(),
+        })
         .collect();
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }

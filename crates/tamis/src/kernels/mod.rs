@@ -52,6 +52,7 @@ pub mod portable;
 pub mod scalar;
 #[cfg(test)]
 mod tests;
+pub mod views;
 
 use std::sync::OnceLock;
 

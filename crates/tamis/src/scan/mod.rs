@@ -429,11 +429,13 @@ impl Scan {
         self
     }
 
-    /// Outputs the files' top-level string and binary columns as `Utf8View` / `BinaryView`
-    /// (default off: `Utf8` / `Binary`, or the types the files' Arrow schema gives). A
-    /// dictionary-encoded column's rows then share its entries (16 bytes a row, strings of up
-    /// to 12 bytes inside the view) instead of copying them; query engines hash and compare
-    /// such views faster. DataFusion's own Parquet reader declares strings this way.
+    /// Outputs the files' top-level dictionary-encoded string and binary columns as
+    /// `Utf8View` / `BinaryView` (default off: `Utf8` / `Binary`, or the types the files' Arrow
+    /// schema gives). Their rows then share the dictionary's entries (16 bytes a row, values of
+    /// up to 12 bytes inside the view) instead of copying them; query engines hash and compare
+    /// such views faster (DataFusion's own reader declares every string a view). Columns
+    /// with PLAIN pages keep their types: their views would point into buffers of mostly other
+    /// rows' values, which engines compact by copying after a selective join.
     pub fn string_views(mut self, on: bool) -> Scan {
         self.string_views = on;
         self
