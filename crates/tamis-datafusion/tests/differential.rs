@@ -106,6 +106,16 @@ fn write(dir: &std::path::Path, batch: &FileBatch) -> String {
     path.to_string_lossy().to_string()
 }
 
+/// A table of seeded random data written to a temporary directory (kept while the guard
+/// lives), its session `partitions` wide, and the generator to draw predicates from.
+async fn seeded(seed: u64, partitions: usize) -> (tempfile::TempDir, SessionContext, StdRng) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), &data(&mut rng));
+    let ctx = context(&path, partitions).await;
+    (dir, ctx, rng)
+}
+
 async fn context(path: &str, partitions: usize) -> SessionContext {
     let ctx =
         SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
@@ -296,10 +306,7 @@ fn predicate(rng: &mut StdRng, depth: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_predicates_match_datafusion_parquet_reader() {
-    let mut rng = StdRng::seed_from_u64(14);
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), &data(&mut rng));
-    let ctx = context(&path, 3).await;
+    let (_dir, ctx, mut rng) = seeded(14, 3).await;
     for k in 0..300 {
         let p = predicate(&mut rng, 3);
         let ours = query(&ctx, &format!("SELECT * FROM t WHERE {p}")).await;
@@ -319,10 +326,7 @@ async fn random_predicates_match_datafusion_parquet_reader() {
 /// values into `=` tests joined by OR), negated or not, beside other conditions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefix_lists_match_datafusion_parquet_reader() {
-    let mut rng = StdRng::seed_from_u64(22);
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), &data(&mut rng));
-    let ctx = context(&path, 3).await;
+    let (_dir, ctx, _) = seeded(22, 3).await;
     for p in [
         "substring(s from 1 for 2) IN ('ab', 'ba', 'ün', 'zz', 'x_')",
         "substr(s, 1, 2) NOT IN ('ab', 'ba', 'ün', 'zz')",
@@ -341,10 +345,7 @@ async fn prefix_lists_match_datafusion_parquet_reader() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aggregates_projections_and_limits_match() {
-    let mut rng = StdRng::seed_from_u64(7);
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), &data(&mut rng));
-    let ctx = context(&path, 4).await;
+    let (_dir, ctx, _) = seeded(7, 4).await;
     for q in [
         "SELECT count(*) FROM {}",
         "SELECT count(*) FROM {} WHERE i > 3",
@@ -366,10 +367,7 @@ async fn aggregates_projections_and_limits_match() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exact_filters_leave_no_filter_above_the_scan_and_metrics_show() {
-    let mut rng = StdRng::seed_from_u64(3);
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), &data(&mut rng));
-    let ctx = context(&path, 2).await;
+    let (_dir, ctx, _) = seeded(3, 2).await;
     let plan = |sql: &'static str| {
         let ctx = ctx.clone();
         async move {

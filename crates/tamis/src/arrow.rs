@@ -214,7 +214,8 @@ pub fn to_arrow(
 
 /// The array of a column kept as dictionary codes: the dictionary built as an array once (its
 /// entries converted, strings checked as UTF-8, once each; as views when `target` is a view
-/// type), then Arrow's `take` by the codes —
+/// type, so that `take` copies 16 bytes a row and the rows share the entries' bytes), then
+/// Arrow's `take` by the codes —
 /// no value converted or checked twice, no intermediate buffer. `Err(codes)` when an entry does
 /// not convert (invalid UTF-8, an INT96 out of range: the caller then converts only the selected
 /// values, as every other path does) or the strings outgrow 32-bit offsets.
@@ -227,14 +228,9 @@ fn take_codes(
 ) -> Result<std::result::Result<ArrayRef, Vec<u32>>> {
     let nulls = nulls_of(leaf, validity, codes.len())?;
     let entries = Projected::new(Some(dictionary.clone()), vec![true; dictionary.len()]);
-    let Ok(mut entries) = native_array(leaf, entries, target) else {
+    let Ok(entries) = native_array(leaf, entries, target) else {
         return Ok(Err(codes));
     };
-    if matches!(target, DataType::Utf8View | DataType::BinaryView) {
-        // Views of the entries, made once: `take` then copies 16 bytes a row, and every row
-        // shares the entries' bytes.
-        entries = adapt(entries, target)?;
-    }
     let has_nulls = nulls.is_some();
     let indices = UInt32Array::new(spread(codes, validity, has_nulls).into(), nulls);
     let short: Option<ArrayRef> = match entries.data_type() {
@@ -373,7 +369,7 @@ fn native_array(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
             let viewed = matches!(target, DataType::Utf8View | DataType::BinaryView);
             if viewed && u32::try_from(b.data.len()).is_ok() {
                 // Views straight over the decoded values (no offsets written, no cast).
-                return crate::kernels::views::views(&b.offsets, b.data, v, nulls, utf8).map_err(
+                return crate::kernels::views::views(&b.offsets, b.data, nulls, utf8).map_err(
                     |e| Error::corrupt(format!("invalid string values: {e}")).in_column(&leaf.path),
                 );
             }

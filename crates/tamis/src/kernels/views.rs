@@ -11,8 +11,8 @@ use arrow::error::ArrowError;
 use std::sync::Arc;
 
 /// The view array of the values `offsets` delimits in `data` (value `i` is
-/// `data[offsets[i]..offsets[i + 1]]`), spread over `validity` (a null row gets an empty view)
-/// when `nulls` is given: a `Utf8View` when `utf8`, else a `BinaryView`.
+/// `data[offsets[i]..offsets[i + 1]]`), spread over the valid rows of `nulls` when given (a
+/// null row gets an empty view): a `Utf8View` when `utf8`, else a `BinaryView`.
 ///
 /// An error when `data` is longer than a view's 32-bit offset addresses (the caller checks
 /// first), the offsets do not lie in `data` in order, the values do not fill the
@@ -20,7 +20,6 @@ use std::sync::Arc;
 pub fn views(
     offsets: &[usize],
     data: Vec<u8>,
-    validity: &[bool],
     nulls: Option<NullBuffer>,
     utf8: bool,
 ) -> Result<ArrayRef, ArrowError> {
@@ -50,18 +49,17 @@ pub fn views(
     }
     let view = |w: &[usize]| make_view(&data[w[0]..w[1]], 0, w[0] as u32);
     let views: Vec<u128> = match &nulls {
-        None if values == validity.len() => offsets.windows(2).map(view).collect(),
-        Some(n) if n.len() == validity.len() && validity.len() - n.null_count() == values => {
+        None => offsets.windows(2).map(view).collect(),
+        Some(n) if n.len() - n.null_count() == values => {
             let mut it = offsets.windows(2);
-            validity
-                .iter()
-                .map(|&valid| match valid {
+            n.iter()
+                .map(|valid| match valid {
                     true => it.next().map_or(0, view),
                     false => 0,
                 })
                 .collect()
         }
-        _ => return Err(invalid("value count does not match the rows")),
+        Some(_) => return Err(invalid("value count does not match the rows")),
     };
     let views = ScalarBuffer::from(views);
     let buffers: Arc<[Buffer]> = Arc::from([Buffer::from_vec(data)]);
@@ -110,8 +108,8 @@ mod tests {
         let validity: Vec<bool> = values.iter().map(Option::is_some).collect();
         let nulls = validity
             .contains(&false)
-            .then(|| NullBuffer::from(validity.clone()));
-        views(&offsets, data, &validity, nulls, utf8)
+            .then(|| NullBuffer::from(validity));
+        views(&offsets, data, nulls, utf8)
     }
 
     /// Strings of 0–40 characters, some multi-byte, so values straddle the 12-byte inline
@@ -162,13 +160,12 @@ mod tests {
         assert!(built(&bad, true).is_err());
         assert!(built(&bad, false).is_ok());
         let euro = "€".as_bytes();
-        let cut = views(&[0, 1, 3], euro.to_vec(), &[true, true], None, true);
+        let cut = views(&[0, 1, 3], euro.to_vec(), None, true);
         assert!(cut.is_err());
-        // Offsets beyond the data, decreasing, or not as many values as valid rows.
-        assert!(views(&[0, 4], b"abc".to_vec(), &[true], None, false).is_err());
-        assert!(views(&[0, 2, 1, 3], b"abc".to_vec(), &[true; 3], None, false).is_err());
-        assert!(views(&[0, 3], b"abc".to_vec(), &[true, true], None, false).is_err());
+        // Offsets beyond the data or decreasing, or not as many values as valid rows.
+        assert!(views(&[0, 4], b"abc".to_vec(), None, false).is_err());
+        assert!(views(&[0, 2, 1, 3], b"abc".to_vec(), None, false).is_err());
         let nulls = Some(NullBuffer::from(vec![true, false]));
-        assert!(views(&[0, 1, 3], b"abc".to_vec(), &[true, false], nulls, false).is_err());
+        assert!(views(&[0, 1, 3], b"abc".to_vec(), nulls, false).is_err());
     }
 }

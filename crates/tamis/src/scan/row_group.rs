@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use arrow::array::{ArrayRef, RecordBatch};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef};
 
 use crate::arrow::{is_native, to_arrow, widens_to_i128};
 use crate::budget::Budget;
@@ -204,15 +204,14 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         fetch_into(job.reader, &mut chunks, &payload, &ranges)?;
     }
     let fields = file.schema().fields();
-    let read_type = |root: usize| {
-        job.output
-            .read_type(root, fields[root].data_type(), job.schema)
-    };
+    // The type each read column is decoded to (its file's, or the view the output asks for).
+    let targets: Vec<&DataType> = (job.output.read.iter())
+        .map(|&root| (job.output).read_type(root, fields[root].data_type(), job.schema))
+        .collect();
     // Each output column: a flat native leaf tamis decodes range by range, or an array built
     // once for the row group (lists, the parquet crate's reader), sliced per range.
     let mut outputs = Vec::with_capacity(job.output.read.len());
-    for &root in &job.output.read {
-        let target = read_type(root);
+    for (&root, &target) in job.output.read.iter().zip(&targets) {
         let leaf = leaves.iter().find(|l| l.root == root && !l.nested);
         let pinned = leaf
             .filter(|l| is_native(l, target))
@@ -270,7 +269,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
             continue;
         }
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(outputs.len());
-        for (o, &root) in outputs.iter().zip(&job.output.read) {
+        for (o, &target) in outputs.iter().zip(&targets) {
             columns.push(match o {
                 Column::Native(leaf) => {
                     // (A column selected twice reads its chunk again: the first freed it.)
@@ -288,8 +287,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
                     } else {
                         ch.release_before(end);
                     }
-                    to_arrow(leaf, projected, read_type(root))
-                        .map_err(|e| e.in_column(&leaf.path))?
+                    to_arrow(leaf, projected, target).map_err(|e| e.in_column(&leaf.path))?
                 }
                 Column::Whole(array) => array.slice(emitted, in_range),
                 Column::Pinned(leaf, value) => {
@@ -297,8 +295,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
                         Error::internal("a pinned value no longer fits its column")
                     })?;
                     let projected = Projected::new(Some(values), vec![true; in_range]);
-                    to_arrow(leaf, projected, read_type(root))
-                        .map_err(|e| e.in_column(&leaf.path))?
+                    to_arrow(leaf, projected, target).map_err(|e| e.in_column(&leaf.path))?
                 }
             });
         }
