@@ -108,6 +108,9 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
     fn resident(&self, _offset: u64) -> Option<bool> {
         None
     }
+    /// A hint that `ranges` (in bounds, coalesced) will be read soon: a source that can load
+    /// them in the background starts to. Changes no result.
+    fn will_need(&self, _ranges: &[Range<u64>]) {}
 }
 
 /// Bytes and requests of one scan (or one open), shared by its readers.
@@ -229,6 +232,23 @@ impl Reader {
     /// Whether the byte at `offset` is in the page cache (see [`ByteSource::resident`]).
     pub fn resident(&self, offset: u64) -> Option<bool> {
         self.source.resident(offset)
+    }
+
+    /// Asks the source to start loading `ranges` before they are read (see
+    /// [`ByteSource::will_need`]), so that the device works while the scan decodes what it
+    /// already has. Ranges out of bounds or in memory are left out; nothing is counted as read.
+    pub fn will_need(&self, ranges: &[Range<u64>]) {
+        if self.cancel.load(Relaxed) {
+            return;
+        }
+        let wanted: Vec<Range<u64>> = (ranges.iter())
+            .filter(|r| self.check(r).is_ok() && self.cached_slice(r).is_none())
+            .cloned()
+            .collect();
+        if !wanted.is_empty() {
+            self.source
+                .will_need(&coalesce(&wanted, self.coalesce_gap()));
+        }
     }
 
     /// Reads several ranges, merging those closer than the source's coalescing gap.
@@ -498,6 +518,65 @@ mod tests {
         assert_eq!(fetched.slice(140..170).unwrap().as_ref(), &data[140..170]);
         assert_eq!(fetched.slice(180..190).unwrap().as_ref(), &data[180..190]);
         assert_eq!(fetched.slice(10..20).unwrap().as_ref(), &data[10..20]);
+    }
+
+    /// Records the hints a reader passes on.
+    #[derive(Debug)]
+    struct Hinted {
+        inner: memory::MemorySource,
+        hints: std::sync::Mutex<Vec<Range<u64>>>,
+    }
+
+    impl ByteSource for Hinted {
+        fn location(&self) -> &str {
+            self.inner.location()
+        }
+        fn identity(&self) -> &Identity {
+            self.inner.identity()
+        }
+        fn read_ranges(&self, ranges: &[Range<u64>], cancel: &AtomicBool) -> Result<Vec<Bytes>> {
+            self.inner.read_ranges(ranges, cancel)
+        }
+        fn profile(&self) -> IoProfile {
+            self.inner.profile()
+        }
+        fn is_remote(&self) -> bool {
+            false
+        }
+        fn will_need(&self, ranges: &[Range<u64>]) {
+            self.hints.lock().unwrap().extend_from_slice(ranges);
+        }
+    }
+
+    /// Hints reach the source coalesced, without the ranges in memory or out of bounds, and
+    /// count no bytes or requests; a cancelled reader passes none on.
+    #[test]
+    fn will_need_hints_only_what_a_read_would_fetch() {
+        let data = Bytes::from((0..=255u8).cycle().take(100_000).collect::<Vec<_>>());
+        let source = Arc::new(Hinted {
+            inner: memory::MemorySource::new("mem", data.clone()),
+            hints: Default::default(),
+        });
+        let stats = Arc::new(IoStats::default());
+        let cancel = Arc::new(AtomicBool::new(false));
+        let tail = Arc::new(FetchedRanges::from_pieces(
+            vec![(90_000, data.slice(90_000..))],
+            100_000,
+        ));
+        let r = Reader::new(source.clone(), stats.clone(), cancel.clone()).with_cached(tail);
+        r.will_need(&[
+            0..10,
+            100..200,
+            50_000..60_000,
+            95_000..96_000,
+            99_000..100_001,
+        ]);
+        assert_eq!(*source.hints.lock().unwrap(), vec![0..200, 50_000..60_000]);
+        assert_eq!(stats.bytes.load(Relaxed), 0);
+        assert_eq!(stats.requests.load(Relaxed), 0);
+        cancel.store(true, Relaxed);
+        r.will_need(std::slice::from_ref(&(0..10)));
+        assert_eq!(source.hints.lock().unwrap().len(), 2);
     }
 
     #[test]

@@ -648,8 +648,7 @@ impl Shared {
     /// returns false); a panic inside becomes an internal error naming the row group.
     fn run_row_group(
         &self,
-        fi: usize,
-        rg: usize,
+        (fi, rg, next_rg): (usize, usize, Option<usize>),
         file: &OpenedFile,
         reader: &Reader,
         ordinal: usize,
@@ -661,6 +660,7 @@ impl Shared {
             reader,
             needed_leaves: &plan.needed_leaves,
             rg,
+            next_rg,
             predicate: plan.predicate.as_ref(),
             output: &plan.output,
             schema: &self.schema,
@@ -766,12 +766,21 @@ impl ScanStream {
         Ok((f, reader))
     }
 
+    /// The row group of file `fi` the scan starts next, when the next task is in that file.
+    fn next_in_file(&self, fi: usize) -> Option<usize> {
+        self.pending
+            .front()
+            .filter(|&&(f, _)| f == fi)
+            .map(|&(_, rg)| rg)
+    }
+
     fn spawn_more(&mut self) {
         while self.in_flight.len() < self.window {
             let Some((fi, rg)) = self.pending.pop_front() else {
                 break;
             };
             let ordinal = self.total - self.pending.len() - 1;
+            let next_rg = self.next_in_file(fi);
             // Unbounded: a task never waits for the consumer (which reads the row groups in
             // order), so later row groups decode while it reads an earlier one. A row group's
             // batches are what one task would have held anyway.
@@ -791,7 +800,8 @@ impl ScanStream {
                     return;
                 }
                 let mut emit = |batch| tx.send(Ok(Some(batch))).is_ok();
-                let result = shared.run_row_group(fi, rg, &file, &reader, ordinal, &mut emit);
+                let task = (fi, rg, next_rg);
+                let result = shared.run_row_group(task, &file, &reader, ordinal, &mut emit);
                 let _ = tx.send(result.map(|()| None));
             });
             self.in_flight.push_back(rx);
@@ -821,6 +831,7 @@ impl ScanStream {
                 return Err(crate::io::cancelled());
             }
             let ordinal = self.total - self.pending.len() - 1;
+            let task = (fi, rg, self.next_in_file(fi));
             let (file, reader) = match self.file(fi) {
                 Ok(x) => x,
                 Err(e) => {
@@ -833,7 +844,7 @@ impl ScanStream {
             // On the scan's one-worker pool (this thread waits): what the row group runs in
             // parallel inside (reads) stays within the scan's threads.
             let result = pool.install(|| {
-                shared.run_row_group(fi, rg, &file, &reader, ordinal, &mut |batch| {
+                shared.run_row_group(task, &file, &reader, ordinal, &mut |batch| {
                     if let Err(e) = fitted_pieces(batch, batch_size, &schema, &mut pieces) {
                         failed = Some(e);
                         return false;

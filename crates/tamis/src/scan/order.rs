@@ -473,6 +473,7 @@ mod tests {
                 reader: &reader,
                 needed_leaves: &[0],
                 rg,
+                next_rg: None,
                 predicate: Some(&predicate),
                 output: &FileOutput::read(vec![0]),
                 schema: &schema,
