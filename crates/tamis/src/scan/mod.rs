@@ -12,6 +12,7 @@ mod fit;
 pub mod order;
 mod pinned;
 pub mod plan;
+mod prefetch;
 pub mod row_group;
 pub mod thrift_guard;
 

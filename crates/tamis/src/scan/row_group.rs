@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType, SchemaRef};
-use parquet::basic::Compression;
 
 use crate::arrow::{is_native, to_arrow, widens_to_i128};
 use crate::budget::Budget;
@@ -36,6 +35,7 @@ use super::file::OpenedFile;
 use super::order::{and_filters, or_filters, Filter, FilterKind, Planner};
 use super::pinned::{pinned_value, repeated};
 use super::plan::{plan, Pruned, RowGroupPlan};
+use super::prefetch;
 use super::{BrokenIndex, Pruning};
 
 /// What a row group task needs besides its file.
@@ -45,7 +45,7 @@ pub struct RowGroupJob<'a> {
     pub reader: &'a Reader,
     pub rg: usize,
     /// The row group of the same file the scan starts after this one, if any: on a local
-    /// file, its filter pages start loading while this one decodes (see [`advise_ahead`]).
+    /// file, its filter pages start loading while this one decodes (see [`prefetch`]).
     pub next_rg: Option<usize>,
     /// Bound to this file's leaves.
     pub predicate: Option<&'a Predicate>,
@@ -162,30 +162,8 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
                 &ranges,
             )?;
         } else {
-            // A local file: the kernel starts loading every filter column's candidate pages,
-            // and the payload's when nearly all of them will hold a survivor (a no-op where
-            // they are cached), so that a cold cache's device time overlaps decoding.
-            let mut ranges = Vec::new();
-            for c in &filter_columns {
-                ranges.extend(chunks[c].missing_ranges(&candidates)?);
-            }
             let estimates = Estimates::new(leaves, rg_meta, column_orders, &dicts);
-            if payload_pages_all_wanted(&predicate, estimates, job, &candidates) {
-                // (Not the pages a sub-page read would read by blocks: uncompressed ones.)
-                let by_blocks = |c: usize| {
-                    job.pruning.sub_page_reads
-                        && use_index
-                        && rg_meta.column(c).compression() == Compression::UNCOMPRESSED
-                };
-                for c in payload_leaves(job) {
-                    if !filter_columns.contains(&c) && !by_blocks(c) {
-                        ranges.extend(chunk(c).missing_ranges(&candidates)?);
-                    }
-                }
-            }
-            job.reader.will_need(&ranges);
-            // Then the next row group's filter pages, a row group ahead of their reads.
-            advise_ahead(job);
+            prefetch::filters(job, &chunks, &chunk, &predicate, &candidates, estimates)?;
         }
         let mut cx = Filtering {
             chunks: &mut chunks,
@@ -232,13 +210,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         }
         fetch_into(job.reader, &mut chunks, &payload, &ranges)?;
     } else {
-        // A local file: every payload column's pages start loading before the first is read.
-        let mut ranges = Vec::new();
-        for &c in &payload {
-            let ch = chunks.entry(c).or_insert_with(|| chunk(c));
-            ranges.extend(ch.payload_ranges(&survivors, sub_page)?);
-        }
-        job.reader.will_need(&ranges);
+        prefetch::payload(job, &mut chunks, &chunk, &payload, &survivors, sub_page)?;
     }
     let fields = file.schema().fields();
     // The type each read column is decoded to (its file's, or the view the output asks for).
@@ -593,111 +565,6 @@ fn fetch_into<'c, 'a: 'c>(
         }
     }
     Ok(())
-}
-
-/// Expected survivors per payload page at or above which every payload page is taken to hold
-/// one (a page without one then has a chance of e^-3 ≈ 5 % under independence).
-const SURVIVORS_PER_PAGE: f64 = 3.0;
-
-/// Whether the predicate is expected to leave a survivor in every payload page of the
-/// candidate rows (by the estimates, before evaluating anything): then those pages are worth
-/// loading while the filters run.
-fn payload_pages_all_wanted(
-    predicate: &Predicate,
-    mut estimates: Estimates<'_>,
-    job: &RowGroupJob<'_>,
-    candidates: &Bitmap,
-) -> bool {
-    let pages = payload_leaves(job)
-        .into_iter()
-        .filter_map(|c| job.file.chunk_index(job.rg, c)?.offset.as_ref())
-        .map(|oi| oi.page_locations().len())
-        .max();
-    let Some(pages) = pages.filter(|&n| n > 0) else {
-        return false;
-    };
-    let filters = and_filters(std::slice::from_ref(predicate));
-    let selectivity: f64 = filters.iter().map(|f| estimates.estimate(f)).product();
-    selectivity * candidates.count_ones() as f64 / pages as f64 >= SURVIVORS_PER_PAGE
-}
-
-/// On a local file whose next row group (in this scan) is not cached, asks the kernel to
-/// start loading that row group's filter pages that its statistics and page index leave, so
-/// that a cold scan's next reads overlap this row group's work. Advice only: whatever fails
-/// here is left to the next row group to report.
-fn advise_ahead(job: &RowGroupJob<'_>) {
-    let (Some(next), Some(predicate)) = (job.next_rg, job.predicate) else {
-        return;
-    };
-    let file = job.file;
-    let rg_meta = file.metadata.row_group(next);
-    let columns = predicate.columns();
-    let Some(&first) = columns.first() else {
-        return;
-    };
-    // (The chunk's middle: its ends may share a page with bytes already read.)
-    let middle = |(start, len): (u64, u64)| start + len / 2;
-    if first >= rg_meta.num_columns()
-        || job
-            .reader
-            .resident(middle(rg_meta.column(first).byte_range()))
-            != Some(false)
-    {
-        return;
-    }
-    let orders = file.metadata.file_metadata().column_orders();
-    let orders = orders.map(|o| o.as_slice());
-    let leaves = &file.leaves;
-    let p = if job.pruning.statistics {
-        crate::prune::row_group::statistics_verdict_with_orders(predicate, leaves, rg_meta, orders)
-    } else {
-        predicate.clone()
-    };
-    if p == Predicate::False || !job.pruning.page_index {
-        return;
-    }
-    // The page indexes the next row group's pruning loads (filter and projected columns), read
-    // now when they are not in memory if this scan has one worker: then the next row group
-    // waits for this one, and would read them itself in its turn (so nothing more is read).
-    let columns = p.columns();
-    let mut index_columns = columns.clone();
-    index_columns.extend(
-        (job.needed_leaves.iter().copied())
-            .filter(|&c| pinned_value(job.predicate, &leaves[c]).is_none()),
-    );
-    let loaded = file.indexes_in_memory(next, &index_columns) || rayon::current_num_threads() == 1;
-    if !loaded
-        || file
-            .prefetch(next, &index_columns, &[], &[], job.reader)
-            .is_err()
-    {
-        return;
-    }
-    let rows = rg_meta.num_rows() as usize;
-    let index = |c: usize| file.chunk_index(next, c);
-    let column_index = |c: usize| index(c).and_then(|i| i.column.as_ref());
-    let offset_index = |c: usize| index(c).and_then(|i| i.offset.as_ref());
-    let candidates =
-        crate::prune::page_index::page_ranges(&p, leaves, rows, &column_index, &offset_index)
-            .map_or_else(|| Bitmap::new_set(rows), |r| Bitmap::from_ranges(rows, &r));
-    let budget = Budget::new(job.memory_limit);
-    let mut ranges = Vec::new();
-    for c in columns {
-        let leaf = &leaves[c];
-        let ch = ColumnChunk::new(
-            leaf,
-            rg_meta.column(c),
-            job.reader,
-            offset_index(c),
-            rows,
-            &budget,
-        );
-        match ch.missing_ranges(&candidates) {
-            Ok(r) => ranges.extend(r),
-            Err(_) => return,
-        }
-    }
-    job.reader.will_need(&ranges);
 }
 
 /// The payload pages holding any of `rows`, when together they cost less than a round trip

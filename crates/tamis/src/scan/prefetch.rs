@@ -1,0 +1,187 @@
+//! Local files: what a scan asks the kernel to load ahead of its reads, so that a cold
+//! cache's device time overlaps decoding (`POSIX_FADV_WILLNEED`, see
+//! [`crate::io::Reader::will_need`] and `docs/DESIGN.md`, "Local prefetch of planned ranges").
+//! Advice only: no result depends on it, and a warm scan skips it after one probe.
+//!
+//! ```text
+//! filters start ─► the filter columns' candidate pages
+//!                  (+ the payload's, when every payload page is expected to hold a survivor)
+//!                  (+ the next row group's filter pages, a row group ahead)
+//! payload starts ─► the survivors' payload pages
+//! ```
+
+use std::collections::HashMap;
+
+use parquet::basic::Compression;
+
+use crate::budget::Budget;
+use crate::column::ColumnChunk;
+use crate::error::Result;
+use crate::expr::Predicate;
+use crate::selection::{Bitmap, Selection};
+
+use super::estimate::Estimates;
+use super::order::and_filters;
+use super::pinned::pinned_value;
+use super::row_group::{payload_leaves, RowGroupJob};
+
+/// When a row group's filters start: every filter column's candidate pages, the payload's when
+/// nearly all of them will hold a survivor, then the next row group's filter pages.
+pub(super) fn filters<'a>(
+    job: &RowGroupJob<'a>,
+    chunks: &HashMap<usize, ColumnChunk<'a>>,
+    chunk: &impl Fn(usize) -> ColumnChunk<'a>,
+    predicate: &Predicate,
+    candidates: &Bitmap,
+    estimates: Estimates<'_>,
+) -> Result<()> {
+    let filter_columns = predicate.columns();
+    let mut ranges = Vec::new();
+    for c in &filter_columns {
+        if let Some(ch) = chunks.get(c) {
+            ranges.extend(ch.missing_ranges(candidates)?);
+        }
+    }
+    if payload_pages_all_wanted(predicate, estimates, job, candidates) {
+        // (Not the pages a sub-page read would read by blocks: uncompressed ones.)
+        let rg_meta = job.file.metadata.row_group(job.rg);
+        let by_blocks = |c: usize| {
+            job.pruning.sub_page_reads
+                && job.pruning.page_index
+                && rg_meta.column(c).compression() == Compression::UNCOMPRESSED
+        };
+        for c in payload_leaves(job) {
+            if !filter_columns.contains(&c) && !by_blocks(c) {
+                ranges.extend(chunk(c).missing_ranges(candidates)?);
+            }
+        }
+    }
+    job.reader.will_need(&ranges);
+    // Then the next row group's filter pages, a row group ahead of their reads.
+    next_row_group(job);
+    Ok(())
+}
+
+/// When the payload starts: every payload column's pages holding a survivor (the first round
+/// of blocks, for pages read by blocks), before the first is read.
+pub(super) fn payload<'a>(
+    job: &RowGroupJob<'a>,
+    chunks: &mut HashMap<usize, ColumnChunk<'a>>,
+    chunk: &impl Fn(usize) -> ColumnChunk<'a>,
+    payload: &[usize],
+    survivors: &Selection,
+    sub_page: bool,
+) -> Result<()> {
+    let mut ranges = Vec::new();
+    for &c in payload {
+        let ch = chunks.entry(c).or_insert_with(|| chunk(c));
+        ranges.extend(ch.payload_ranges(survivors, sub_page)?);
+    }
+    job.reader.will_need(&ranges);
+    Ok(())
+}
+
+/// Expected survivors per payload page at or above which every payload page is taken to hold
+/// one (a page without one then has a chance of e^-3 ≈ 5 % under independence).
+const SURVIVORS_PER_PAGE: f64 = 3.0;
+
+/// Whether the predicate is expected to leave a survivor in every payload page of the
+/// candidate rows (by the estimates, before evaluating anything): then those pages are worth
+/// loading while the filters run.
+fn payload_pages_all_wanted(
+    predicate: &Predicate,
+    mut estimates: Estimates<'_>,
+    job: &RowGroupJob<'_>,
+    candidates: &Bitmap,
+) -> bool {
+    let pages = payload_leaves(job)
+        .into_iter()
+        .filter_map(|c| job.file.chunk_index(job.rg, c)?.offset.as_ref())
+        .map(|oi| oi.page_locations().len())
+        .max();
+    let Some(pages) = pages.filter(|&n| n > 0) else {
+        return false;
+    };
+    let filters = and_filters(std::slice::from_ref(predicate));
+    let selectivity: f64 = filters.iter().map(|f| estimates.estimate(f)).product();
+    selectivity * candidates.count_ones() as f64 / pages as f64 >= SURVIVORS_PER_PAGE
+}
+
+/// On a local file whose next row group (in this scan) is not cached, asks the kernel to
+/// start loading that row group's filter pages that its statistics and page index leave, so
+/// that a cold scan's next reads overlap this row group's work. Advice only: whatever fails
+/// here is left to the next row group to report.
+fn next_row_group(job: &RowGroupJob<'_>) {
+    let (Some(next), Some(predicate)) = (job.next_rg, job.predicate) else {
+        return;
+    };
+    let file = job.file;
+    let rg_meta = file.metadata.row_group(next);
+    let columns = predicate.columns();
+    let Some(&first) = columns.first() else {
+        return;
+    };
+    // (The chunk's middle: its ends may share a page with bytes already read.)
+    let middle = |(start, len): (u64, u64)| start + len / 2;
+    if first >= rg_meta.num_columns()
+        || job
+            .reader
+            .resident(middle(rg_meta.column(first).byte_range()))
+            != Some(false)
+    {
+        return;
+    }
+    let orders = file.metadata.file_metadata().column_orders();
+    let orders = orders.map(|o| o.as_slice());
+    let leaves = &file.leaves;
+    let p = if job.pruning.statistics {
+        crate::prune::row_group::statistics_verdict_with_orders(predicate, leaves, rg_meta, orders)
+    } else {
+        predicate.clone()
+    };
+    if p == Predicate::False || !job.pruning.page_index {
+        return;
+    }
+    // The page indexes the next row group's pruning loads (filter and projected columns), read
+    // now when they are not in memory if this scan has one worker: then the next row group
+    // waits for this one, and would read them itself in its turn (so nothing more is read).
+    let columns = p.columns();
+    let mut index_columns = columns.clone();
+    index_columns.extend(
+        (job.needed_leaves.iter().copied())
+            .filter(|&c| pinned_value(job.predicate, &leaves[c]).is_none()),
+    );
+    let loaded = file.indexes_in_memory(next, &index_columns) || rayon::current_num_threads() == 1;
+    if !loaded
+        || file
+            .prefetch(next, &index_columns, &[], &[], job.reader)
+            .is_err()
+    {
+        return;
+    }
+    let rows = rg_meta.num_rows() as usize;
+    let index = |c: usize| file.chunk_index(next, c);
+    let column_index = |c: usize| index(c).and_then(|i| i.column.as_ref());
+    let offset_index = |c: usize| index(c).and_then(|i| i.offset.as_ref());
+    let candidates =
+        crate::prune::page_index::page_ranges(&p, leaves, rows, &column_index, &offset_index)
+            .map_or_else(|| Bitmap::new_set(rows), |r| Bitmap::from_ranges(rows, &r));
+    let budget = Budget::new(job.memory_limit);
+    let mut ranges = Vec::new();
+    for c in columns {
+        let leaf = &leaves[c];
+        let ch = ColumnChunk::new(
+            leaf,
+            rg_meta.column(c),
+            job.reader,
+            offset_index(c),
+            rows,
+            &budget,
+        );
+        match ch.missing_ranges(&candidates) {
+            Ok(r) => ranges.extend(r),
+            Err(_) => return,
+        }
+    }
+    job.reader.will_need(&ranges);
+}
