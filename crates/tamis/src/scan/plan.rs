@@ -23,6 +23,7 @@ use crate::prune;
 use crate::selection::Bitmap;
 use crate::values::Values;
 
+use super::file::OpenedFile;
 use super::pinned::pinned_value;
 use super::row_group::{payload_leaves, speculative_payload, RowGroupJob};
 use super::BrokenIndex;
@@ -75,9 +76,6 @@ where
     let rows = rg_meta.num_rows() as usize;
     let leaves = &file.leaves;
     let use_index = job.pruning.page_index;
-    let chunk_index = |c: usize| file.chunk_index(job.rg, c).filter(|_| use_index);
-    let offset_index = |c: usize| chunk_index(c).and_then(|i| i.offset.as_ref());
-    let column_index = |c: usize| chunk_index(c).and_then(|i| i.column.as_ref());
     let mut chunks: HashMap<usize, ColumnChunk<'b>> = HashMap::new();
     let t = Instant::now();
     let column_orders = file
@@ -135,14 +133,7 @@ where
                     .iter()
                     .filter_map(|c| chunks.get(c).and_then(|ch| ch.dictionary_range())),
             );
-            let mut index_columns = p.columns();
-            // (Pinned columns are projected without reading a page.)
-            index_columns.extend(
-                job.needed_leaves
-                    .iter()
-                    .copied()
-                    .filter(|&c| pinned_value(job.predicate, &leaves[c]).is_none()),
-            );
+            let index_columns = index_columns(job, &p);
             // Remote, with the page indexes already in memory (the footer read held them): the
             // filter columns' pages the page index leaves come in this same read, saving the
             // round trip of phase one; if Bloom filters or dictionaries then prune the row
@@ -156,9 +147,7 @@ where
                 && file.indexes_in_memory(job.rg, &index_columns)
             {
                 file.prefetch(job.rg, &index_columns, &[], &[], job.reader)?;
-                let mut rows_left =
-                    prune::page_index::page_ranges(&p, leaves, rows, &column_index, &offset_index)
-                        .map_or_else(|| Bitmap::new_set(rows), |r| Bitmap::from_ranges(rows, &r));
+                let mut rows_left = page_candidates(file, job.rg, &p, use_index);
                 narrow_by_sidecar(job, &p, &mut rows_left)?;
                 let filter_columns = p.columns();
                 for &c in &filter_columns {
@@ -249,12 +238,7 @@ where
             Bitmap::new_set(rows)
         }
         p => {
-            let mut candidates =
-                match prune::page_index::page_ranges(p, leaves, rows, &column_index, &offset_index)
-                {
-                    Some(ranges) => Bitmap::from_ranges(rows, &ranges),
-                    None => Bitmap::new_set(rows),
-                };
+            let mut candidates = page_candidates(file, job.rg, p, use_index);
             let before = candidates.clone();
             let narrowed = narrow_by_sidecar(job, p, &mut candidates)?;
             if let Some(blooms) = narrowed {
@@ -285,6 +269,36 @@ where
         chunks,
         dicts,
     })))
+}
+
+/// Leaf columns whose page indexes row group pruning with `p` loads: `p`'s columns and the
+/// projected leaves (pinned ones are projected without reading a page).
+pub(super) fn index_columns(job: &RowGroupJob<'_>, p: &Predicate) -> Vec<usize> {
+    let leaves = &job.file.leaves;
+    let mut columns = p.columns();
+    columns.extend(
+        (job.needed_leaves.iter().copied())
+            .filter(|&c| pinned_value(job.predicate, &leaves[c]).is_none()),
+    );
+    columns
+}
+
+/// The rows of row group `rg` that `p` leaves by its columns' page indexes (every row without
+/// them, or with `use_index` false).
+pub(super) fn page_candidates(
+    file: &OpenedFile,
+    rg: usize,
+    p: &Predicate,
+    use_index: bool,
+) -> Bitmap {
+    let rows = file.metadata.row_group(rg).num_rows() as usize;
+    let index = |c: usize| file.chunk_index(rg, c).filter(|_| use_index);
+    let column_index = |c: usize| index(c).and_then(|i| i.column.as_ref());
+    let offset_index = |c: usize| index(c).and_then(|i| i.offset.as_ref());
+    match prune::page_index::page_ranges(p, &file.leaves, rows, &column_index, &offset_index) {
+        Some(ranges) => Bitmap::from_ranges(rows, &ranges),
+        None => Bitmap::new_set(rows),
+    }
 }
 
 /// Narrows `rows` (candidate rows) by the page Bloom filters of the file's sidecar index, if it

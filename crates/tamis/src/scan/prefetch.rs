@@ -11,6 +11,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use parquet::basic::Compression;
 
@@ -22,27 +23,28 @@ use crate::selection::{Bitmap, Selection};
 
 use super::estimate::Estimates;
 use super::order::and_filters;
-use super::pinned::pinned_value;
-use super::row_group::{payload_leaves, RowGroupJob};
+use super::plan::{index_columns, page_candidates};
+use super::row_group::RowGroupJob;
 
 /// When a row group's filters start: every filter column's candidate pages, the payload's when
-/// nearly all of them will hold a survivor, then the next row group's filter pages.
-pub(super) fn filters<'a>(
-    job: &RowGroupJob<'a>,
-    chunks: &HashMap<usize, ColumnChunk<'a>>,
-    chunk: &impl Fn(usize) -> ColumnChunk<'a>,
+/// nearly all of them will hold a survivor, and the next row group's filter pages, in one
+/// advice. `chunks` holds the filter and payload columns' chunks.
+pub(super) fn filters(
+    job: &RowGroupJob<'_>,
+    chunks: &HashMap<usize, ColumnChunk<'_>>,
+    filter_columns: &[usize],
+    payload: &[usize],
     predicate: &Predicate,
     candidates: &Bitmap,
     estimates: Estimates<'_>,
 ) -> Result<()> {
-    let filter_columns = predicate.columns();
     let mut ranges = Vec::new();
-    for c in &filter_columns {
+    for c in filter_columns {
         if let Some(ch) = chunks.get(c) {
             ranges.extend(ch.missing_ranges(candidates)?);
         }
     }
-    if payload_pages_all_wanted(predicate, estimates, job, candidates) {
+    if payload_pages_all_wanted(job, payload, predicate, estimates, candidates) {
         // (Not the pages a sub-page read would read by blocks: uncompressed ones.)
         let rg_meta = job.file.metadata.row_group(job.rg);
         let by_blocks = |c: usize| {
@@ -50,15 +52,18 @@ pub(super) fn filters<'a>(
                 && job.pruning.page_index
                 && rg_meta.column(c).compression() == Compression::UNCOMPRESSED
         };
-        for c in payload_leaves(job) {
-            if !filter_columns.contains(&c) && !by_blocks(c) {
-                ranges.extend(chunk(c).missing_ranges(candidates)?);
+        for c in payload {
+            if let Some(ch) = chunks
+                .get(c)
+                .filter(|_| !filter_columns.contains(c) && !by_blocks(*c))
+            {
+                ranges.extend(ch.missing_ranges(candidates)?);
             }
         }
     }
-    job.reader.will_need(&ranges);
     // Then the next row group's filter pages, a row group ahead of their reads.
-    next_row_group(job);
+    ranges.extend(next_row_group(job));
+    job.reader.will_need(&ranges);
     Ok(())
 }
 
@@ -89,14 +94,14 @@ const SURVIVORS_PER_PAGE: f64 = 3.0;
 /// candidate rows (by the estimates, before evaluating anything): then those pages are worth
 /// loading while the filters run.
 fn payload_pages_all_wanted(
+    job: &RowGroupJob<'_>,
+    payload: &[usize],
     predicate: &Predicate,
     mut estimates: Estimates<'_>,
-    job: &RowGroupJob<'_>,
     candidates: &Bitmap,
 ) -> bool {
-    let pages = payload_leaves(job)
-        .into_iter()
-        .filter_map(|c| job.file.chunk_index(job.rg, c)?.offset.as_ref())
+    let pages = (payload.iter())
+        .filter_map(|&c| job.file.chunk_index(job.rg, c)?.offset.as_ref())
         .map(|oi| oi.page_locations().len())
         .max();
     let Some(pages) = pages.filter(|&n| n > 0) else {
@@ -107,19 +112,18 @@ fn payload_pages_all_wanted(
     selectivity * candidates.count_ones() as f64 / pages as f64 >= SURVIVORS_PER_PAGE
 }
 
-/// On a local file whose next row group (in this scan) is not cached, asks the kernel to
-/// start loading that row group's filter pages that its statistics and page index leave, so
-/// that a cold scan's next reads overlap this row group's work. Advice only: whatever fails
-/// here is left to the next row group to report.
-fn next_row_group(job: &RowGroupJob<'_>) {
+/// On a local file whose next row group (in this scan) is not cached, that row group's filter
+/// pages that its statistics and page index leave, so that a cold scan's next reads overlap
+/// this row group's work. Advice only: whatever fails here is left to the next row group to
+/// report, and gives no ranges.
+fn next_row_group(job: &RowGroupJob<'_>) -> Vec<Range<u64>> {
     let (Some(next), Some(predicate)) = (job.next_rg, job.predicate) else {
-        return;
+        return Vec::new();
     };
     let file = job.file;
     let rg_meta = file.metadata.row_group(next);
-    let columns = predicate.columns();
-    let Some(&first) = columns.first() else {
-        return;
+    let Some(&first) = predicate.columns().first() else {
+        return Vec::new();
     };
     // (The chunk's middle: its ends may share a page with bytes already read.)
     let middle = |(start, len): (u64, u64)| start + len / 2;
@@ -129,59 +133,53 @@ fn next_row_group(job: &RowGroupJob<'_>) {
             .resident(middle(rg_meta.column(first).byte_range()))
             != Some(false)
     {
-        return;
+        return Vec::new();
     }
     let orders = file.metadata.file_metadata().column_orders();
     let orders = orders.map(|o| o.as_slice());
-    let leaves = &file.leaves;
     let p = if job.pruning.statistics {
-        crate::prune::row_group::statistics_verdict_with_orders(predicate, leaves, rg_meta, orders)
+        crate::prune::row_group::statistics_verdict_with_orders(
+            predicate,
+            &file.leaves,
+            rg_meta,
+            orders,
+        )
     } else {
         predicate.clone()
     };
     if p == Predicate::False || !job.pruning.page_index {
-        return;
+        return Vec::new();
     }
-    // The page indexes the next row group's pruning loads (filter and projected columns), read
-    // now when they are not in memory if this scan has one worker: then the next row group
-    // waits for this one, and would read them itself in its turn (so nothing more is read).
-    let columns = p.columns();
-    let mut index_columns = columns.clone();
-    index_columns.extend(
-        (job.needed_leaves.iter().copied())
-            .filter(|&c| pinned_value(job.predicate, &leaves[c]).is_none()),
-    );
+    // The page indexes the next row group's pruning loads, read now when they are not in
+    // memory if this scan has one worker: then the next row group waits for this one, and
+    // would read them itself in its turn (so nothing more is read).
+    let index_columns = index_columns(job, &p);
     let loaded = file.indexes_in_memory(next, &index_columns) || rayon::current_num_threads() == 1;
     if !loaded
         || file
             .prefetch(next, &index_columns, &[], &[], job.reader)
             .is_err()
     {
-        return;
+        return Vec::new();
     }
     let rows = rg_meta.num_rows() as usize;
-    let index = |c: usize| file.chunk_index(next, c);
-    let column_index = |c: usize| index(c).and_then(|i| i.column.as_ref());
-    let offset_index = |c: usize| index(c).and_then(|i| i.offset.as_ref());
-    let candidates =
-        crate::prune::page_index::page_ranges(&p, leaves, rows, &column_index, &offset_index)
-            .map_or_else(|| Bitmap::new_set(rows), |r| Bitmap::from_ranges(rows, &r));
+    let candidates = page_candidates(file, next, &p, true);
     let budget = Budget::new(job.memory_limit);
     let mut ranges = Vec::new();
-    for c in columns {
-        let leaf = &leaves[c];
+    for c in p.columns() {
+        let index = file.chunk_index(next, c).and_then(|i| i.offset.as_ref());
         let ch = ColumnChunk::new(
-            leaf,
+            &file.leaves[c],
             rg_meta.column(c),
             job.reader,
-            offset_index(c),
+            index,
             rows,
             &budget,
         );
         match ch.missing_ranges(&candidates) {
             Ok(r) => ranges.extend(r),
-            Err(_) => return,
+            Err(_) => return Vec::new(),
         }
     }
-    job.reader.will_need(&ranges);
+    ranges
 }

@@ -127,10 +127,11 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
     // ── filter ───────────────────────────────────────────────────────────────────────────────
     let t = Instant::now();
     let filter_columns = predicate.columns();
+    let payload = payload_leaves(job);
     let selection = if candidates.count_ones() == 0 {
         candidates.clone()
     } else {
-        for &c in &filter_columns {
+        for &c in filter_columns.iter().chain(&payload) {
             chunks.entry(c).or_insert_with(|| chunk(c));
         }
         // On a remote source, one round trip for every filter column's candidate pages (phase
@@ -142,10 +143,6 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
             let mut ranges = Vec::new();
             for c in &filter_columns {
                 ranges.extend(chunks[c].missing_ranges(&candidates)?);
-            }
-            let payload = payload_leaves(job);
-            for &c in payload.iter().filter(|c| !filter_columns.contains(c)) {
-                chunks.entry(c).or_insert_with(|| chunk(c));
             }
             if !ranges.is_empty() {
                 ranges.extend(speculative_payload(
@@ -163,7 +160,15 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
             )?;
         } else {
             let estimates = Estimates::new(leaves, rg_meta, column_orders, &dicts);
-            prefetch::filters(job, &chunks, &chunk, &predicate, &candidates, estimates)?;
+            prefetch::filters(
+                job,
+                &chunks,
+                &filter_columns,
+                &payload,
+                &predicate,
+                &candidates,
+                estimates,
+            )?;
         }
         let mut cx = Filtering {
             chunks: &mut chunks,
@@ -198,7 +203,6 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
     let survivors = Selection::from_bitmap(selection.clone());
     // Filter-only columns are freed now; payload chunks free their pages as the ranges below
     // pass them.
-    let payload = payload_leaves(job);
     chunks.retain(|c, _| payload.contains(c));
     let sub_page = job.pruning.sub_page_reads && use_index;
     // On a remote source, one round trip for every payload column's pages holding a survivor.
