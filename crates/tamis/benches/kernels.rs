@@ -13,6 +13,8 @@
 //!   selected ones; `{scalar,bmi2,avx512}` = the kernel path's select_unpack, then gather only
 //!   the selected codes.
 //! * `select/k{k}/s{s}/{isa}`: select_unpack alone (codes in, selected u32 codes out), k <= 8.
+//! * `equal/k{k}/{isa}`: codes equal to one literal → bitmap, 2^20 codes in calls of 1 024 (as
+//!   the scan calls it, one per bit-packed run): a single matching dictionary entry.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::rngs::StdRng;
@@ -206,10 +208,41 @@ fn select_only(c: &mut Criterion) {
     g.finish();
 }
 
+fn equal_only(c: &mut Criterion) {
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut g = c.benchmark_group("equal");
+    g.throughput(Throughput::Elements(N as u64));
+    const CALL: usize = 1024;
+    for k in [1u8, 2, 3, 4, 6, 8, 9, 12, 15, 16] {
+        let codes: Vec<u32> = (0..N).map(|_| rng.random_range(0..1u32 << k)).collect();
+        let packed = pack(&codes, k);
+        let literal = codes[N / 2];
+        // Each call's codes start on a byte: CALL * k bits is a whole number of bytes.
+        let bytes_per_call = CALL * k as usize / 8;
+        for isa in supported() {
+            let t = for_isa(isa).unwrap();
+            let id = BenchmarkId::from_parameter(format!("k{k}/{}", isa.name()));
+            g.bench_function(id, |b| {
+                let mut out = [0u64; CALL / 64];
+                b.iter(|| {
+                    let mut hits = 0u32;
+                    for call in packed.chunks(bytes_per_call) {
+                        (t.equal)(call, k, CALL, literal, &mut out);
+                        hits += out.iter().map(|w| w.count_ones()).sum::<u32>();
+                    }
+                    hits
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let mut c = configure(c);
     m0(&mut c);
     select_only(&mut c);
+    equal_only(&mut c);
     m1(&mut c);
 }
 

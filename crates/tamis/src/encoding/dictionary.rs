@@ -308,9 +308,10 @@ pub fn filter_codes(
 }
 
 /// [`filter_codes`] when exactly one dictionary entry matches (paper 000, T5a): bit `i` is
-/// `code_i == needle`, tested on the packed codes by the `equal` kernel, one test per RLE run.
-/// Codes are still checked against `dict_len` (nothing is unpacked for that when the bit width
-/// cannot reach past the dictionary).
+/// `code_i == needle`, tested on the packed codes, one test per RLE run. Codes are still
+/// checked against `dict_len`: by the `equal_max` kernel in the same pass (AVX-512), else by
+/// unpacking them when the bit width can reach past the dictionary (or, where a lookup kernel
+/// tests and checks them in one pass, through [`filter_codes`]).
 pub fn filter_single_code(
     data: &[u8],
     num_values: usize,
@@ -318,16 +319,15 @@ pub fn filter_single_code(
     needle: u32,
 ) -> Result<Bitmap> {
     let mut codes = Codes::new(data, num_values, dict_len)?;
-    // Where the codes must be unpacked anyway to be checked against the dictionary, a lookup
-    // kernel tests and checks them in one pass.
     let k = codes.bit_width();
     let kernels = crate::kernels::kernels();
+    let equal_max = (kernels.equal_max).filter(|_| (1..=16).contains(&k) && needle >> k == 0);
     let lookup = match k {
         1..=8 => kernels.lookup.is_some(),
         9..=16 => kernels.lookup_bits.is_some(),
         _ => false,
     };
-    if lookup && !codes.in_range_by_width && (needle as usize) < dict_len {
+    if equal_max.is_none() && lookup && !codes.in_range_by_width && (needle as usize) < dict_len {
         let mut one = Bitmap::new_zeroed(dict_len);
         one.set(needle as usize);
         return filter_codes(data, num_values, dict_len, &one);
@@ -344,15 +344,17 @@ pub fn filter_single_code(
                 }
             }
             Span::Packed { data, count } => {
-                codes.check_packed(data, count, &mut unpacked)?;
                 let words = count.div_ceil(64);
-                equal(
-                    data,
-                    codes.bit_width(),
-                    count,
-                    needle,
-                    &mut scratch[..words],
-                );
+                match equal_max {
+                    Some(kernel) => {
+                        let max = kernel(data, k, count, needle, &mut scratch[..words]);
+                        codes.check(&[max])?;
+                    }
+                    None => {
+                        codes.check_packed(data, count, &mut unpacked)?;
+                        equal(data, k, count, needle, &mut scratch[..words]);
+                    }
+                }
                 if count % 64 != 0 {
                     scratch[words - 1] &= (1u64 << (count % 64)) - 1;
                 }

@@ -7,11 +7,12 @@
 //! | `select_unpack` | the selected k-bit codes of a bit-packed run, as `u32`          | §3    |
 //! | `select_packed` | the selected codes, still packed (the paper's select)          | §3    |
 //! | `transform`     | a result over selected items back onto all items (PDEP)         | §4.3  |
-//! | `equal`         | packed levels equal to a literal → bitmap                       | §5.3  |
+//! | `equal`         | packed levels or codes equal to a literal → bitmap              | §5.3  |
 //! | `extend`        | one bit per record → one bit per level of the record            | §5.4  |
 //! | `compress`      | keep the bits at the set positions of a mask (PEXT)             | §5.4  |
 //! | `lookup`        | packed dictionary codes → bitmap of `table[code]` (AVX-512 only)| T5    |
 //! | `lookup_bits`   | the same for 9–16-bit codes against a bitset (AVX-512 gather)   | T5    |
+//! | `equal_max`     | `equal` on 1–16-bit codes, returning the largest (AVX-512 only) | T5a   |
 //! | `take_short`    | short dictionary strings by code → Arrow array ([`gather`])     | —     |
 //! | [`pack`]        | a comparison per value → bitmap, compiled for AVX2 too          | —     |
 //! | [`key_probe`]   | join keys against a blocked Bloom filter (AVX-512 gather)       | T13   |
@@ -23,9 +24,9 @@
 //! * `scalar` path ([`SCALAR`]): [`portable`] word-at-a-time kernels, every CPU and arch.
 //! * `bmi2`: the paper's PDEP/PEXT kernels. Offered only where PDEP/PEXT are fast (Intel since
 //!   Haswell, AMD since Zen 3; not Zen 1/2 or Hygon, which microcode them).
-//! * `avx512`: a fused VBMI/VBMI2 unpack + compress `select_unpack` for `k <= 16` and an
-//!   unpack + table `lookup` for `k <= 8` (neither in the paper); the other kernels come from
-//!   `bmi2` where it is offered, else from `scalar`.
+//! * `avx512`: a fused VBMI/VBMI2 unpack + compress `select_unpack` for `k <= 16`, an unpack +
+//!   table `lookup` for `k <= 8` and an unpack + compare `equal` for `k <= 16` (none in the
+//!   paper); the other kernels come from `bmi2` where it is offered, else from `scalar`.
 //!
 //! # The `bmi-select` cargo feature (on by default)
 //!
@@ -86,6 +87,9 @@ pub type LookupFn = fn(&[u8], u8, usize, &[u8; 256], &mut [u64]) -> u32;
 /// `lookup_bits`'s signature (see [`Kernels::lookup_bits`]).
 pub type LookupBitsFn = fn(&[u8], u8, usize, &[u32], &mut [u64]) -> u32;
 
+/// `equal_max`'s signature (see [`Kernels::equal_max`]).
+pub type EqualMaxFn = fn(&[u8], u8, usize, u32, &mut [u64]) -> u32;
+
 /// One implementation of every kernel. All bitmaps are `u64` words, LSB first.
 #[derive(Debug, Clone, Copy)]
 pub struct Kernels {
@@ -116,6 +120,11 @@ pub struct Kernels {
     /// bitset `bits` is, for `9 <= k <= 16` with `bits` holding at least `2^k` bits (other
     /// calls take the scalar reference); `out` as for `lookup`. `None` as for `lookup`.
     pub lookup_bits: Option<LookupBitsFn>,
+    /// `(packed, k, n, literal, out) -> max code`: `equal` that also returns the largest of the
+    /// `n` codes (a single matching dictionary entry, the codes checked against the dictionary
+    /// in the same pass), for `1 <= k <= 16` and `literal < 2^k`; `out` as for `lookup`. `None`
+    /// where the compare does not unpack the codes (the portable and BMI2 paths).
+    pub equal_max: Option<EqualMaxFn>,
 }
 
 /// The portable path (any CPU): word-at-a-time [`portable`] kernels where they exist, the
@@ -131,6 +140,7 @@ pub const SCALAR: Kernels = Kernels {
     compress: portable::compress,
     lookup: None,
     lookup_bits: None,
+    equal_max: None,
 };
 
 /// The BMI2 table: the paper's PDEP/PEXT kernels for everything.
@@ -145,29 +155,34 @@ pub const BMI2: Kernels = Kernels {
     compress: bmi2::compress,
     lookup: None,
     lookup_bits: None,
+    equal_max: None,
 };
 
-/// The AVX-512 table on a CPU with fast BMI2: fused select_unpack for `k <= 16`, BMI2 for the
-/// rest.
+/// The AVX-512 table on a CPU with fast BMI2: fused select_unpack and equal for `k <= 16`, BMI2
+/// for the rest.
 #[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
 pub const AVX512_BMI2: Kernels = Kernels {
     isa: Isa::Avx512,
     select_unpack: |p, k, n, s, o| avx512::select_unpack_with(bmi2::select_unpack, p, k, n, s, o),
+    equal: |p, k, n, l, o| avx512::equal_with(bmi2::equal, 2, p, k, n, l, o),
     lookup: Some(avx512::lookup),
     lookup_bits: Some(avx512::lookup_bits),
+    equal_max: Some(avx512::equal_max),
     ..BMI2
 };
 
 /// The AVX-512 table without BMI2 select (slow PDEP/PEXT, or built without `bmi-select`): fused
-/// select_unpack for `k <= 16`, the portable path for the rest.
+/// select_unpack and equal for `k <= 16`, the portable path for the rest.
 #[cfg(target_arch = "x86_64")]
 pub const AVX512_ALONE: Kernels = Kernels {
     isa: Isa::Avx512,
     select_unpack: |p, k, n, s, o| {
         avx512::select_unpack_with(portable::select_unpack, p, k, n, s, o)
     },
+    equal: |p, k, n, l, o| avx512::equal_with(scalar::equal, 1, p, k, n, l, o),
     lookup: Some(avx512::lookup),
     lookup_bits: Some(avx512::lookup_bits),
+    equal_max: Some(avx512::equal_max),
     ..SCALAR
 };
 

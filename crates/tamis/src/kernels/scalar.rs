@@ -119,6 +119,12 @@ pub fn equal(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) {
     }
 }
 
+/// [`equal`], also returning the largest of the `n` codes (0 when `n` is 0).
+pub fn equal_max(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) -> u32 {
+    equal(packed, k, n, literal, out);
+    (0..n).map(|i| code_at(packed, k, i)).max().unwrap_or(0)
+}
+
 /// Extend (paper §5.4.1): `mask` has `n` bits, a set bit marking the first level of each record
 /// (bit 0 must be set when `n > 0`); `bits` has one bit per record. Level `i` of `out` takes the
 /// bit of the record it belongs to.

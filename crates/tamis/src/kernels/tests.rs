@@ -128,10 +128,30 @@ fn check_equal(k: u8, codes: &[u32], literal: u32) {
     let packed = pack(codes, k);
     let mut want = vec![0u64; n.div_ceil(64) + 1];
     scalar::equal(&packed, k, n, literal, &mut want);
+    let want_max = codes.iter().copied().max().unwrap_or(0);
+    let mut got = vec![u64::MAX; want.len()];
+    assert_eq!(
+        scalar::equal_max(&packed, k, n, literal, &mut got),
+        want_max
+    );
+    assert_eq!(got, want, "scalar equal_max k={k} n={n} literal={literal}");
     for t in fast_paths() {
         let mut got = vec![u64::MAX; want.len()];
         (t.equal)(&packed, k, n, literal, &mut got);
         assert_eq!(got, want, "{:?} equal k={k} n={n} literal={literal}", t.isa);
+        let applies = (1..=16).contains(&k) && literal >> k == 0;
+        if let Some(equal_max) = t.equal_max.filter(|_| applies) {
+            // Also with the largest codes past `n` (a run inside a longer page): not counted.
+            let mut longer = codes.to_vec();
+            longer.extend(std::iter::repeat_n(max_code(k), 70));
+            for packed in [packed.clone(), pack(&longer, k)] {
+                let mut got = vec![u64::MAX; want.len()];
+                let max = equal_max(&packed, k, n, literal, &mut got);
+                let what = format!("{:?} equal_max k={k} n={n} literal={literal}", t.isa);
+                assert_eq!(got, want, "{what}");
+                assert_eq!(max, want_max, "{what}");
+            }
+        }
     }
 }
 
