@@ -260,11 +260,14 @@ pub fn filter_codes(
             }
             (kernel, table)
         });
+    // Codes of 9 to 16 bits matching a few entries: compared with each (AVX-512), cheaper than
+    // fetching their bits from a bitset.
+    let few = few_matches(matches, codes.bit_width());
     // Codes of 9 to 16 bits likewise, against the matches as a bitset over every code of the
     // width (AVX-512 gathers).
     let bits = crate::kernels::kernels()
         .lookup_bits
-        .filter(|_| (9..=16).contains(&codes.bit_width()) && bytes.is_none())
+        .filter(|_| (9..=16).contains(&codes.bit_width()) && bytes.is_none() && few.is_none())
         .map(|kernel| (kernel, wide_bitset(lookup, codes.bit_width())));
     let mut words = [0u64; SPAN / 64];
     while let Some((pos, span)) = codes.next()? {
@@ -277,14 +280,17 @@ pub fn filter_codes(
             Span::Packed { data, count } => {
                 // A kernel tests the packed codes and returns the largest, or none applies.
                 let (n, k) = (count.div_ceil(64), codes.bit_width());
-                let max = match (&bytes, &bits) {
-                    (Some((kernel, table)), _) => {
+                let max = match (&bytes, &few, &bits) {
+                    (Some((kernel, table)), _, _) => {
                         Some(kernel(data, k, count, table, &mut words[..n]))
                     }
-                    (None, Some((kernel, bitset))) => {
+                    (None, Some((kernel, literals)), _) => {
+                        Some(kernel(data, k, count, literals, &mut words[..n]))
+                    }
+                    (None, None, Some((kernel, bitset))) => {
                         Some(kernel(data, k, count, bitset, &mut words[..n]))
                     }
-                    (None, None) => None,
+                    (None, None, None) => None,
                 };
                 match max {
                     Some(max) => {
@@ -307,9 +313,27 @@ pub fn filter_codes(
     Ok(result)
 }
 
+/// For codes of 9 to 16 bits whose matching entries are 1 to
+/// [`crate::kernels::MAX_LITERALS`], where a kernel compares codes with a few literals:
+/// the kernel and the entries (those a code of width `k` can hold).
+fn few_matches(matches: &Bitmap, k: u8) -> Option<(crate::kernels::EqualAnyMaxFn, Vec<u32>)> {
+    let kernel = crate::kernels::kernels()
+        .equal_any_max
+        .filter(|_| (9..=16).contains(&k))?;
+    let max = crate::kernels::MAX_LITERALS;
+    let entries: Vec<u32> = (matches.iter_ones())
+        .take_while(|&e| e >> k == 0)
+        .take(max + 1)
+        .map(|e| e as u32)
+        .collect();
+    (1..=max)
+        .contains(&entries.len())
+        .then_some((kernel, entries))
+}
+
 /// [`filter_codes`] when exactly one dictionary entry matches (paper 000, T5a): bit `i` is
 /// `code_i == needle`, tested on the packed codes, one test per RLE run. Codes are still
-/// checked against `dict_len`: by the `equal_max` kernel in the same pass (AVX-512), else by
+/// checked against `dict_len`: by the `equal_any_max` kernel in the same pass (AVX-512), else by
 /// unpacking them when the bit width can reach past the dictionary (or, where a lookup kernel
 /// tests and checks them in one pass, through [`filter_codes`]).
 pub fn filter_single_code(
@@ -321,7 +345,7 @@ pub fn filter_single_code(
     let mut codes = Codes::new(data, num_values, dict_len)?;
     let k = codes.bit_width();
     let kernels = crate::kernels::kernels();
-    let equal_max = (kernels.equal_max).filter(|_| (1..=16).contains(&k) && needle >> k == 0);
+    let equal_max = (kernels.equal_any_max).filter(|_| (1..=16).contains(&k) && needle >> k == 0);
     let lookup = match k {
         1..=8 => kernels.lookup.is_some(),
         9..=16 => kernels.lookup_bits.is_some(),
@@ -347,7 +371,7 @@ pub fn filter_single_code(
                 let words = count.div_ceil(64);
                 match equal_max {
                     Some(kernel) => {
-                        let max = kernel(data, k, count, needle, &mut scratch[..words]);
+                        let max = kernel(data, k, count, &[needle], &mut scratch[..words]);
                         codes.check(&[max])?;
                     }
                     None => {

@@ -14,13 +14,14 @@
 //! 256-byte table held in four registers (`VPERMI2B` on the low 7 bits, a blend on the 8th):
 //! the first filter's test of dictionary codes without widening them to `u32`. [`lookup_bits`]
 //! does it for `9 <= k <= 16`: codes unpacked to 16-bit lanes, widened 16 at a time, and their
-//! bits of a bitset fetched with `VPGATHERDD`. [`equal_with`] compares the unpacked codes with
-//! one literal (`VPCMPEQB/W`): a single matching dictionary entry, or levels equal to their
-//! maximum.
+//! bits of a bitset fetched with `VPGATHERDD`. [`equal_with`] and [`equal_any_max`] compare the unpacked
+//! codes with one literal or a few (`VPCMPEQB/W`): one or a few matching dictionary entries,
+//! levels equal to their maximum.
 
 // The AVX-512 intrinsics are stable since Rust 1.89, the workspace's MSRV.
 
 use super::bits::{group_bytes, le64, low_bits, padded, sel_word};
+use super::MAX_LITERALS;
 use std::arch::x86_64::*;
 
 /// Whether this CPU has every AVX-512 subset the fused kernel uses (cached by std).
@@ -242,19 +243,27 @@ fn lookup_bits_avx512(packed: &[u8], k: u8, n: usize, bits: &[u32], out: &mut [u
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
-fn equal_avx512(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) -> u32 {
+fn equal_avx512(packed: &[u8], k: u8, n: usize, literals: &[u32], out: &mut [u64]) -> u32 {
     let k = k as usize;
-    debug_assert!((1..=MAX_K as usize).contains(&k) && literal >> k == 0);
+    debug_assert!((1..=MAX_K as usize).contains(&k));
+    debug_assert!((1..=MAX_LITERALS).contains(&literals.len()));
+    debug_assert!(literals.iter().all(|&l| l >> k == 0));
     out.fill(0);
     let (idx, ctrl) = controls(k);
     let (idx, ctrl) = (load64(idx), load64(ctrl));
-    let (and, needle) = if k <= 8 {
-        let byte = |x: u64| _mm512_set1_epi8(x as u8 as i8);
-        (byte(low_bits(k)), byte(literal as u64))
-    } else {
-        let lane = |x: u64| _mm512_set1_epi16(x as u16 as i16);
-        (lane(low_bits(k)), lane(literal as u64))
+    let splat = |x: u64| {
+        if k <= 8 {
+            _mm512_set1_epi8(x as u8 as i8)
+        } else {
+            _mm512_set1_epi16(x as u16 as i16)
+        }
     };
+    let and = splat(low_bits(k));
+    let mut needles = [_mm512_setzero_si512(); MAX_LITERALS];
+    for (needle, &l) in needles.iter_mut().zip(literals) {
+        *needle = splat(l as u64);
+    }
+    let needles = &needles[..literals.len()];
     // Bytes a group's loads touch: one 64-byte load (k <= 8) or two, 4k bytes apart.
     let span = if k <= 8 { 64 } else { 4 * k + 64 };
     let mut tail = [0u8; 128];
@@ -271,13 +280,15 @@ fn equal_avx512(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) -
         let hits = if k <= 8 {
             let codes = unpack(0);
             max = _mm512_mask_max_epu8(max, valid, max, codes);
-            _mm512_cmpeq_epi8_mask(codes, needle)
+            (needles.iter()).fold(0, |h, &x| h | _mm512_cmpeq_epi8_mask(codes, x))
         } else {
             let (low, high) = (unpack(0), unpack(4 * k));
             max = _mm512_mask_max_epu16(max, valid as u32, max, low);
             max = _mm512_mask_max_epu16(max, (valid >> 32) as u32, max, high);
-            let low = _mm512_cmpeq_epi16_mask(low, needle) as u64;
-            low | (_mm512_cmpeq_epi16_mask(high, needle) as u64) << 32
+            let eq = |codes: __m512i| {
+                (needles.iter()).fold(0, |h, &x| h | _mm512_cmpeq_epi16_mask(codes, x)) as u64
+            };
+            eq(low) | eq(high) << 32
         };
         *word = hits & valid;
     }
@@ -314,18 +325,19 @@ pub fn equal_with(
         return fallback(packed, k, n, literal, out);
     }
     // SAFETY: every target feature of the callee was detected above.
-    unsafe { equal_avx512(packed, k, n, literal, out) };
+    unsafe { equal_avx512(packed, k, n, &[literal], out) };
 }
 
-/// [`super::Kernels::equal_max`]: `equal` for `1 <= k <= 16` and `literal < 2^k`, returning
-/// the largest code; other calls (and CPUs without the AVX-512 subsets) take the scalar
-/// reference.
-pub fn equal_max(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) -> u32 {
-    if k == 0 || k > MAX_K || literal >> k != 0 || !detected() {
-        return super::scalar::equal_max(packed, k, n, literal, out);
+/// [`super::Kernels::equal_any_max`]: codes equal to any of 1 to [`MAX_LITERALS`] literals,
+/// each below `2^k`, for `1 <= k <= 16`, returning the largest code; other calls (and CPUs
+/// without the AVX-512 subsets) take the scalar reference.
+pub fn equal_any_max(packed: &[u8], k: u8, n: usize, literals: &[u32], out: &mut [u64]) -> u32 {
+    let fits = (1..=MAX_K).contains(&k) && literals.iter().all(|&l| l >> k == 0);
+    if !fits || !(1..=MAX_LITERALS).contains(&literals.len()) || !detected() {
+        return super::scalar::equal_any_max(packed, k, n, literals, out);
     }
     // SAFETY: every target feature of the callee was detected above.
-    unsafe { equal_avx512(packed, k, n, literal, out) }
+    unsafe { equal_avx512(packed, k, n, literals, out) }
 }
 
 /// [`super::Kernels::lookup_bits`] for `9 <= k <= 16` with `bits` covering every code of the

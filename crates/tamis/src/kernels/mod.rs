@@ -12,7 +12,7 @@
 //! | `compress`      | keep the bits at the set positions of a mask (PEXT)             | §5.4  |
 //! | `lookup`        | packed dictionary codes → bitmap of `table[code]` (AVX-512 only)| T5    |
 //! | `lookup_bits`   | the same for 9–16-bit codes against a bitset (AVX-512 gather)   | T5    |
-//! | `equal_max`     | `equal` on 1–16-bit codes, returning the largest (AVX-512 only) | T5a   |
+//! | `equal_any_max` | 1–16-bit codes equal to any of a few literals, and the largest  | T5a   |
 //! | `take_short`    | short dictionary strings by code → Arrow array ([`gather`])     | —     |
 //! | [`pack`]        | a comparison per value → bitmap, compiled for AVX2 too          | —     |
 //! | [`key_probe`]   | join keys against a blocked Bloom filter (AVX-512 gather)       | T13   |
@@ -87,8 +87,12 @@ pub type LookupFn = fn(&[u8], u8, usize, &[u8; 256], &mut [u64]) -> u32;
 /// `lookup_bits`'s signature (see [`Kernels::lookup_bits`]).
 pub type LookupBitsFn = fn(&[u8], u8, usize, &[u32], &mut [u64]) -> u32;
 
-/// `equal_max`'s signature (see [`Kernels::equal_max`]).
-pub type EqualMaxFn = fn(&[u8], u8, usize, u32, &mut [u64]) -> u32;
+/// Most literals [`Kernels::equal_any_max`] compares with: past a few, a bitset lookup costs
+/// less than a compare per literal.
+pub const MAX_LITERALS: usize = 8;
+
+/// `equal_any_max`'s signature (see [`Kernels::equal_any_max`]).
+pub type EqualAnyMaxFn = fn(&[u8], u8, usize, &[u32], &mut [u64]) -> u32;
 
 /// One implementation of every kernel. All bitmaps are `u64` words, LSB first.
 #[derive(Debug, Clone, Copy)]
@@ -120,11 +124,12 @@ pub struct Kernels {
     /// bitset `bits` is, for `9 <= k <= 16` with `bits` holding at least `2^k` bits (other
     /// calls take the scalar reference); `out` as for `lookup`. `None` as for `lookup`.
     pub lookup_bits: Option<LookupBitsFn>,
-    /// `(packed, k, n, literal, out) -> max code`: `equal` that also returns the largest of the
-    /// `n` codes (a single matching dictionary entry, the codes checked against the dictionary
-    /// in the same pass), for `1 <= k <= 16` and `literal < 2^k`; `out` as for `lookup`. `None`
+    /// `(packed, k, n, literals, out) -> max code`: bit `i` of `out` set iff code `i` is one of
+    /// 1 to [`MAX_LITERALS`] literals, each below `2^k`, for `1 <= k <= 16`; returns the
+    /// largest of the `n` codes. For a few matching dictionary entries: compared directly, and
+    /// the codes checked against the dictionary in the same pass. `out` as for `lookup`. `None`
     /// where the compare does not unpack the codes (the portable and BMI2 paths).
-    pub equal_max: Option<EqualMaxFn>,
+    pub equal_any_max: Option<EqualAnyMaxFn>,
 }
 
 /// The portable path (any CPU): word-at-a-time [`portable`] kernels where they exist, the
@@ -140,7 +145,7 @@ pub const SCALAR: Kernels = Kernels {
     compress: portable::compress,
     lookup: None,
     lookup_bits: None,
-    equal_max: None,
+    equal_any_max: None,
 };
 
 /// The BMI2 table: the paper's PDEP/PEXT kernels for everything.
@@ -155,7 +160,7 @@ pub const BMI2: Kernels = Kernels {
     compress: bmi2::compress,
     lookup: None,
     lookup_bits: None,
-    equal_max: None,
+    equal_any_max: None,
 };
 
 /// The AVX-512 table on a CPU with fast BMI2: fused select_unpack and equal for `k <= 16`, BMI2
@@ -167,7 +172,7 @@ pub const AVX512_BMI2: Kernels = Kernels {
     equal: |p, k, n, l, o| avx512::equal_with(bmi2::equal, 2, p, k, n, l, o),
     lookup: Some(avx512::lookup),
     lookup_bits: Some(avx512::lookup_bits),
-    equal_max: Some(avx512::equal_max),
+    equal_any_max: Some(avx512::equal_any_max),
     ..BMI2
 };
 
@@ -182,7 +187,7 @@ pub const AVX512_ALONE: Kernels = Kernels {
     equal: |p, k, n, l, o| avx512::equal_with(scalar::equal, 1, p, k, n, l, o),
     lookup: Some(avx512::lookup),
     lookup_bits: Some(avx512::lookup_bits),
-    equal_max: Some(avx512::equal_max),
+    equal_any_max: Some(avx512::equal_any_max),
     ..SCALAR
 };
 

@@ -119,10 +119,19 @@ pub fn equal(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) {
     }
 }
 
-/// [`equal`], also returning the largest of the `n` codes (0 when `n` is 0).
-pub fn equal_max(packed: &[u8], k: u8, n: usize, literal: u32, out: &mut [u64]) -> u32 {
-    equal(packed, k, n, literal, out);
-    (0..n).map(|i| code_at(packed, k, i)).max().unwrap_or(0)
+/// Bit `i` of `out` (for `i < n`) is set iff packed code `i` is one of `literals`; returns the
+/// largest of the `n` codes (0 when `n` is 0).
+pub fn equal_any_max(packed: &[u8], k: u8, n: usize, literals: &[u32], out: &mut [u64]) -> u32 {
+    out.iter_mut().for_each(|w| *w = 0);
+    let mut max = 0;
+    for i in 0..n {
+        let c = code_at(packed, k, i);
+        max = max.max(c);
+        if literals.contains(&c) {
+            set(out, i);
+        }
+    }
+    max
 }
 
 /// Extend (paper §5.4.1): `mask` has `n` bits, a set bit marking the first level of each record

@@ -128,29 +128,47 @@ fn check_equal(k: u8, codes: &[u32], literal: u32) {
     let packed = pack(codes, k);
     let mut want = vec![0u64; n.div_ceil(64) + 1];
     scalar::equal(&packed, k, n, literal, &mut want);
-    let want_max = codes.iter().copied().max().unwrap_or(0);
-    let mut got = vec![u64::MAX; want.len()];
-    assert_eq!(
-        scalar::equal_max(&packed, k, n, literal, &mut got),
-        want_max
-    );
-    assert_eq!(got, want, "scalar equal_max k={k} n={n} literal={literal}");
     for t in fast_paths() {
         let mut got = vec![u64::MAX; want.len()];
         (t.equal)(&packed, k, n, literal, &mut got);
         assert_eq!(got, want, "{:?} equal k={k} n={n} literal={literal}", t.isa);
-        let applies = (1..=16).contains(&k) && literal >> k == 0;
-        if let Some(equal_max) = t.equal_max.filter(|_| applies) {
-            // Also with the largest codes past `n` (a run inside a longer page): not counted.
-            let mut longer = codes.to_vec();
-            longer.extend(std::iter::repeat_n(max_code(k), 70));
-            for packed in [packed.clone(), pack(&longer, k)] {
-                let mut got = vec![u64::MAX; want.len()];
-                let max = equal_max(&packed, k, n, literal, &mut got);
-                let what = format!("{:?} equal_max k={k} n={n} literal={literal}", t.isa);
-                assert_eq!(got, want, "{what}");
-                assert_eq!(max, want_max, "{what}");
-            }
+    }
+    check_equal_any(k, codes, &[literal]);
+}
+
+/// `equal_any_max` of every table against the scalar reference (itself checked against the
+/// codes), where it applies: 1–16-bit codes, 1 to 8 literals below `2^k`.
+fn check_equal_any(k: u8, codes: &[u32], literals: &[u32]) {
+    let n = codes.len();
+    let packed = pack(codes, k);
+    let mut want = vec![0u64; n.div_ceil(64) + 1];
+    let want_max = codes.iter().copied().max().unwrap_or(0);
+    assert_eq!(
+        scalar::equal_any_max(&packed, k, n, literals, &mut want),
+        want_max
+    );
+    for (i, c) in codes.iter().enumerate() {
+        assert_eq!(want[i / 64] >> (i % 64) & 1 == 1, literals.contains(c));
+    }
+    let applies = (1..=16).contains(&k)
+        && (1..=8).contains(&literals.len())
+        && literals.iter().all(|&l| l >> k == 0);
+    for t in fast_paths() {
+        let Some(kernel) = t.equal_any_max.filter(|_| applies) else {
+            continue;
+        };
+        // Also with the largest codes past `n` (a run inside a longer page): not counted.
+        let mut longer = codes.to_vec();
+        longer.extend(std::iter::repeat_n(max_code(k), 70));
+        for packed in [packed.clone(), pack(&longer, k)] {
+            let mut got = vec![u64::MAX; want.len()];
+            let max = kernel(&packed, k, n, literals, &mut got);
+            let what = format!(
+                "{:?} equal_any_max k={k} n={n} literals={literals:?}",
+                t.isa
+            );
+            assert_eq!(got, want, "{what}");
+            assert_eq!(max, want_max, "{what}");
         }
     }
 }
@@ -438,6 +456,21 @@ proptest! {
             _ => rng.random_range(0..alphabet),
         };
         check_equal(k, &codes, literal);
+    }
+
+    #[test]
+    fn equal_any_matches_reference(
+        k in 1u8..=16,
+        n in 0usize..2000,
+        m in 1usize..=8,
+        seed in any::<u64>(),
+    ) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        // A small alphabet, so that the literals match often.
+        let alphabet = rng.random_range(1..=16u32);
+        let codes: Vec<u32> = (0..n).map(|_| rng.random_range(0..alphabet) & max_code(k)).collect();
+        let literals: Vec<u32> = (0..m).map(|_| rng.random_range(0..alphabet) & max_code(k)).collect();
+        check_equal_any(k, &codes, &literals);
     }
 
     #[test]
