@@ -345,13 +345,13 @@ pub fn filter_single_code(
     let mut codes = Codes::new(data, num_values, dict_len)?;
     let k = codes.bit_width();
     let kernels = crate::kernels::kernels();
-    let equal_max = (kernels.equal_any_max).filter(|_| (1..=16).contains(&k) && needle >> k == 0);
+    let equal_any = (kernels.equal_any_max).filter(|_| (1..=16).contains(&k) && needle >> k == 0);
     let lookup = match k {
         1..=8 => kernels.lookup.is_some(),
         9..=16 => kernels.lookup_bits.is_some(),
         _ => false,
     };
-    if equal_max.is_none() && lookup && !codes.in_range_by_width && (needle as usize) < dict_len {
+    if equal_any.is_none() && lookup && !codes.in_range_by_width && (needle as usize) < dict_len {
         let mut one = Bitmap::new_zeroed(dict_len);
         one.set(needle as usize);
         return filter_codes(data, num_values, dict_len, &one);
@@ -369,7 +369,7 @@ pub fn filter_single_code(
             }
             Span::Packed { data, count } => {
                 let words = count.div_ceil(64);
-                match equal_max {
+                match equal_any {
                     Some(kernel) => {
                         let max = kernel(data, k, count, &[needle], &mut scratch[..words]);
                         codes.check(&[max])?;

@@ -80,6 +80,15 @@ fn load64(bytes: &[u8]) -> __m512i {
     unsafe { _mm512_loadu_si512(b.as_ptr().cast()) }
 }
 
+/// The vector of codes held in `bytes[..64]`, unpacked by the [`controls`] of their width
+/// (`idx`, `ctrl`) into bytes (k <= 8) or 16-bit lanes, each masked to k bits by `and`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
+fn unpack(idx: __m512i, ctrl: __m512i, and: __m512i, bytes: &[u8]) -> __m512i {
+    let v = _mm512_permutexvar_epi8(idx, load64(bytes));
+    _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and)
+}
+
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
 fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut Vec<u32>) {
     let k = k as usize;
@@ -119,10 +128,7 @@ fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut V
             let dst = out.spare_capacity_mut()[..64]
                 .as_mut_ptr()
                 .cast::<__m512i>();
-            let unpack = |at: usize| {
-                let v = _mm512_permutexvar_epi8(idx, load64(&bytes[at..]));
-                _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and)
-            };
+            let unpack = |at: usize| unpack(idx, ctrl, and, &bytes[at..]);
             if k <= 8 {
                 let c = _mm512_maskz_compress_epi8(b, unpack(0));
                 let quarters = [
@@ -182,8 +188,7 @@ fn lookup_avx512(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u
     for (g, word) in out.iter_mut().enumerate().take(n.div_ceil(64)) {
         // A group's 64 codes take 8k <= 64 bytes; the last group's may run past `packed`.
         let bytes = padded(packed, g * 8 * k, 64, &mut tail);
-        let v = _mm512_permutexvar_epi8(idx, load64(bytes));
-        let codes = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and);
+        let codes = unpack(idx, ctrl, and, bytes);
         let valid = low_bits(n - g * 64);
         let low = _mm512_permutex2var_epi8(t[0], codes, t[1]);
         let hits = if k == 8 {
@@ -227,8 +232,7 @@ fn lookup_bits_avx512(packed: &[u8], k: u8, n: usize, bits: &[u32], out: &mut [u
         let valid = low_bits(n - g * 64);
         let mut hits = 0u64;
         for h in 0..2 {
-            let v = _mm512_permutexvar_epi8(idx, load64(&bytes[4 * k * h..]));
-            let codes = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and);
+            let codes = unpack(idx, ctrl, and, &bytes[4 * k * h..]);
             let lo = test(_mm512_castsi512_si256(codes)) as u64;
             let hi = test(_mm512_extracti64x4_epi64::<1>(codes)) as u64;
             hits |= (lo | hi << 16) << (32 * h);
@@ -272,10 +276,7 @@ fn equal_avx512(packed: &[u8], k: u8, n: usize, literals: &[u32], out: &mut [u64
     for (g, word) in out.iter_mut().enumerate().take(n.div_ceil(64)) {
         // The last group's bytes may run past `packed` (zero-padded; masked by `valid`).
         let bytes = padded(packed, g * 8 * k, span, &mut tail);
-        let unpack = |at: usize| {
-            let v = _mm512_permutexvar_epi8(idx, load64(&bytes[at..]));
-            _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and)
-        };
+        let unpack = |at: usize| unpack(idx, ctrl, and, &bytes[at..]);
         let valid = low_bits(n - g * 64);
         let hits = if k <= 8 {
             let codes = unpack(0);
