@@ -82,9 +82,7 @@ pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) ->
         let n = if values.is_empty() {
             0
         } else {
-            snap::raw::Decoder::new()
-                .decompress(&buf[levels..], values)
-                .map_err(|e| Error::corrupt(format!("a Snappy page that cannot be read: {e}")))?
+            snappy(&buf[levels..], values)?
         };
         levels + n
     } else {
@@ -105,6 +103,29 @@ pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) ->
     // The page as stored, its bytes (and a v2 page's flag, above) now decompressed.
     *buf = recycle::bytes(out, uncompressed);
     Ok(page)
+}
+
+/// Decompresses the Snappy block `input` into `out`, returning the bytes written (the caller
+/// checks they fill `out`): with Google's C++ Snappy where the `cpp-snappy` feature built it
+/// (see [`crate::kernels::snappy`]; `TAMIS_SNAPPY=snap` in the environment keeps `snap`, for
+/// comparisons), else with `snap`.
+fn snappy(input: &[u8], out: &mut [u8]) -> Result<usize> {
+    #[cfg(feature = "cpp-snappy")]
+    if cpp_snappy() {
+        return crate::kernels::snappy::decompress_exact(input, out)
+            .map(|()| out.len())
+            .ok_or_else(|| Error::corrupt("a Snappy page that cannot be read"));
+    }
+    snap::raw::Decoder::new()
+        .decompress(input, out)
+        .map_err(|e| Error::corrupt(format!("a Snappy page that cannot be read: {e}")))
+}
+
+/// Whether Snappy pages go to Google's C++ Snappy: unless `TAMIS_SNAPPY=snap` (read once).
+#[cfg(feature = "cpp-snappy")]
+fn cpp_snappy() -> bool {
+    static CPP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CPP.get_or_init(|| std::env::var("TAMIS_SNAPPY").as_deref() != Ok("snap"))
 }
 
 /// Runs `f` with this thread's codec for `codec`, made on first use.

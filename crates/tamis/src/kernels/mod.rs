@@ -51,6 +51,8 @@ pub mod key_probe;
 pub mod pack;
 pub mod portable;
 pub mod scalar;
+#[cfg(feature = "cpp-snappy")]
+pub mod snappy;
 #[cfg(test)]
 mod tests;
 pub mod views;
