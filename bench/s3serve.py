@@ -14,7 +14,9 @@ and V1, HeadBucket and GetBucketLocation, enough for pyarrow, Polars, DataFusion
 and boto3. Signatures are not checked. The server binds 127.0.0.1 only.
 
 Control paths (no latency, not counted): ``GET /__stats`` (JSON: requests by method and by
-operation, response body bytes, sequential round trips), ``POST /__stats/reset`` and
+operation, response body bytes, sequential round trips; it waits up to 1 s for requests still
+being answered, so a client that has read its responses sees them counted),
+``POST /__stats/reset`` and
 ``POST /__latency?ms=N``. In-process use: ``S3Server(root).start()`` … ``.stop()``.
 """
 
@@ -46,7 +48,15 @@ class Stats:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        # Requests begun and not yet recorded. A request is recorded after its last write, so a
+        # client that has its response may ask for the stats before the handler records it.
+        self.in_flight = 0
+        self.idle = threading.Condition(self.lock)
         self.reset()
+
+    def begin(self) -> None:
+        with self.lock:
+            self.in_flight += 1
 
     def reset(self) -> None:
         with self.lock:
@@ -61,9 +71,14 @@ class Stats:
             self.operations[operation] = self.operations.get(operation, 0) + 1
             self.body_bytes += body_bytes
             self.spans.append((start, end))
+            self.in_flight -= 1
+            self.idle.notify_all()
 
-    def snapshot(self) -> dict:
+    def snapshot(self, wait: float = 0.0) -> dict:
+        """The counts; with `wait`, first up to that many seconds for the requests in flight to be
+        recorded (so that a client sees the requests whose responses it has read)."""
         with self.lock:
+            self.idle.wait_for(lambda: self.in_flight == 0, timeout=wait)
             return {
                 "requests": len(self.spans),
                 "methods": dict(self.methods),
@@ -187,6 +202,7 @@ class Handler(BaseHTTPRequestHandler):
         if url.path.startswith("/__"):
             self._control(url.path, query)
             return
+        self.server.owner.stats.begin()
         try:
             self._s3(unquote(url.path), query)
         except (BrokenPipeError, ConnectionResetError):
@@ -202,7 +218,7 @@ class Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         self._first_byte = True  # control requests are not delayed
         if path == "/__stats" and self.command == "GET":
-            body = json.dumps(owner.stats.snapshot()).encode()
+            body = json.dumps(owner.stats.snapshot(wait=1.0)).encode()
             self._send(200, {"Content-Type": "application/json"}, body)
         elif path == "/__stats/reset" and self.command == "POST":
             owner.stats.reset()
