@@ -109,8 +109,13 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
         None
     }
     /// A hint that `ranges` (in bounds, coalesced) will be read soon: a source that can load
-    /// them in the background starts to. Changes no result.
+    /// them in the background starts to, unless it finds them loaded already. Changes no
+    /// result.
     fn will_need(&self, _ranges: &[Range<u64>]) {}
+    /// [`ByteSource::will_need`] for ranges the caller has found not loaded: no check first.
+    fn advise(&self, ranges: &[Range<u64>]) {
+        self.will_need(ranges)
+    }
 }
 
 /// Bytes and requests of one scan (or one open), shared by its readers.
@@ -238,17 +243,30 @@ impl Reader {
     /// [`ByteSource::will_need`]), so that the device works while the scan decodes what it
     /// already has. Ranges out of bounds or in memory are left out; nothing is counted as read.
     pub fn will_need(&self, ranges: &[Range<u64>]) {
+        if let Some(wanted) = self.to_hint(ranges) {
+            self.source.will_need(&wanted);
+        }
+    }
+
+    /// [`Reader::will_need`] for ranges the caller has found not loaded, by a probe made before
+    /// something else could load the probed byte (see [`ByteSource::advise`]).
+    pub fn advise(&self, ranges: &[Range<u64>]) {
+        if let Some(wanted) = self.to_hint(ranges) {
+            self.source.advise(&wanted);
+        }
+    }
+
+    /// `ranges` without those out of bounds or in memory, coalesced; `None` when nothing is
+    /// left or the reader is cancelled.
+    fn to_hint(&self, ranges: &[Range<u64>]) -> Option<Vec<Range<u64>>> {
         if self.cancel.load(Relaxed) {
-            return;
+            return None;
         }
         let wanted: Vec<Range<u64>> = (ranges.iter())
             .filter(|r| self.check(r).is_ok() && self.cached_slice(r).is_none())
             .cloned()
             .collect();
-        if !wanted.is_empty() {
-            self.source
-                .will_need(&coalesce(&wanted, self.coalesce_gap()));
-        }
+        (!wanted.is_empty()).then(|| coalesce(&wanted, self.coalesce_gap()))
     }
 
     /// Reads several ranges, merging those closer than the source's coalescing gap.

@@ -77,12 +77,26 @@ pub(super) fn payload<'a>(
     survivors: &Selection,
     sub_page: bool,
 ) -> Result<()> {
+    // Probed before the ranges are planned: planning probes the first byte of each page it
+    // may read by blocks, and a probe loads the page it misses, so a probe of the planned
+    // ranges could land on one of those (with pages of one size, the middle of an even number
+    // of them is a page's first byte) and find cold pages "cached" (suite `payload`, uniform,
+    // 0.1 %: 96 MB read cold without advice).
+    let rg_meta = job.file.metadata.row_group(job.rg);
+    let largest = (payload.iter())
+        .filter(|&&c| c < rg_meta.num_columns())
+        .map(|&c| rg_meta.column(c).byte_range())
+        .max_by_key(|&(_, len)| len);
+    let cold =
+        largest.is_some_and(|(start, len)| job.reader.resident(start + len / 2) == Some(false));
     let mut ranges = Vec::new();
     for &c in payload {
         let ch = chunks.entry(c).or_insert_with(|| chunk(c));
         ranges.extend(ch.payload_ranges(survivors, sub_page)?);
     }
-    job.reader.will_need(&ranges);
+    if cold {
+        job.reader.advise(&ranges);
+    }
     Ok(())
 }
 
