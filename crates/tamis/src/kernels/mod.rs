@@ -17,6 +17,9 @@
 //! | [`pack`]        | a comparison per value → bitmap, compiled for AVX2 too          | —     |
 //! | [`key_probe`]   | join keys against a blocked Bloom filter (AVX-512 gather)       | T13   |
 //!
+//! One more module holds `unsafe` code without being CPU-specific: `snappy` (the `cpp-snappy`
+//! feature), the call into Google's C++ Snappy for Snappy pages.
+//!
 //! Paths, chosen once per process from the CPU (and `TAMIS_FORCE_ISA=scalar|bmi2|avx512`); see
 //! [`kernels`] and [`describe`]:
 //!
