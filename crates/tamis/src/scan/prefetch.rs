@@ -74,6 +74,7 @@ pub(super) fn payload<'a>(
     chunks: &mut HashMap<usize, ColumnChunk<'a>>,
     chunk: &impl Fn(usize) -> ColumnChunk<'a>,
     payload: &[usize],
+    filter_columns: &[usize],
     survivors: &Selection,
     sub_page: bool,
 ) -> Result<()> {
@@ -81,10 +82,11 @@ pub(super) fn payload<'a>(
     // may read by blocks, and a probe loads the page it misses, so a probe of the planned
     // ranges could land on one of those (with pages of one size, the middle of an even number
     // of them is a page's first byte) and find cold pages "cached" (suite `payload`, uniform,
-    // 0.1 %: 96 MB read cold without advice).
+    // 0.1 %: 96 MB read cold without advice). The probe is of the largest chunk the filters
+    // have not read.
     let rg_meta = job.file.metadata.row_group(job.rg);
     let largest = (payload.iter())
-        .filter(|&&c| c < rg_meta.num_columns())
+        .filter(|&&c| c < rg_meta.num_columns() && !filter_columns.contains(&c))
         .map(|&c| rg_meta.column(c).byte_range())
         .max_by_key(|&(_, len)| len);
     let cold =

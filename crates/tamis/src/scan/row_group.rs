@@ -214,7 +214,15 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         }
         fetch_into(job.reader, &mut chunks, &payload, &ranges)?;
     } else {
-        prefetch::payload(job, &mut chunks, &chunk, &payload, &survivors, sub_page)?;
+        prefetch::payload(
+            job,
+            &mut chunks,
+            &chunk,
+            &payload,
+            &filter_columns,
+            &survivors,
+            sub_page,
+        )?;
     }
     let fields = file.schema().fields();
     // The type each read column is decoded to (its file's, or the view the output asks for).
