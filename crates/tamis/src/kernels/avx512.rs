@@ -89,6 +89,23 @@ fn unpack(idx: __m512i, ctrl: __m512i, and: __m512i, bytes: &[u8]) -> __m512i {
     _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and)
 }
 
+/// The largest of the byte lanes (`wide` false) or 16-bit lanes (`wide` true) of `v`.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn lane_max(v: __m512i, wide: bool) -> u32 {
+    let mut lanes = [0u8; 64];
+    // SAFETY: `lanes` is 64 writable bytes; the store is unaligned.
+    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), v) };
+    if wide {
+        (lanes.chunks_exact(2))
+            .map(|l| u16::from_le_bytes([l[0], l[1]]))
+            .max()
+            .unwrap_or(0) as u32
+    } else {
+        lanes.iter().copied().max().unwrap_or(0) as u32
+    }
+}
+
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
 fn select_unpack_avx512(packed: &[u8], k: u8, n: usize, sel: &[u64], out: &mut Vec<u32>) {
     let k = k as usize;
@@ -200,10 +217,7 @@ fn lookup_avx512(packed: &[u8], k: u8, n: usize, table: &[u8; 256], out: &mut [u
         *word = _mm512_test_epi8_mask(hits, hits) & valid;
         max = _mm512_mask_max_epu8(max, valid, max, codes);
     }
-    let mut lanes = [0u8; 64];
-    // SAFETY: `lanes` is 64 writable bytes; the store is unaligned.
-    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), max) };
-    lanes.iter().copied().max().unwrap_or(0) as u32
+    lane_max(max, false)
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
@@ -240,10 +254,7 @@ fn lookup_bits_avx512(packed: &[u8], k: u8, n: usize, bits: &[u32], out: &mut [u
         }
         *word = hits & valid;
     }
-    let mut lanes = [0u16; 32];
-    // SAFETY: `lanes` is 64 writable bytes; the store is unaligned.
-    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), max) };
-    lanes.iter().copied().max().unwrap_or(0) as u32
+    lane_max(max, true)
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]
@@ -293,17 +304,7 @@ fn equal_avx512(packed: &[u8], k: u8, n: usize, literals: &[u32], out: &mut [u64
         };
         *word = hits & valid;
     }
-    let mut lanes = [0u8; 64];
-    // SAFETY: `lanes` is 64 writable bytes; the store is unaligned.
-    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), max) };
-    if k <= 8 {
-        lanes.iter().copied().max().unwrap_or(0) as u32
-    } else {
-        (lanes.chunks_exact(2))
-            .map(|l| u16::from_le_bytes([l[0], l[1]]))
-            .max()
-            .unwrap_or(0) as u32
-    }
+    lane_max(max, k > 8)
 }
 
 /// [`super::Kernels::equal`] for `from_k <= k <= 16` (`from_k >= 1`): 64 codes unpacked in

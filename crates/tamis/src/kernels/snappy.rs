@@ -12,21 +12,12 @@
 /// Decompresses the raw Snappy block `input` into all of `out`; `None` when `input` is not a
 /// valid block or does not decompress to exactly `out.len()` bytes.
 pub fn decompress_exact(input: &[u8], out: &mut [u8]) -> Option<()> {
-    use snappy_src::{
-        snappy_status_SNAPPY_OK as OK, snappy_uncompress, snappy_uncompressed_length,
-    };
-    let mut announced = 0usize;
-    // SAFETY: `input` is a live slice read for `input.len()` bytes; `announced` is a valid
-    // `usize` the call writes.
-    let status =
-        unsafe { snappy_uncompressed_length(input.as_ptr().cast(), input.len(), &mut announced) };
-    if status != OK || announced != out.len() {
-        return None;
-    }
+    use snappy_src::{snappy_status_SNAPPY_OK as OK, snappy_uncompress};
     let mut written = out.len();
-    // SAFETY: `out` is a live, exclusive slice of `written` bytes; the decoder writes at most
-    // `written` bytes (it refuses a block announcing more, checked above besides) and reads
-    // `input` within `input.len()`, whatever the block holds.
+    // SAFETY: `out` is a live, exclusive slice of `written` bytes, and `input` a live slice of
+    // `input.len()`. The decoder reads `input` only within its length, whatever the block
+    // holds, and refuses (before writing) a block announcing more than `written` bytes; it
+    // then sets `written` to the bytes it wrote.
     let status = unsafe {
         snappy_uncompress(
             input.as_ptr().cast(),
@@ -35,6 +26,7 @@ pub fn decompress_exact(input: &[u8], out: &mut [u8]) -> Option<()> {
             &mut written,
         )
     };
+    // A block announcing fewer bytes than `out` holds decompresses, but is not this page.
     (status == OK && written == out.len()).then_some(())
 }
 

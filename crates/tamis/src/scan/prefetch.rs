@@ -89,8 +89,7 @@ pub(super) fn payload<'a>(
         .filter(|&&c| c < rg_meta.num_columns() && !filter_columns.contains(&c))
         .map(|&c| rg_meta.column(c).byte_range())
         .max_by_key(|&(_, len)| len);
-    let cold =
-        largest.is_some_and(|(start, len)| job.reader.resident(start + len / 2) == Some(false));
+    let cold = largest.is_some_and(|range| chunk_cold(job, range));
     let mut ranges = Vec::new();
     for &c in payload {
         let ch = chunks.entry(c).or_insert_with(|| chunk(c));
@@ -141,14 +140,7 @@ fn next_row_group(job: &RowGroupJob<'_>) -> Vec<Range<u64>> {
     let Some(&first) = predicate.columns().first() else {
         return Vec::new();
     };
-    // (The chunk's middle: its ends may share a page with bytes already read.)
-    let middle = |(start, len): (u64, u64)| start + len / 2;
-    if first >= rg_meta.num_columns()
-        || job
-            .reader
-            .resident(middle(rg_meta.column(first).byte_range()))
-            != Some(false)
-    {
+    if first >= rg_meta.num_columns() || !chunk_cold(job, rg_meta.column(first).byte_range()) {
         return Vec::new();
     }
     let orders = file.metadata.file_metadata().column_orders();
@@ -198,4 +190,10 @@ fn next_row_group(job: &RowGroupJob<'_>) -> Vec<Range<u64>> {
         }
     }
     ranges
+}
+
+/// Whether the column chunk at `(start, len)` is known not to be in the page cache, by a probe
+/// of its middle (its ends may share a page with bytes already read).
+fn chunk_cold(job: &RowGroupJob<'_>, (start, len): (u64, u64)) -> bool {
+    job.reader.resident(start + len / 2) == Some(false)
 }
