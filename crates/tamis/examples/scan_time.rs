@@ -31,6 +31,7 @@ fn main() {
         .ok()
         .map(|r| r.parse().expect("SCAN_TIME_RANGE_ROWS"));
     let mut times = Vec::new();
+    let mut phases = Vec::new();
     let mut last = None;
     for _ in 0..=runs {
         let start = Instant::now();
@@ -52,10 +53,25 @@ fn main() {
             rows += b.unwrap_or_else(|e| panic!("{e}")).num_rows();
         }
         times.push(start.elapsed().as_secs_f64() * 1e3);
-        last = Some((rows, stream.metrics()));
+        let m = stream.metrics();
+        let ms = |ns: u64| ns as f64 / 1e6;
+        phases.push([
+            ms(m.time_metadata_ns),
+            ms(m.time_prune_ns),
+            ms(m.time_filter_ns),
+            ms(m.time_payload_ns),
+        ]);
+        last = Some((rows, m));
     }
     times.remove(0);
+    phases.remove(0);
     times.sort_by(|a, b| a.total_cmp(b));
+    // Each phase's median on its own (summed over threads).
+    let phase = |i: usize| {
+        let mut p: Vec<f64> = phases.iter().map(|p| p[i]).collect();
+        p.sort_by(|a, b| a.total_cmp(b));
+        p[p.len() / 2]
+    };
     let (rows, m) = last.expect("at least one run");
     println!(
         "rows {rows}  median {:.1} ms ({:.1}–{:.1})  in place {}  decoded {}  read {} B",
@@ -65,5 +81,12 @@ fn main() {
         m.values_in_place,
         m.values_decoded,
         m.bytes_read
+    );
+    println!(
+        "phases (medians): metadata {:.2} ms  prune {:.2} ms  filter {:.2} ms  payload {:.2} ms",
+        phase(0),
+        phase(1),
+        phase(2),
+        phase(3)
     );
 }

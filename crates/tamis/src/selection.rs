@@ -184,7 +184,7 @@ impl Bitmap {
     }
 
     pub fn count_ones(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
+        crate::kernels::popcount::count(&self.words)
     }
 
     /// Number of set bits in `start..end`, a word at a time.
@@ -199,10 +199,7 @@ impl Bitmap {
         if first == last {
             return (self.words[first] & lo & hi).count_ones() as usize;
         }
-        let middle: usize = self.words[first + 1..last]
-            .iter()
-            .map(|w| w.count_ones() as usize)
-            .sum();
+        let middle = crate::kernels::popcount::count(&self.words[first + 1..last]);
         (self.words[first] & lo).count_ones() as usize
             + middle
             + (self.words[last] & hi).count_ones() as usize

@@ -89,21 +89,30 @@ fn unpack(idx: __m512i, ctrl: __m512i, and: __m512i, bytes: &[u8]) -> __m512i {
     _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, v), and)
 }
 
-/// The largest of the byte lanes (`wide` false) or 16-bit lanes (`wide` true) of `v`.
+/// The largest of the byte lanes (`wide` false) or 16-bit lanes (`wide` true) of `v`, in
+/// registers: the kernels call it once per run of codes, and runs are short (Arrow's writer
+/// bit-packs at most 512 codes per run), so a store and a scalar pass over 32–64 lanes cost
+/// more than the run's compares.
 #[inline]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw")]
 fn lane_max(v: __m512i, wide: bool) -> u32 {
-    let mut lanes = [0u8; 64];
-    // SAFETY: `lanes` is 64 writable bytes; the store is unaligned.
-    unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), v) };
-    if wide {
-        (lanes.chunks_exact(2))
-            .map(|l| u16::from_le_bytes([l[0], l[1]]))
-            .max()
-            .unwrap_or(0) as u32
+    // Byte lanes become 16-bit lanes holding the larger byte of each pair.
+    let v = if wide {
+        v
     } else {
-        lanes.iter().copied().max().unwrap_or(0) as u32
-    }
+        _mm512_max_epu16(
+            _mm512_and_si512(v, _mm512_set1_epi16(0xFF)),
+            _mm512_srli_epi16::<8>(v),
+        )
+    };
+    let half = _mm256_max_epu16(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64::<1>(v));
+    let quarter = _mm_max_epu16(
+        _mm256_castsi256_si128(half),
+        _mm256_extracti128_si256::<1>(half),
+    );
+    // `minpos` finds the smallest of eight 16-bit lanes; of the complements, the largest.
+    let min = _mm_minpos_epu16(_mm_xor_si128(quarter, _mm_set1_epi32(-1)));
+    0xFFFF - (_mm_cvtsi128_si32(min) as u32 & 0xFFFF)
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi1")]

@@ -15,6 +15,7 @@
 //! | `equal_any_max` | 1–16-bit codes equal to any of a few literals, and the largest  | T5a   |
 //! | `take_short`    | short dictionary strings by code → Arrow array ([`gather`])     | —     |
 //! | [`pack`]        | a comparison per value → bitmap, compiled for AVX2 too          | —     |
+//! | [`popcount`]    | set bits of bitmap words, compiled for `popcnt` too             | —     |
 //! | [`key_probe`]   | join keys against a blocked Bloom filter (AVX-512 gather)       | T13   |
 //!
 //! One more module holds `unsafe` code without being CPU-specific: `snappy` (the `cpp-snappy`
@@ -52,6 +53,7 @@ pub mod bmi2;
 pub mod gather;
 pub mod key_probe;
 pub mod pack;
+pub mod popcount;
 pub mod portable;
 pub mod scalar;
 #[cfg(feature = "cpp-snappy")]
