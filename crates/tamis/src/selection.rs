@@ -389,47 +389,35 @@ impl Bitmap {
         })
     }
 
-    /// Maximal runs of set bits as ranges, ascending; a word at a time (empty and full words
-    /// cost one test each).
+    /// Maximal runs of set bits as ranges, ascending: each run's start and end found by
+    /// skipping whole words (a tight loop over the empty words of a sparse bitmap, and over
+    /// the full words of a dense one).
     pub fn ranges(&self) -> Vec<Range<usize>> {
-        let mut out: Vec<Range<usize>> = Vec::new();
-        let mut open: Option<usize> = None;
-        for (wi, &w) in self.words.iter().enumerate() {
-            let base = wi * 64;
-            if w == 0 || w == u64::MAX {
-                match (open, w == u64::MAX) {
-                    (Some(s), false) => {
-                        out.push(s..base);
-                        open = None;
-                    }
-                    (None, true) => open = Some(base),
-                    _ => {}
-                }
-                continue;
-            }
-            let mut bit = 0u32;
-            while bit < 64 {
-                let rest = w >> bit;
-                if open.is_some() {
-                    let ones = rest.trailing_ones();
-                    if ones >= 64 - bit {
-                        break;
-                    }
-                    bit += ones;
-                    out.push(open.take().expect("open run")..base + bit as usize);
-                } else {
-                    if rest == 0 {
-                        break;
-                    }
-                    bit += rest.trailing_zeros();
-                    open = Some(base + bit as usize);
-                }
-            }
-        }
-        if let Some(s) = open {
-            out.push(s..self.len);
+        let mut out = Vec::new();
+        let mut from = 0;
+        while let Some(start) = self.next_with(from, false) {
+            let end = self.next_with(start, true).unwrap_or(self.len);
+            out.push(start..end);
+            from = end;
         }
         out
+    }
+
+    /// The first bit at or after `from` that is set (`clear` false) or clear (`clear` true),
+    /// below `len`.
+    fn next_with(&self, from: usize, clear: bool) -> Option<usize> {
+        if from >= self.len {
+            return None;
+        }
+        let flip = if clear { u64::MAX } else { 0 };
+        let mut wi = from / 64;
+        let mut w = (self.words[wi] ^ flip) & (u64::MAX << (from % 64));
+        while w == 0 {
+            wi += 1;
+            w = self.words.get(wi)? ^ flip;
+        }
+        let at = wi * 64 + w.trailing_zeros() as usize;
+        (at < self.len).then_some(at)
     }
 
     /// Number of maximal runs of set bits (rising edges), a popcount per word.
@@ -645,6 +633,49 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Maximal runs, one bit at a time: the oracle for `ranges` and `run_count`.
+    fn runs_reference(bits: &[bool]) -> Vec<Range<usize>> {
+        let mut out: Vec<Range<usize>> = Vec::new();
+        for (i, &b) in bits.iter().enumerate() {
+            match out.last_mut() {
+                Some(r) if b && r.end == i => r.end = i + 1,
+                _ if b => out.push(i..i + 1),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Runs of random lengths (so some start, end or fill whole words), as ranges.
+        #[test]
+        fn ranges_are_the_maximal_runs(
+            runs in proptest::collection::vec((0usize..200, proptest::bool::ANY), 0..20),
+            pad in 0usize..130,
+        ) {
+            let mut bits = Vec::new();
+            for (n, b) in runs {
+                bits.extend(std::iter::repeat_n(b, n));
+            }
+            bits.extend(std::iter::repeat_n(false, pad % 2 * (pad / 2)));
+            let b = Bitmap::from_bools(&bits);
+            let want = runs_reference(&bits);
+            proptest::prop_assert_eq!(b.run_count(), want.len());
+            proptest::prop_assert_eq!(b.ranges(), want);
+        }
+    }
+
+    #[test]
+    fn ranges_at_word_edges() {
+        for len in [1usize, 63, 64, 65, 128, 129] {
+            for (s, e) in [(0, len), (0, 1), (len - 1, len), (len / 2, len)] {
+                let b = Bitmap::from_ranges(len, &[s..e]);
+                assert_eq!(b.ranges(), vec![s..e], "len {len} {s}..{e}");
+            }
+            assert!(Bitmap::new_zeroed(len).ranges().is_empty());
         }
     }
 

@@ -12,6 +12,7 @@ mod fit;
 pub mod order;
 mod pinned;
 pub mod plan;
+mod pools;
 mod prefetch;
 pub mod row_group;
 pub mod thrift_guard;
@@ -582,11 +583,7 @@ impl Scan {
             .take()
             .ok_or_else(|| Error::internal("no files opened"))?;
         let workers = self.workers(&plan);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(workers)
-            .thread_name(|i| format!("tamis-{i}"))
-            .build()
-            .map_err(|e| Error::internal(format!("cannot start threads: {e}")))?;
+        let pool = pools::Lease::take(workers)?;
         let mut files = self.bind(plan)?;
         let kept = files.iter_mut().map(|f| f.opened.take()).collect();
         let tasks: VecDeque<(usize, usize)> = files
@@ -689,7 +686,7 @@ impl Shared {
 /// Record batches of a running scan, in file order. Metrics are complete once it is exhausted.
 pub struct ScanStream {
     shared: Arc<Shared>,
-    pool: rayon::ThreadPool,
+    pool: pools::Lease,
     /// (file, row group) tasks not started yet, in file order.
     pending: VecDeque<(usize, usize)>,
     /// The file whose row groups are being started, open, with a reader counting into the
