@@ -104,32 +104,38 @@ impl Bitmap {
 
     /// Sets bits `start..end`.
     pub fn set_range(&mut self, start: usize, end: usize) {
-        let end = end.min(self.len);
-        let mut i = start;
-        while i < end {
-            if i & 63 == 0 && end - i >= 64 {
-                self.words[i >> 6] = u64::MAX;
-                i += 64;
-            } else {
-                self.set(i);
-                i += 1;
-            }
-        }
+        self.fill_range(start, end, true);
     }
 
     /// Clears bits `start..end`.
     pub fn clear_range(&mut self, start: usize, end: usize) {
+        self.fill_range(start, end, false);
+    }
+
+    /// Sets or clears bits `start..end` (`end` capped at `len`): masked first and last words,
+    /// whole words between.
+    fn fill_range(&mut self, start: usize, end: usize, set: bool) {
         let end = end.min(self.len);
-        let mut i = start;
-        while i < end {
-            if i & 63 == 0 && end - i >= 64 {
-                self.words[i >> 6] = 0;
-                i += 64;
-            } else {
-                self.unset(i);
-                i += 1;
-            }
+        if start >= end {
+            return;
         }
+        let (first, last) = (start / 64, (end - 1) / 64);
+        let lo = u64::MAX << (start % 64);
+        let hi = u64::MAX >> (63 - (end - 1) % 64);
+        let apply = |w: &mut u64, mask: u64| {
+            if set {
+                *w |= mask
+            } else {
+                *w &= !mask
+            }
+        };
+        if first == last {
+            apply(&mut self.words[first], lo & hi);
+            return;
+        }
+        apply(&mut self.words[first], lo);
+        self.words[first + 1..last].fill(if set { u64::MAX } else { 0 });
+        apply(&mut self.words[last], hi);
     }
 
     /// ORs the bits of `word` into `self` at bits `offset..offset + 64` (bits that would land
@@ -665,6 +671,26 @@ mod tests {
             let want = runs_reference(&bits);
             proptest::prop_assert_eq!(b.run_count(), want.len());
             proptest::prop_assert_eq!(b.ranges(), want);
+        }
+    }
+
+    proptest::proptest! {
+        /// `set_range` and `clear_range` against one bit at a time, ranges inside, across and
+        /// past word edges and the end.
+        #[test]
+        fn set_and_clear_ranges_match_bits(
+            len in 0usize..300,
+            ops in proptest::collection::vec((0usize..320, 0usize..320, proptest::bool::ANY), 0..8),
+        ) {
+            let mut b = Bitmap::new_zeroed(len);
+            let mut want = vec![false; len];
+            for (s, e, set) in ops {
+                if set { b.set_range(s, e) } else { b.clear_range(s, e) }
+                for bit in want.iter_mut().take(e.min(len)).skip(s) {
+                    *bit = set;
+                }
+            }
+            proptest::prop_assert_eq!(b, Bitmap::from_bools(&want));
         }
     }
 
