@@ -12,6 +12,10 @@
 //! `parquet` crate's Snappy codec zero-fills its output before writing it, so Snappy is
 //! decompressed with `snap` directly, into the reused bytes (with the fresh-buffer page faults,
 //! 15% of a scan of Snappy pages).
+//!
+//! With the `cpp-snappy` feature a chunk's Snappy pages may go to Google's C++ Snappy instead;
+//! neither decoder wins on every page, so each chunk times both and keeps the faster
+//! ([`SnappyChoice`]).
 
 use std::cell::RefCell;
 
@@ -32,7 +36,14 @@ thread_local! {
 /// read, which is then an error here rather than a guess). The checks are the `parquet`
 /// crate's: a v2 page's level bytes stay as they are and its `is_compressed` flag is honoured;
 /// the output must have exactly the announced size.
-pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) -> Result<Page> {
+///
+/// `snappy_choice` carries the chunk's choice of Snappy decoder from page to page.
+pub fn inflate(
+    mut page: Page,
+    codec: Compression,
+    sizes: Option<&PageSizes>,
+    snappy_choice: &mut SnappyChoice,
+) -> Result<Page> {
     if codec == Compression::UNCOMPRESSED {
         return Ok(page);
     }
@@ -82,7 +93,7 @@ pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) ->
         let n = if values.is_empty() {
             0
         } else {
-            snappy(&buf[levels..], values)?
+            snappy(&buf[levels..], values, snappy_choice)?
         };
         levels + n
     } else {
@@ -105,27 +116,88 @@ pub fn inflate(mut page: Page, codec: Compression, sizes: Option<&PageSizes>) ->
     Ok(page)
 }
 
+/// Which Snappy decoder a column chunk's pages go to. With the `cpp-snappy` feature, the
+/// chunk's first two pages of at least [`TRIAL_BYTES`] are timed, the first with Google's C++
+/// Snappy ([`crate::kernels::snappy`]), the second with `snap`, and its other pages go to the
+/// faster per byte: neither wins everywhere (C++ Snappy built by clang decompressed the
+/// `selectivity` suite's random int64 pages 17 % faster, `snap` the `dictsize` suite's
+/// sequential ids 13 % faster). `TAMIS_SNAPPY=snap` or `=cpp` fixes the decoder (read once),
+/// for comparisons. Without the feature, always `snap`.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct SnappyChoice(#[cfg(feature = "cpp-snappy")] Trial);
+
+/// Pages smaller than this are not timed (a timer's resolution and one cache miss would
+/// decide); they go to C++ Snappy until the chunk has chosen.
+#[cfg(feature = "cpp-snappy")]
+const TRIAL_BYTES: usize = 16 << 10;
+
+#[cfg(feature = "cpp-snappy")]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum Trial {
+    /// No page timed yet: the next goes to C++ Snappy.
+    #[default]
+    Untimed,
+    /// C++ Snappy took this many nanoseconds per output byte; the next page goes to `snap`.
+    CppTimed(f64),
+    Decided {
+        cpp: bool,
+    },
+}
+
 /// Decompresses the Snappy block `input` into `out`, returning the bytes written (the caller
-/// checks they fill `out`): with Google's C++ Snappy where the `cpp-snappy` feature built it
-/// (see [`crate::kernels::snappy`]; `TAMIS_SNAPPY=snap` in the environment keeps `snap`, for
-/// comparisons), else with `snap`.
-fn snappy(input: &[u8], out: &mut [u8]) -> Result<usize> {
-    #[cfg(feature = "cpp-snappy")]
-    if cpp_snappy() {
-        return crate::kernels::snappy::decompress_exact(input, out)
+/// checks they fill `out`), with the decoder `choice` names (see [`SnappyChoice`]).
+#[cfg(feature = "cpp-snappy")]
+fn snappy(input: &[u8], out: &mut [u8], choice: &mut SnappyChoice) -> Result<usize> {
+    let forced = forced_snappy();
+    let cpp = match (forced, choice.0) {
+        (Some(cpp), _) | (None, Trial::Decided { cpp }) => cpp,
+        (None, Trial::Untimed) => true,
+        (None, Trial::CppTimed(_)) => false,
+    };
+    let timed =
+        forced.is_none() && out.len() >= TRIAL_BYTES && !matches!(choice.0, Trial::Decided { .. });
+    let start = timed.then(std::time::Instant::now);
+    let written = if cpp {
+        crate::kernels::snappy::decompress_exact(input, out)
             .map(|()| out.len())
-            .ok_or_else(|| Error::corrupt("a Snappy page that cannot be read"));
+            .ok_or_else(|| Error::corrupt("a Snappy page that cannot be read"))?
+    } else {
+        snap_decompress(input, out)?
+    };
+    if let Some(start) = start {
+        let per_byte = start.elapsed().as_nanos() as f64 / out.len() as f64;
+        choice.0 = match choice.0 {
+            Trial::Untimed => Trial::CppTimed(per_byte),
+            Trial::CppTimed(cpp_per_byte) => Trial::Decided {
+                cpp: cpp_per_byte <= per_byte,
+            },
+            decided => decided,
+        };
     }
+    Ok(written)
+}
+
+/// Decompresses the Snappy block `input` into `out` with `snap` (the feature is off).
+#[cfg(not(feature = "cpp-snappy"))]
+fn snappy(input: &[u8], out: &mut [u8], _choice: &mut SnappyChoice) -> Result<usize> {
+    snap_decompress(input, out)
+}
+
+fn snap_decompress(input: &[u8], out: &mut [u8]) -> Result<usize> {
     snap::raw::Decoder::new()
         .decompress(input, out)
         .map_err(|e| Error::corrupt(format!("a Snappy page that cannot be read: {e}")))
 }
 
-/// Whether Snappy pages go to Google's C++ Snappy: unless `TAMIS_SNAPPY=snap` (read once).
+/// The decoder `TAMIS_SNAPPY` fixes: `snap` (false), `cpp` (true), else none (read once).
 #[cfg(feature = "cpp-snappy")]
-fn cpp_snappy() -> bool {
-    static CPP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *CPP.get_or_init(|| std::env::var("TAMIS_SNAPPY").as_deref() != Ok("snap"))
+fn forced_snappy() -> Option<bool> {
+    static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| match std::env::var("TAMIS_SNAPPY").as_deref() {
+        Ok("snap") => Some(false),
+        Ok("cpp") => Some(true),
+        _ => None,
+    })
 }
 
 /// Runs `f` with this thread's codec for `codec`, made on first use.
@@ -150,6 +222,11 @@ mod tests {
     use super::*;
     use bytes::Bytes;
     use parquet::basic::{Encoding, GzipLevel, ZstdLevel};
+
+    /// A page of a chunk of its own.
+    fn inflate(page: Page, codec: Compression, sizes: Option<&PageSizes>) -> Result<Page> {
+        super::inflate(page, codec, sizes, &mut SnappyChoice::default())
+    }
 
     fn compress(codec: Compression, data: &[u8]) -> Vec<u8> {
         let mut c = create_codec(codec, &CodecOptions::default())
@@ -219,6 +296,49 @@ mod tests {
                 assert!(inflate(v1(stored.clone()), codec, Some(&wrong)).is_err());
                 assert!(inflate(v1(stored), codec, None).is_err());
             }
+        }
+    }
+
+    /// A chunk's first two large Snappy pages go one to each decoder, timed; the rest to the
+    /// one chosen. Every page decompresses exactly, whichever decoder has it; small pages are
+    /// not timed.
+    #[cfg(feature = "cpp-snappy")]
+    #[test]
+    fn a_chunk_times_both_snappy_decoders_then_keeps_one() {
+        let data: Vec<u8> = (0..40_000u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
+        let stored = compress(Compression::SNAPPY, &data);
+        let s = sizes(stored.len(), data.len());
+        let mut choice = SnappyChoice::default();
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let page = super::inflate(
+                v1(stored.clone()),
+                Compression::SNAPPY,
+                Some(&s),
+                &mut choice,
+            );
+            assert_eq!(page.unwrap().buffer().as_ref(), &data[..]);
+            seen.push(choice.0);
+        }
+        let small = &data[..1000];
+        let stored_small = compress(Compression::SNAPPY, small);
+        let s_small = sizes(stored_small.len(), small.len());
+        let mut untouched = SnappyChoice::default();
+        let page = super::inflate(
+            v1(stored_small),
+            Compression::SNAPPY,
+            Some(&s_small),
+            &mut untouched,
+        );
+        assert_eq!(page.unwrap().buffer().as_ref(), small);
+        if forced_snappy().is_none() {
+            assert!(
+                matches!(seen[0], Trial::CppTimed(t) if t >= 0.0),
+                "{seen:?}"
+            );
+            assert!(matches!(seen[1], Trial::Decided { .. }), "{seen:?}");
+            assert_eq!(seen[1], seen[3]);
+            assert_eq!(untouched, SnappyChoice::default());
         }
     }
 

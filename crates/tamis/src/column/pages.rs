@@ -22,7 +22,7 @@ use parquet::file::serialized_reader::SerializedPageReader;
 
 use parquet::basic::Compression;
 
-use super::inflate::inflate;
+use super::inflate::{inflate, SnappyChoice};
 use crate::budget::Budget;
 use crate::error::{Error, Result};
 use crate::io::{FetchedRanges, Reader};
@@ -82,6 +82,8 @@ pub struct ChunkPages<'a> {
     headers_checked: bool,
     /// The row group's budget: a page's decompression buffer must fit in what it has left.
     budget: &'a Budget,
+    /// The chunk's Snappy decoder, chosen on its first pages.
+    snappy: std::cell::Cell<SnappyChoice>,
 }
 
 impl<'a> ChunkPages<'a> {
@@ -134,6 +136,7 @@ impl<'a> ChunkPages<'a> {
             whole_chunk: false,
             headers_checked: false,
             budget,
+            snappy: Default::default(),
         }
     }
 
@@ -167,7 +170,10 @@ impl<'a> ChunkPages<'a> {
         if self.stored.is_none() {
             return Ok(page);
         }
-        inflate(page, self.meta.compression(), sizes)
+        let mut snappy = self.snappy.get();
+        let page = inflate(page, self.meta.compression(), sizes, &mut snappy);
+        self.snappy.set(snappy);
+        page
     }
 
     pub fn meta(&self) -> &'a ColumnChunkMetaData {
