@@ -159,6 +159,25 @@ def test_threads_and_limit(data):
     assert tamis.scan(path, limit=0).num_rows == 0
 
 
+def _late_rows(path: str, threads: int) -> int:
+    return tamis.scan(path, where="status = 'late'", threads=threads).num_rows
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+def test_scans_in_a_forked_child(data):
+    """A child made by fork inherits the parent's idle worker pools but not their threads; its
+    scans must start threads of their own, not wait on the parent's."""
+    import multiprocessing
+
+    path, table = data
+    want = _expected(table, lambda t: pc.equal(t["status"], "late")).num_rows
+    for threads in (1, 2):
+        assert _late_rows(path, threads) == want  # leaves an idle pool of this size
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        for threads in (1, 2):
+            assert pool.apply_async(_late_rows, (path, threads)).get(timeout=60) == want
+
+
 def test_scan_batches_is_a_streaming_reader(data):
     path, table = data
     reader = tamis.scan_batches(path, where="bucket < 10", columns=["id", "name"], batch_size=1000)

@@ -16,7 +16,10 @@ use rayon::ThreadPool;
 use crate::error::{Error, Result};
 
 /// Idle pools, at most [`IDLE_POOLS`]: as many as scans that ran at once, up to that bound.
-static IDLE: Mutex<Vec<ThreadPool>> = Mutex::new(Vec::new());
+/// Each with the id of the process that started its threads: a child made by `fork` (Python's
+/// `multiprocessing`) inherits this list but not the threads, and a scan handed such a pool
+/// would wait forever.
+static IDLE: Mutex<Vec<(u32, ThreadPool)>> = Mutex::new(Vec::new());
 const IDLE_POOLS: usize = 4;
 
 /// A pool of `threads` workers for one scan: an idle one if there is one of that size, else a
@@ -27,8 +30,16 @@ impl Lease {
     pub(crate) fn take(threads: usize) -> Result<Lease> {
         let idle = {
             let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
-            let at = idle.iter().position(|p| p.current_num_threads() == threads);
-            at.map(|at| idle.swap_remove(at))
+            let here = std::process::id();
+            if idle.iter().any(|(pid, _)| *pid != here) {
+                // Forked: the pools' threads are not in this process. Dropping a pool would
+                // signal them, so the handles are forgotten instead.
+                for (_, pool) in idle.drain(..) {
+                    std::mem::forget(pool);
+                }
+            }
+            let at = (idle.iter()).position(|(_, p)| p.current_num_threads() == threads);
+            at.map(|at| idle.swap_remove(at).1)
         };
         let pool = match idle {
             Some(pool) => pool,
@@ -58,9 +69,9 @@ impl Drop for Lease {
     fn drop(&mut self) {
         let Some(pool) = self.0.take() else { return };
         let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
-        idle.push(pool);
+        idle.push((std::process::id(), pool));
         if idle.len() > IDLE_POOLS {
-            let oldest = idle.remove(0);
+            let (_, oldest) = idle.remove(0);
             drop(idle);
             drop(oldest);
         }
