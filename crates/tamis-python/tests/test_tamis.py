@@ -163,7 +163,6 @@ def _late_rows(path: str, threads: int) -> int:
     return tamis.scan(path, where="status = 'late'", threads=threads).num_rows
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
 def test_scans_in_a_forked_child(data):
     """A child made by fork inherits the parent's idle worker pools but not their threads; its
     scans must start threads of their own, not wait on the parent's."""

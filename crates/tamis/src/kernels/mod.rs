@@ -45,6 +45,22 @@
 //! wants to be conservative can also avoid forcing `avx512`
 //! (`TAMIS_FORCE_ISA=scalar`).
 
+/// Whether the CPU has the x86-64 feature named by the literal `$f` (cached by std); false on
+/// other architectures. For the modules compiled twice (`pack`, `popcount`).
+macro_rules! x86_feature {
+    ($f:tt) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!($f)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }};
+}
+pub(crate) use x86_feature;
+
 #[cfg(target_arch = "x86_64")]
 pub mod avx512;
 mod bits;

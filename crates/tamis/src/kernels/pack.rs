@@ -40,14 +40,7 @@ pub fn wide() -> bool {
 }
 
 fn avx2_detected() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    super::x86_feature!("avx2")
 }
 
 /// `pred` over `vals`, packed; the AVX2 build when `wide` (which the caller must only pass as

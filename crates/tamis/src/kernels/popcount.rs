@@ -18,14 +18,7 @@ pub fn fast() -> bool {
 }
 
 fn popcnt_detected() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    super::x86_feature!("popcnt")
 }
 
 /// The set bits of `words`.
