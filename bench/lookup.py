@@ -25,6 +25,7 @@ Three parts:
 from __future__ import annotations
 
 import datetime
+import glob
 import json
 import os
 import random
@@ -93,14 +94,21 @@ def rewrite(original: str, key: str, cli: str) -> Tuple[str, dict]:
     return path, info
 
 
+def sidecar_in(idx: str, original: str) -> Optional[str]:
+    """The sidecar of `original` in the index directory `idx` (`tamis index --output` names it
+    `.<name>.<hash of the file's path>.tamis.puffin`), if there is one."""
+    found = glob.glob(os.path.join(idx, f".{os.path.basename(original)}.*.tamis.puffin"))
+    return found[0] if len(found) == 1 else None
+
+
 def sidecar_dir(original: str, kind: str, cli: str, rebuild: bool = False) -> Tuple[str, Optional[float]]:
     """The directory holding `original`'s sidecar index of `kind` over INDEX_COLUMNS, kept apart
     with --output so that other queries read the file as generated (tamis finds it through
     index_dir; peers read the same file without it). Built when missing, stale or `rebuild`;
     then also the build's wall time in seconds."""
     idx = os.path.join(os.path.dirname(original), f"sidecar-{kind}")
-    sidecar = os.path.join(idx, os.path.basename(original) + ".tamis.puffin")
-    if not rebuild and os.path.exists(sidecar) \
+    sidecar = sidecar_in(idx, original)
+    if not rebuild and sidecar is not None \
             and os.path.getmtime(sidecar) >= os.path.getmtime(original):
         return idx, None
     os.makedirs(idx, exist_ok=True)
@@ -576,7 +584,7 @@ def sidecar_report(data_dir: str, args) -> str:
     sidecars, build_s = {}, {}
     for kind in INDEX_KINDS:
         sidecars[kind], build_s[kind] = sidecar_dir(original, kind, cli, rebuild=True)
-    puffin = {k: os.path.join(d, os.path.basename(original) + ".tamis.puffin") for k, d in sidecars.items()}
+    puffin = {k: sidecar_in(d, original) for k, d in sidecars.items()}
     truth = {c: ColumnTruth(original, c, page_first_rows(puffin["page-bloom"], c)) for c in INDEX_COLUMNS}
 
     n, lists = (20, 5) if args.smoke else (200, 20)

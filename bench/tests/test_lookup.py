@@ -32,7 +32,7 @@ def indexed(tmp_path):
     idx = tmp_path / "idx"
     idx.mkdir()
     tamis.index(path, ["key"], kind="page-bloom", output=str(idx))
-    firsts = lookup.page_first_rows(str(idx / "t.parquet.tamis.puffin"), "key")
+    firsts = lookup.page_first_rows(lookup.sidecar_in(str(idx), path), "key")
     return table, path, str(idx), lookup.ColumnTruth(path, "key", firsts)
 
 

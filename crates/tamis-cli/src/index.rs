@@ -33,8 +33,18 @@ pub struct IndexArgs {
     /// A Parquet file, a directory of Parquet files or a glob, local or in an object store.
     pub path: String,
     /// Comma-separated flat columns to index.
-    #[arg(long, value_name = "COLS", value_delimiter = ',', required = true)]
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        required_unless_present = "verify"
+    )]
     pub columns: Vec<String>,
+    /// Build nothing: check the existing sidecars (beside the data, or in --output DIR) against
+    /// their files: identity, blob checksums, and the content hash of every indexed column
+    /// chunk. Prints one line per file; exits with 1 if any sidecar is missing or stale.
+    #[arg(long, conflicts_with_all = ["columns", "kind"])]
+    pub verify: bool,
     /// What to build.
     #[arg(long, value_enum, default_value_t = IndexKind::Auto)]
     pub kind: IndexKind,
@@ -52,6 +62,9 @@ pub struct IndexArgs {
 
 pub fn run(args: &IndexArgs) -> Result<(), CliError> {
     let options: tamis::io::StorageOptions = args.storage_options.iter().cloned().collect();
+    if args.verify {
+        return verify(args, &options);
+    }
     let reports = tamis::index::build::index_files(
         &args.path,
         &options,
@@ -72,6 +85,31 @@ pub fn run(args: &IndexArgs) -> Result<(), CliError> {
             r.time_ms
         );
         print_columns(&r);
+    }
+    Ok(())
+}
+
+fn verify(args: &IndexArgs, options: &tamis::io::StorageOptions) -> Result<(), CliError> {
+    let reports = tamis::index::build::verify_files(&args.path, options, args.output.as_deref())?;
+    let mut bad = 0;
+    for r in &reports {
+        if r.problems.is_empty() {
+            println!(
+                "ok: {} ({} column chunks match)",
+                r.sidecar.as_deref().unwrap_or(&r.file),
+                r.chunks
+            );
+        } else {
+            bad += 1;
+            let at = r.sidecar.as_deref().unwrap_or(&r.file);
+            println!("stale: {at}: {}", r.problems.join("; "));
+        }
+    }
+    if bad > 0 {
+        return Err(CliError::msg(format!(
+            "{bad} of {} sidecar indexes missing or stale (rebuild with `tamis index`)",
+            reports.len()
+        )));
     }
     Ok(())
 }

@@ -167,6 +167,11 @@ pub struct ScanArgs {
     /// with a warning on stderr and read as if there were none. Rows are the same.
     #[arg(long, value_enum, default_value_t = BrokenIndexArg::Fail)]
     pub broken_index: BrokenIndexArg,
+    /// Before a sidecar index answers for a column chunk, read the chunk and check it against
+    /// the content hash recorded when the index was built (a changed chunk: the index is
+    /// ignored as stale). Costs the read the index saves; rows are the same.
+    #[arg(long)]
+    pub verify_index: bool,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub threads: Option<u64>,

@@ -35,6 +35,7 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
         BrokenIndexArg::Fail => tamis::BrokenIndex::Fail,
         BrokenIndexArg::Ignore => tamis::BrokenIndex::Ignore,
     });
+    scan = scan.verify_index(args.verify_index);
     if let Some(threads) = args.threads {
         scan = scan.threads(threads as usize);
     }

@@ -581,7 +581,10 @@ fn index_builds_sidecars_that_scans_use() {
         "--index-kind",
         "page-bloom",
     ]));
-    assert!(dir.path().join("small-pages.parquet.tamis.puffin").exists());
+    assert!(dir
+        .path()
+        .join(".small-pages.parquet.tamis.puffin")
+        .exists());
     let where_ = "l_partkey = 77";
     let with = explain_json(&[s(&small), "--where", where_]);
     assert!(with["pages_pruned_index"].as_u64().unwrap() > 0, "{with}");
@@ -597,7 +600,7 @@ fn index_builds_sidecars_that_scans_use() {
     };
     assert_eq!(rows(&small), rows(&file));
     // Rebuilt apart from the data: found only with --index-dir.
-    std::fs::remove_file(dir.path().join("small-pages.parquet.tamis.puffin")).unwrap();
+    std::fs::remove_file(dir.path().join(".small-pages.parquet.tamis.puffin")).unwrap();
     let idx = dir.path().join("idx");
     std::fs::create_dir(&idx).unwrap();
     let o = ok(tamis(&[
@@ -610,9 +613,15 @@ fn index_builds_sidecars_that_scans_use() {
     ]));
     let printed = stdout(&o);
     assert!(
-        printed.contains("small-pages.parquet.tamis.puffin"),
+        printed.contains("/.small-pages.parquet.") && printed.contains(".tamis.puffin"),
         "{printed}"
     );
+    // --verify: the index directory's sidecar matches its file; none beside the data fails.
+    let verified = stdout(&ok(tamis(&["index", s(&small), "--verify", "-o", s(&idx)])));
+    assert!(verified.starts_with("ok: "), "{verified}");
+    let missing = tamis(&["index", s(&small), "--verify"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stdout(&missing).contains("no sidecar index"));
     // `auto` (the default) says what it chose per column and why: both keys are unsorted.
     assert!(
         printed.contains("l_partkey: rows") && printed.contains("unsorted"),

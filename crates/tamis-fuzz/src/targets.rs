@@ -192,9 +192,17 @@ impl Fuzz {
         } else {
             let side = self.dir.path().join("sidecars");
             std::fs::create_dir_all(&side).expect("sidecar directory");
-            let name = seed.data.file_name().unwrap().to_str().unwrap();
-            std::fs::write(side.join(format!("{name}.tamis.puffin")), &input)
-                .expect("write the sidecar");
+            // Under the name tamis writes in an index directory, or the name older tamis wrote
+            // (still read); a stale one under the other name is removed first.
+            let data = tamis::io::location::FileRef::Local(seed.data.clone());
+            let names = tamis::index::sidecar_refs(&data, Some(&side)).expect("sidecar names");
+            let path = |r: &tamis::io::location::FileRef| match r {
+                tamis::io::location::FileRef::Local(p) => p.clone(),
+                _ => unreachable!("a local data file has local sidecars"),
+            };
+            let pick = rng.random_range(0..2);
+            let _ = std::fs::remove_file(path(&names[1 - pick]));
+            std::fs::write(path(&names[pick]), &input).expect("write the sidecar");
             let req = Request {
                 filter: Some(
                     ["i64 = 200", "i64 IN (5, 7, 500)", "s = 'apple3'"]

@@ -81,6 +81,9 @@ struct Request {
     index_dir: Option<String>,
     /// `"fail"` or `"ignore"`: what a sidecar index that cannot be read does.
     broken_index: Option<String>,
+    /// Check indexed column chunks against the sidecar's content hashes before using it.
+    #[pyo3(default)]
+    verify_index: Option<bool>,
     /// Object-store options (endpoint, region, credentials, …).
     storage_options: Option<HashMap<String, String>>,
     /// Only these row groups: `(file location, first, end)` (see `Scan::row_groups`).
@@ -174,6 +177,7 @@ impl Request {
         if let Some(policy) = &self.broken_index {
             scan = scan.broken_index(policy.parse::<tamis::BrokenIndex>()?);
         }
+        scan = scan.verify_index(self.verify_index.unwrap_or(false));
         if let Some(parts) = &self.row_groups {
             let parts = parts
                 .iter()
@@ -666,6 +670,25 @@ fn index_json(
     py.detach(run).map_err(|e| to_py_err(py, e))
 }
 
+/// Runs `tamis::index::build::verify_files` without the GIL; returns the reports as JSON.
+#[pyfunction]
+#[pyo3(signature = (path, output=None, storage_options=None))]
+fn verify_index_json(
+    py: Python<'_>,
+    path: String,
+    output: Option<String>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<String> {
+    let options = storage(&storage_options);
+    let run = || -> tamis::Result<String> {
+        let out = output.as_deref().map(std::path::Path::new);
+        let reports = tamis::index::build::verify_files(&path, &options, out)?;
+        serde_json::to_string(&reports)
+            .map_err(|e| Error::internal(format!("cannot serialize the report: {e}")))
+    };
+    py.detach(run).map_err(|e| to_py_err(py, e))
+}
+
 /// Runs a SQL query over named tables (DataFusion on tamis scans) and returns the result as one
 /// stream. Errors: `tamis.errors.SqlError` with DataFusion's message on one line; a tamis
 /// error (missing file, corrupt file…) as its own class.
@@ -717,6 +740,7 @@ fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(explain_json, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_json, m)?)?;
     m.add_function(wrap_pyfunction!(index_json, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_index_json, m)?)?;
     m.add_function(wrap_pyfunction!(sql, m)?)?;
     Ok(())
 }

@@ -8,6 +8,8 @@ import random
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pathlib import Path
+
 import pytest
 
 import tamis
@@ -15,8 +17,8 @@ import tamis
 ROWS = 40_000
 
 
-def _write(path) -> pa.Table:
-    rng = random.Random(3)
+def _write(path, seed=3) -> pa.Table:
+    rng = random.Random(seed)
     table = pa.table({
         "id": pa.array(range(ROWS), pa.int64()),
         "key": pa.array([rng.randrange(5_000) for _ in range(ROWS)], pa.int64()),
@@ -37,8 +39,8 @@ def test_index_prunes_and_never_changes_rows(tmp_path, kind):
     path = tmp_path / "t.parquet"
     table = _write(path)
     reports = tamis.index(path, ["key", "tag"], kind=kind)
-    assert len(reports) == 1 and reports[0]["sidecar"].endswith("t.parquet.tamis.puffin")
-    assert (tmp_path / "t.parquet.tamis.puffin").exists()
+    assert len(reports) == 1 and reports[0]["sidecar"].endswith("/.t.parquet.tamis.puffin")
+    assert (tmp_path / ".t.parquet.tamis.puffin").exists()
     assert 0 < reports[0]["sidecar_bytes"] < reports[0]["data_bytes"]
     chosen = {c["column"]: c["kind"] for c in reports[0]["columns"]}
     # Both columns are unsorted with many distinct values: auto takes the rows index.
@@ -75,9 +77,9 @@ def test_index_dir_finds_sidecars_written_elsewhere(tmp_path):
     index_dir.mkdir()
     path = data / "t.parquet"
     table = _write(path)
-    tamis.index(data, ["key"], output=index_dir, kind="page-bloom")
-    assert not (data / "t.parquet.tamis.puffin").exists()
-    assert (index_dir / "t.parquet.tamis.puffin").exists()
+    reports = tamis.index(data, ["key"], output=index_dir, kind="page-bloom")
+    assert list(data.iterdir()) == [path]
+    assert [p.name for p in index_dir.iterdir()] == [Path(reports[0]["sidecar"]).name]
     want = _ids(table.filter(pc.equal(table["key"], 42)))
     assert _ids(tamis.scan(path, where="key = 42", columns=["id"], index_dir=str(index_dir))) == want
     assert tamis.explain(path, where="key = 42", index_dir=str(index_dir))["pages_pruned_index"] > 0
@@ -104,7 +106,7 @@ def test_a_broken_sidecar_fails_or_is_ignored_by_option(tmp_path):
     path = tmp_path / "t.parquet"
     table = _write(path)
     tamis.index(path, ["key"], kind="rows")
-    sidecar = tmp_path / "t.parquet.tamis.puffin"
+    sidecar = tmp_path / ".t.parquet.tamis.puffin"
     sidecar.write_bytes(sidecar.read_bytes()[:-5])
     with pytest.raises(tamis.CorruptFileError, match="t.parquet.tamis.puffin"):
         tamis.scan(path, where="key = 42", columns=["id"])
@@ -125,10 +127,11 @@ def test_sidecars_read_through_a_second_puffin_reader(tmp_path):
     both = tmp_path / "both"
     both.mkdir()
     report = tamis.index(path, ["id", "key"], kind="auto", output=both)[0]
+    assert Path(report["sidecar"]).parent == both
     kinds = {c["column"]: c["kind"] for c in report["columns"]}
     assert kinds == {"id": "page-bloom", "key": "rows"}, report["columns"]
     meta = pq.ParquetFile(path).metadata
-    f = puffin.PuffinFile((both / "t.parquet.tamis.puffin").read_bytes())
+    f = puffin.PuffinFile(Path(report["sidecar"]).read_bytes())
     assert f.footer.properties["tamis.format-version"] == "1"
     assert f.footer.properties["tamis.data-file.length"] == str(path.stat().st_size)
     blobs = {(b.type, b.properties["row-group"], b.properties["column"]): b
@@ -148,3 +151,41 @@ def test_sidecars_read_through_a_second_puffin_reader(tmp_path):
         fence = int(rows.properties["tamis.fence-bytes"])
         assert 20 <= fence <= len(payload)
         assert int.from_bytes(payload[12:20], "little") == meta.row_group(rg).num_rows
+
+
+def test_other_engines_read_an_indexed_directory(tmp_path):
+    """Sidecars are hidden files: pyarrow's dataset discovery, DuckDB's directory read and the
+    `**/*.parquet` globs of Polars and DuckDB see the data alone (Spark: test_spark.py). Polars'
+    bare-directory form refuses any file of another extension, Spark's own `_SUCCESS` and
+    `.crc` files included, so no name inside the directory can satisfy it: keep such a
+    directory pristine with `output=` (an index directory)."""
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    data = tmp_path / "data"
+    (data / "k=1").mkdir(parents=True)
+    (data / "k=2").mkdir(parents=True)
+    one = _write(data / "k=1" / "a.parquet")
+    two = _write(data / "k=2" / "b.parquet", seed=4)
+    reports = tamis.index(data, ["key"], kind="rows")
+    assert len(reports) == 2 and all(Path(r["sidecar"]).name.startswith(".") for r in reports)
+    want = sorted(one.column("id").to_pylist() + two.column("id").to_pylist())
+    assert sorted(pq.read_table(data).column("id").to_pylist()) == want
+    assert sorted(pl.scan_parquet(f"{data}/**/*.parquet").collect()["id"].to_list()) == want
+    for source in [f"{data}", f"{data}/**/*.parquet"]:
+        got = duckdb.sql(f"SELECT id FROM read_parquet('{source}') ORDER BY id").fetchall()
+        assert [r[0] for r in got] == want, source
+    # And tamis uses them.
+    assert tamis.explain(data, where="key = 42")["conjuncts_decided_index"] > 0
+
+
+def test_index_verify_reports_changed_chunks(tmp_path):
+    path = tmp_path / "t.parquet"
+    _write(path)
+    tamis.index(path, ["key"], kind="rows")
+    reports = tamis.verify_index(path)
+    assert len(reports) == 1 and reports[0]["problems"] == [], reports
+    assert reports[0]["chunks"] > 0
+    # Another file of the same name: the sidecar is stale and says why.
+    _write(path, seed=99)
+    problems = tamis.verify_index(path)[0]["problems"]
+    assert problems and "built for" in problems[0], problems

@@ -282,6 +282,25 @@ def test_hive_partitions(spark, hive):
         assert rows(ours.where(where).select(*cols)) == rows(theirs.where(where)), where
 
 
+def test_an_indexed_directory_reads_in_spark(spark, tmp_path):
+    """Sidecars are hidden files: Spark's own reader reads an indexed hive directory as the data
+    alone, and the tamis source reads it through the sidecars."""
+    root = tmp_path / "indexed"
+    t = typed_table(600, 3).select(["id", "i32", "s"])
+    for k in (1, 2):
+        (root / f"k={k}").mkdir(parents=True)
+        pq.write_table(t.slice((k - 1) * 300, 300), root / f"k={k}" / "part-0.parquet",
+                       row_group_size=100)
+    reports = tamis.index(root, ["id"], kind="rows")
+    assert all(Path(r["sidecar"]).name.startswith(".") for r in reports)
+    theirs = spark.read.parquet(str(root))
+    assert theirs.count() == 600
+    ours = spark.read.format("tamis").load(str(root))
+    for where in ["id = 17", "id IN (3, 400) AND k = 2"]:
+        assert rows(ours.where(where).select("id", "i32", "s", "k")) == \
+            rows(theirs.where(where).select("id", "i32", "s", "k")), where
+
+
 def test_files_lacking_a_column_read_it_as_null(spark, tmp_path):
     root = tmp_path / "evolved"
     root.mkdir()
@@ -401,6 +420,39 @@ def test_object_store_paths_read_on_executors(spark, typed):
         local = spark.read.parquet(typed)
         for where in ["i32 < 0", "s = 'AIR' AND d > DATE '2020-01-10'"]:
             assert same(rows(remote.where(where)), rows(local.where(where))), where
+    finally:
+        server.stop()
+
+
+def test_odd_object_keys_read_on_executors(spark, typed, tmp_path):
+    """Keys with `%`, `:`, space, `#`, `?` and non-ASCII reach the executors as the same keys
+    (Spark escapes `:` in partition directories as `%3A`, three characters of the key)."""
+    moto_server = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+        s3.create_bucket(Bucket="odd")
+        dirs = ["k=2024-01-01 00%3A00%3A00", "k=a#b", "k=a?b", "k=ünï cødé", "k=100%"]
+        parts = sorted(Path(typed).glob("*.parquet"))
+        copies = tmp_path / "copies"
+        copies.mkdir()
+        for i, (d, p) in enumerate(zip(dirs, parts * 2)):
+            s3.put_object(Bucket="odd", Key=f"t/{d}/{p.name}", Body=p.read_bytes())
+            (copies / f"{i}.parquet").write_bytes(p.read_bytes())
+        reader = spark.read.format("tamis").option("maxPartitionBytes", "1")
+        for k, v in {"endpoint": endpoint, "region": "us-east-1", "access_key_id": "testing",
+                     "secret_access_key": "testing"}.items():
+            reader = reader.option(f"storage.{k}", v)
+        remote = reader.load("s3://odd/t/")
+        local = spark.read.parquet(str(copies))
+        cols = local.columns
+        where = "i32 < 0"
+        assert same(rows(remote.where(where).select(*cols)), rows(local.where(where))), where
     finally:
         server.stop()
 

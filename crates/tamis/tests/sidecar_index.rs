@@ -261,7 +261,7 @@ fn broken_sidecar(kind: IndexKind) {
     let d = data(3);
     write(&path, &d);
     index_kind(&path, &["k32", "s"], kind);
-    let sidecar = dir.path().join("t.parquet.tamis.puffin");
+    let sidecar = dir.path().join(".t.parquet.tamis.puffin");
     let good = std::fs::read(&sidecar).unwrap();
     let k = 17;
     let want: Vec<i64> = (0..ROWS)

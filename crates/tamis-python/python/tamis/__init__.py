@@ -102,6 +102,10 @@ class ScanOptions:
         broken_index: what a sidecar index that cannot be read (truncated, corrupt) does:
             ``"fail"`` (raise :class:`CorruptFileError` naming it) or ``"ignore"`` (read as if
             there were none; ``explain`` counts it and lists a warning). Same rows.
+        verify_index: before a sidecar index answers for a column chunk, read the chunk and
+            check it against the content hash recorded when the index was built (a sidecar
+            must always match its file's length, footer and mtime or ETag; this also catches
+            a rewrite of data pages that kept all three). Costs the read the index saves.
         storage_options: object-store options for ``s3://``, ``gs://``, ``az://`` and
             ``http(s)://`` paths: ``endpoint``, ``region``, ``access_key_id``,
             ``secret_access_key``, ``allow_http``, … (the ``object_store`` crate's keys), and
@@ -120,6 +124,7 @@ class ScanOptions:
     memory_limit: Optional[Union[int, str]] = None
     index_dir: Optional[str] = None
     broken_index: str = "fail"
+    verify_index: bool = False
     storage_options: Optional[Mapping[str, Any]] = None
 
     def replace(self, **changes: Any) -> "ScanOptions":
@@ -140,6 +145,7 @@ class ScanOptions:
             "memory_limit": _size(self.memory_limit),
             "index_dir": None if self.index_dir is None else str(self.index_dir),
             "broken_index": self.broken_index,
+            "verify_index": bool(self.verify_index),
             "storage_options": None if storage is None else {
                 str(k): (str(v).lower() if isinstance(v, bool) else str(v))
                 for k, v in storage.items()
@@ -372,8 +378,9 @@ def index(
     """Build sidecar indexes for existing Parquet files, like ``tamis index``.
 
     For each file ``path`` names (file, directory, glob, object-store prefix), an index of each
-    of ``columns``, written to ``<file>.tamis.puffin`` beside it (or into the directory
-    ``output``, local files only; scans then need ``index_dir=``). ``kind`` is ``"page-bloom"``
+    of ``columns``, written to ``.<file name>.tamis.puffin`` beside it (hidden: other engines
+    reading the directory skip it), or into the directory ``output`` (local files only; scans
+    then need ``index_dir=``). ``kind`` is ``"page-bloom"``
     (one split-block Bloom filter per data page at false-positive rate ``fpp``: ``=`` and
     ``IN`` skip pages), ``"rows"`` (per row group, the sorted distinct values with their row
     ids: ``=``, ``IN`` and ranges select rows without reading the column) or ``"auto"`` (per
@@ -386,6 +393,25 @@ def index(
     text = _tamis.index_json(
         os.fspath(path), _names(columns, "columns"), float(fpp),
         os.fspath(output) if output is not None else None, storage, str(kind),
+    )
+    return json.loads(text)
+
+
+def verify_index(
+    path: PathLike,
+    output: Optional[PathLike] = None,
+    storage_options: Optional[Mapping[str, Any]] = None,
+) -> List[Dict[str, Any]]:
+    """Check existing sidecar indexes, like ``tamis index --verify``: for each file ``path``
+    names, whether its sidecar (beside it, or in ``output``) exists, matches the file (length,
+    footer, mtime or ETag), holds readable blobs, and whether every column chunk it indexes
+    still hashes to what was recorded. One report per file: ``file``, ``sidecar``,
+    ``chunks`` (checked) and ``problems`` (empty when the sidecar is good)."""
+    storage = None if storage_options is None else {
+        str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage_options.items()
+    }
+    text = _tamis.verify_index_json(
+        os.fspath(path), os.fspath(output) if output is not None else None, storage,
     )
     return json.loads(text)
 
@@ -438,6 +464,7 @@ __all__ = [
     "explain",
     "optimize",
     "index",
+    "verify_index",
     "sql",
     "TamisError",
     "InvalidArgumentError",

@@ -67,6 +67,28 @@ pub struct DatasetFile {
     pub opened: Option<Arc<OpenedFile>>,
 }
 
+impl DatasetFile {
+    /// For a plan kept between scans (a [`super::Dataset`]): fails when the local file is not
+    /// the one whose footer the plan holds (another size, mtime, inode or ctime). Its
+    /// statistics would prune, and its kept dictionaries and Bloom filters decode, another
+    /// file's pages; a `stat` per file and scan keeps that from ever happening. Objects are
+    /// checked by every read (`If-Match` with the ETag the plan saw).
+    pub fn check_unchanged(&self) -> Result<()> {
+        let FileRef::Local(path) = &self.file else {
+            return Ok(());
+        };
+        let now = crate::io::local::current_identity(path)?;
+        if now != self.identity {
+            return Err(Error::invalid(
+                "the file changed since the dataset was opened (size, modification time or \
+                 inode differ); open the dataset again to read the new version",
+            )
+            .in_file(&self.location));
+        }
+        Ok(())
+    }
+}
+
 /// A dataset: its files, schema and the leaves predicates bind to.
 #[derive(Clone)]
 pub struct DatasetPlan {
@@ -247,6 +269,9 @@ impl DatasetPlan {
         let mut last: Option<(usize, Predicate)> = None;
         for fi in 0..self.files.len() {
             let f = &self.files[fi];
+            if self.open_files.is_some() {
+                f.check_unchanged()?;
+            }
             let ranges: Option<Vec<&std::ops::Range<usize>>> = only.map(|o| {
                 o.iter()
                     .filter(|(l, _)| *l == f.location)

@@ -107,6 +107,90 @@ pub fn index_files(
     Ok(reports)
 }
 
+/// What `tamis index --verify` found for one data file.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct VerifyReport {
+    pub file: String,
+    /// Where the sidecar was found (`None`: none found).
+    pub sidecar: Option<String>,
+    /// Column chunks checked against their content hash.
+    pub chunks: usize,
+    /// What is wrong; empty when the sidecar is usable and every chunk matches.
+    pub problems: Vec<String>,
+}
+
+/// Checks the sidecars of every file `path` names (beside each file, or in `dir`): each must
+/// exist, match its file's identity (length, footer, mtime or ETag), hold readable blobs, and
+/// every column chunk it indexes must still hash to what it recorded.
+pub fn verify_files(
+    path: &str,
+    options: &crate::io::StorageOptions,
+    dir: Option<&std::path::Path>,
+) -> Result<Vec<VerifyReport>> {
+    let listing = crate::io::location::list(path, options)?;
+    listing.files.iter().map(|f| verify_file(f, dir)).collect()
+}
+
+fn verify_file(
+    f: &crate::io::location::FileRef,
+    dir: Option<&std::path::Path>,
+) -> Result<VerifyReport> {
+    let opened = OpenedFile::open_ref(f)?;
+    let mut report = VerifyReport {
+        file: opened.location.clone(),
+        ..VerifyReport::default()
+    };
+    let rows: Vec<u64> = (opened.metadata.row_groups().iter())
+        .map(|rg| rg.num_rows().max(0) as u64)
+        .collect();
+    let sidecar = match super::open_sidecar(f, dir, &rows, opened.leaves.len()) {
+        Ok(super::Lookup::Found(s)) => s,
+        Ok(super::Lookup::Absent) => {
+            report.problems.push("no sidecar index".into());
+            return Ok(report);
+        }
+        Ok(super::Lookup::Denied(why)) => {
+            report
+                .problems
+                .push(format!("sidecar lookup refused: {why}"));
+            return Ok(report);
+        }
+        Err(e) => {
+            report.problems.push(e.to_string());
+            return Ok(report);
+        }
+    };
+    report.sidecar = Some(sidecar.location.clone());
+    let reader = opened.reader();
+    let id = opened.source.identity();
+    let own = DataFileIdentity::of(&reader, id.etag.clone(), id.modified_ns)?;
+    match &sidecar.identity {
+        Some(recorded) => report.problems.extend(recorded.mismatch(&own)),
+        None => report.problems.push("no data file identity".into()),
+    }
+    if let Err(e) = sidecar.check_blobs(&reader) {
+        report.problems.push(e.to_string());
+    }
+    for (rg, c) in sidecar.indexed_chunks() {
+        let name = &opened.leaves[c].path;
+        report.chunks += 1;
+        let Some(want) = sidecar.recorded_chunk_hash(rg, c) else {
+            report.problems.push(format!(
+                "row group {rg}, column {name}: no content hash recorded (built by an older \
+                 tamis; rebuild it)"
+            ));
+            continue;
+        };
+        let range = super::chunk_range(&opened.metadata, opened.len(), rg, c)?;
+        if super::chunk_hash(&reader.read_range(range)?) != want {
+            report.problems.push(format!(
+                "row group {rg}, column {name}: the column chunk changed since the index was built"
+            ));
+        }
+    }
+    Ok(report)
+}
+
 /// The sidecar bytes (page Bloom filters at false-positive rate `fpp`) for `columns` of `file`.
 pub fn build_page_blooms(
     file: &OpenedFile,
@@ -195,6 +279,8 @@ pub fn build_index(
                 })
                 .clone();
             report.values += values.values().map(|r| r.len() as u64).sum::<u64>();
+            let chunk = super::chunk_range(&file.metadata, file.len(), rg, c).map_err(ctx)?;
+            let chunk_hash = super::chunk_hash(&reader.read_range(chunk).map_err(ctx)?);
             let blob = match kind {
                 IndexKind::PageBloom | IndexKind::Auto => {
                     let first_rows = first_rows.ok_or_else(|| {
@@ -223,6 +309,7 @@ pub fn build_index(
                         row_group: rg,
                         column: c,
                         blob: PageBlooms::encode(&first_rows, &bitsets),
+                        chunk_hash,
                     }
                 }
                 IndexKind::Rows => {
@@ -234,6 +321,7 @@ pub fn build_index(
                         column: c,
                         blob,
                         fence_len,
+                        chunk_hash,
                     }
                 }
             };

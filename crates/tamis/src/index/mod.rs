@@ -9,11 +9,25 @@
 //! build.rs       reading a file's columns to build either, and choosing between them
 //! ```
 //!
-//! A sidecar records the identity of the data file it indexes: its length and an xxHash64 of
-//! its footer (plus the ETag or modification time, informational: copying a file changes them
-//! without changing its content). A scan uses a sidecar only when length and footer hash match;
-//! otherwise it reads as if there were none and `explain` counts the stale index — a stale index
-//! costs time, never rows.
+//! A sidecar is named `.<data file name>.tamis.puffin`, beside the data: the leading `.` makes
+//! every reader of the directory skip it (Spark, Hive, pyarrow and Polars ignore hidden and
+//! `_` files), where `<name>.tamis.puffin` (read still, never written) was taken for data by
+//! engines that list a directory without filtering by extension. In an index directory
+//! (`tamis index --output DIR`) the name also carries a hash of the data file's full location,
+//! so that two files of the same name in different directories keep their own sidecars.
+//!
+//! A sidecar records the identity of the data file it indexes: its length, an xxHash64 of its
+//! footer, its modification time (local files) or ETag (objects), and per indexed column chunk
+//! an xxHash64 of the chunk's bytes. A scan uses a sidecar only when length, footer hash and
+//! mtime or ETag match; otherwise it reads as if there were none and `explain` counts the stale
+//! index — a stale index costs time, never rows. Data pages live outside the footer: a rewrite
+//! that keeps the length and the footer and sets the mtime back is caught by the chunk hashes,
+//! which `tamis index --verify` checks and a scan checks when asked ([`crate::Scan::verify_index`]):
+//! reading the chunk is what an index saves, so it is not the default.
+//!
+//! Sidecars are written to a temporary file in the target's directory and renamed over it: a
+//! killed `tamis index` leaves the old sidecar or none, and a symbolic link planted at the
+//! target is replaced, never followed.
 
 pub mod build;
 pub mod page_bloom;
@@ -21,12 +35,15 @@ pub mod puffin;
 pub mod rows;
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::ops::Range;
+use std::path::Path;
 use std::sync::Arc;
 
 use std::sync::Mutex;
 
 use bytes::Bytes;
+use object_store::path::Path as ObjectPath;
 
 use crate::error::{Error, Result};
 use crate::expr::Leaf;
@@ -37,7 +54,7 @@ use crate::selection::Bitmap;
 use page_bloom::PageBlooms;
 use rows::Fence;
 
-/// Appended to a data file's path or key to name its sidecar.
+/// Appended to a data file's name to name its sidecar (see [`sidecar_name`]).
 pub const SIDECAR_SUFFIX: &str = ".tamis.puffin";
 
 /// Version of tamis's blobs and properties inside the Puffin file.
@@ -52,6 +69,8 @@ const PROP_ROW_GROUP: &str = "row-group";
 const PROP_COLUMN: &str = "column";
 /// Length of a rows blob's fence (its first bytes).
 const PROP_FENCE_BYTES: &str = "tamis.fence-bytes";
+/// xxHash64 (seed 0) of the indexed column chunk's bytes, from its first page to its end.
+const PROP_CHUNK_HASH: &str = "tamis.chunk-xxh64";
 /// xxHash64 of a blob's bytes, seeded with its row group and column: a flipped bit in a filter
 /// (or in the footer's row group or column) could hide a page, so every blob is checked before
 /// use.
@@ -98,10 +117,61 @@ impl DataFileIdentity {
         p
     }
 
-    /// Same data: the length and the footer hash agree.
+    /// Same data, as far as a scan checks without reading data pages: the length and the
+    /// footer hash agree, and so do the ETags when both have one (objects), else the
+    /// modification times (local files). A copy that does not keep the mtime makes the sidecar
+    /// stale (rebuild it, or copy with `cp -p`): that costs time; the other way costs rows.
     pub fn matches(&self, other: &DataFileIdentity) -> bool {
-        self.len == other.len && self.footer_hash == other.footer_hash
+        let version = match (&self.etag, &other.etag) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.modified_ns == other.modified_ns,
+        };
+        self.len == other.len && self.footer_hash == other.footer_hash && version
     }
+
+    /// Why `self` (recorded) and `other` (the file now) differ, for reports.
+    pub fn mismatch(&self, other: &DataFileIdentity) -> Option<String> {
+        if self.len != other.len {
+            return Some(format!(
+                "built for {} bytes, the file has {}",
+                self.len, other.len
+            ));
+        }
+        if self.footer_hash != other.footer_hash {
+            return Some("built for another footer".into());
+        }
+        if let (Some(a), Some(b)) = (&self.etag, &other.etag) {
+            return (a != b).then(|| format!("built for ETag {a}, the object has {b}"));
+        }
+        (self.modified_ns != other.modified_ns)
+            .then(|| "built for another modification time of the file".into())
+    }
+}
+
+/// The byte range of column chunk `column` of row group `rg` (first page to the chunk's end),
+/// checked against the file's length.
+pub fn chunk_range(
+    metadata: &parquet::file::metadata::ParquetMetaData,
+    file_len: u64,
+    rg: usize,
+    column: usize,
+) -> Result<Range<u64>> {
+    let chunk = metadata.row_group(rg).column(column);
+    let (start, len) = chunk.byte_range();
+    start
+        .checked_add(len)
+        .filter(|&end| end <= file_len)
+        .map(|end| start..end)
+        .ok_or_else(|| {
+            Error::corrupt(format!(
+                "column chunk {column} of row group {rg} lies beyond the file"
+            ))
+        })
+}
+
+/// The content hash of a column chunk's bytes, as [`PROP_CHUNK_HASH`] records it.
+pub fn chunk_hash(bytes: &[u8]) -> u64 {
+    twox_hash::XxHash64::oneshot(0, bytes)
 }
 
 /// The footer (metadata and its 8-byte trailer) of the file `reader` reads.
@@ -125,6 +195,8 @@ pub enum IndexBlob {
         row_group: usize,
         column: usize,
         blob: Vec<u8>,
+        /// [`chunk_hash`] of the indexed column chunk.
+        chunk_hash: u64,
     },
     Rows {
         row_group: usize,
@@ -132,6 +204,7 @@ pub enum IndexBlob {
         blob: Vec<u8>,
         /// Length of the blob's fence (its first bytes), read before any block.
         fence_len: usize,
+        chunk_hash: u64,
     },
 }
 
@@ -147,6 +220,11 @@ pub struct Sidecar {
     tail: Arc<FetchedRanges>,
     page_bloom_blobs: HashMap<(usize, usize), (Range<u64>, String)>,
     rows_blobs: HashMap<(usize, usize), RowsBlob>,
+    /// [`chunk_hash`] of each indexed column chunk (absent in sidecars of tamis before they
+    /// were recorded).
+    chunk_hashes: HashMap<(usize, usize), u64>,
+    /// Chunks a scan has checked against their hash, and what it found.
+    verified: Mutex<HashMap<(usize, usize), bool>>,
     page_blooms: Mutex<HashMap<(usize, usize), Arc<PageBlooms>>>,
     fences: Mutex<HashMap<(usize, usize), Arc<Fence>>>,
     /// Rows of each row group of the data file.
@@ -170,6 +248,8 @@ pub enum SidecarState {
     Absent,
     /// A sidecar built for another version of the file: not used.
     Stale(String),
+    /// The store refused the lookup: read as absent (see [`Lookup::Denied`]).
+    Denied(String),
     Usable(Arc<Sidecar>),
 }
 
@@ -187,10 +267,12 @@ impl Sidecar {
                     row_group,
                     column,
                     blob,
+                    chunk_hash,
                 } => {
                     let props = BTreeMap::from([
                         (PROP_ROW_GROUP.to_string(), row_group.to_string()),
                         (PROP_COLUMN.to_string(), columns(*column)),
+                        (PROP_CHUNK_HASH.to_string(), format!("{chunk_hash:016x}")),
                         (
                             PROP_BLOB_HASH.to_string(),
                             blob_hash(*row_group, *column, blob),
@@ -203,11 +285,13 @@ impl Sidecar {
                     column,
                     blob,
                     fence_len,
+                    chunk_hash,
                 } => {
                     let fence = &blob[..*fence_len];
                     let props = BTreeMap::from([
                         (PROP_ROW_GROUP.to_string(), row_group.to_string()),
                         (PROP_COLUMN.to_string(), columns(*column)),
+                        (PROP_CHUNK_HASH.to_string(), format!("{chunk_hash:016x}")),
                         (PROP_FENCE_BYTES.to_string(), fence_len.to_string()),
                         (
                             PROP_BLOB_HASH.to_string(),
@@ -241,15 +325,22 @@ impl Sidecar {
             Default::default(),
             Default::default(),
         );
-        let ctx = |e: Error| e.in_file(location);
-        let mut keys: Vec<(usize, usize)> = sidecar.page_bloom_blobs.keys().copied().collect();
+        sidecar.check_blobs(&reader)?;
+        Ok(sidecar)
+    }
+
+    /// Reads every blob and checks it against its checksum: page filters decoded, rows-index
+    /// fences checked (their blocks are checked as scans read them). `scan_reader` counts.
+    pub fn check_blobs(&self, scan_reader: &Reader) -> Result<()> {
+        let ctx = |e: Error| e.in_file(&self.location);
+        let mut keys: Vec<(usize, usize)> = self.page_bloom_blobs.keys().copied().collect();
         keys.sort_unstable();
         for (rg, c) in keys {
-            sidecar.page_blooms(&reader, rg, &[c])?;
+            self.page_blooms(scan_reader, rg, &[c])?;
         }
-        for ((rg, c), blob) in &sidecar.rows_blobs {
+        for ((rg, c), blob) in &self.rows_blobs {
             let fence = blob.range.start..blob.range.start + blob.fence_len;
-            let fetched = sidecar.read(&reader, std::slice::from_ref(&fence))?;
+            let fetched = self.read(scan_reader, std::slice::from_ref(&fence))?;
             let fence = fetched.slice(fence).unwrap_or_default();
             if blob.fence_hash != blob_hash(*rg, *c, &fence) {
                 return Err(ctx(Error::corrupt(format!(
@@ -257,7 +348,13 @@ impl Sidecar {
                 ))));
             }
         }
-        Ok(sidecar)
+        Ok(())
+    }
+
+    /// The recorded content hash of chunk `(rg, column)`, if the sidecar indexes it and
+    /// recorded one.
+    pub fn recorded_chunk_hash(&self, rg: usize, column: usize) -> Option<u64> {
+        self.chunk_hashes.get(&(rg, column)).copied()
     }
 
     /// Opens the sidecar `source`, whose open read its last bytes (`tail`).
@@ -313,6 +410,7 @@ impl Sidecar {
         .ok_or_else(|| ctx(Error::corrupt("sidecar without the data file's identity")))?;
         let mut page_bloom_blobs = HashMap::new();
         let mut rows_blobs = HashMap::new();
+        let mut chunk_hashes = HashMap::new();
         for b in &meta.blobs {
             let kind = b.r#type.as_str();
             if kind != page_bloom::BLOB_TYPE && kind != rows::BLOB_TYPE {
@@ -340,6 +438,12 @@ impl Sidecar {
                 b.properties.get(PROP_BLOB_HASH).cloned().ok_or_else(|| {
                     ctx(Error::corrupt(format!("{kind} blob without a checksum")))
                 })?;
+            if let Some(h) = b.properties.get(PROP_CHUNK_HASH) {
+                let h = u64::from_str_radix(h, 16).map_err(|_| {
+                    ctx(Error::corrupt(format!("{kind} blob with a bad chunk hash")))
+                })?;
+                chunk_hashes.insert((rg, column), h);
+            }
             let range = b.offset..b.offset + b.length;
             if kind == page_bloom::BLOB_TYPE {
                 page_bloom_blobs.insert((rg, column), (range, hash));
@@ -367,6 +471,8 @@ impl Sidecar {
             tail: Arc::new(fetched),
             page_bloom_blobs,
             rows_blobs,
+            chunk_hashes,
+            verified: Mutex::default(),
             page_blooms: Mutex::default(),
             fences: Mutex::default(),
             rows: rows.to_vec(),
@@ -381,6 +487,60 @@ impl Sidecar {
             .with_cached(self.tail.clone())
             .read_ranges(ranges)
             .map_err(|e| e.in_file(&self.location))
+    }
+
+    /// The (row group, column) chunks the sidecar indexes, sorted.
+    pub fn indexed_chunks(&self) -> Vec<(usize, usize)> {
+        let mut v: Vec<(usize, usize)> = (self.page_bloom_blobs.keys())
+            .chain(self.rows_blobs.keys())
+            .copied()
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Whether the indexed chunks `columns` of row group `rg` still hold the bytes the sidecar
+    /// was built from: each chunk is read through `scan_reader` (`data` is the data file's
+    /// metadata and length) and hashed, once per sidecar. A chunk without a recorded hash (a
+    /// sidecar of an older tamis) does not verify.
+    pub fn chunks_verified(
+        &self,
+        scan_reader: &Reader,
+        data: (&parquet::file::metadata::ParquetMetaData, u64),
+        rg: usize,
+        columns: &[usize],
+    ) -> Result<bool> {
+        let mut wanted = Vec::new();
+        {
+            let verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+            for &c in columns {
+                if !self.has_page_blooms(rg, c) && !self.has_rows(rg, c) {
+                    continue;
+                }
+                match verified.get(&(rg, c)) {
+                    Some(false) => return Ok(false),
+                    Some(true) => {}
+                    None => wanted.push(c),
+                }
+            }
+        }
+        let mut all = true;
+        for c in wanted {
+            let ok = match self.chunk_hashes.get(&(rg, c)) {
+                None => false,
+                Some(&want) => {
+                    let range = chunk_range(data.0, data.1, rg, c)?;
+                    chunk_hash(&scan_reader.read_range(range)?) == want
+                }
+            };
+            self.verified
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((rg, c), ok);
+            all &= ok;
+        }
+        Ok(all)
     }
 
     /// Whether the sidecar has page filters or a rows index for `(row group, column)`.
@@ -530,43 +690,79 @@ fn blob_hash(rg: usize, column: usize, blob: &[u8]) -> String {
     format!("{:016x}", twox_hash::XxHash64::oneshot(seed, blob))
 }
 
-/// The sidecar of `file`, beside it.
-pub fn sidecar_ref(file: &FileRef) -> FileRef {
-    match file {
-        FileRef::Local(p) => {
-            let mut s = p.clone().into_os_string();
-            s.push(SIDECAR_SUFFIX);
-            FileRef::Local(s.into())
-        }
-        FileRef::Object { store, path, .. } => FileRef::Object {
-            store: store.clone(),
-            path: format!("{path}{SIDECAR_SUFFIX}").into(),
-            size: None,
-        },
-    }
+/// The sidecar name of a data file named `name`: hidden, so readers of the directory skip it.
+pub fn sidecar_name(name: &str) -> String {
+    format!(".{name}{SIDECAR_SUFFIX}")
 }
 
-/// Writes `bytes` as the sidecar of `file` (beside it; for a local file, into `dir` instead when
-/// given — a scan then finds it only if it is moved beside the data). Returns where.
-pub fn write_sidecar(
-    file: &FileRef,
-    bytes: Vec<u8>,
-    dir: Option<&std::path::Path>,
-) -> Result<String> {
-    let sidecar = sidecar_ref(file);
-    match (&sidecar, dir) {
-        (FileRef::Local(p), dir) => {
-            let path = match (dir, p.file_name()) {
-                (Some(d), Some(name)) => d.join(name),
-                _ => p.clone(),
+/// Where the sidecar of `file` is looked for, first to last: beside it (or, with `dir`, in that
+/// index directory) under [`sidecar_name`], then under the name tamis wrote before
+/// (`<name>.tamis.puffin`). Sidecars are written to the first.
+pub fn sidecar_refs(file: &FileRef, dir: Option<&Path>) -> Result<[FileRef; 2]> {
+    let name = match file {
+        FileRef::Local(p) => p.file_name().and_then(|n| n.to_str()).map(str::to_string),
+        FileRef::Object { path, .. } => path.filename().map(str::to_string),
+    };
+    let name = name.ok_or_else(|| {
+        Error::invalid("a data file without a (UTF-8) name has no sidecar").in_file(file.location())
+    })?;
+    let legacy = format!("{name}{SIDECAR_SUFFIX}");
+    if let Some(dir) = dir {
+        // The data file's full location in the name: files of one name in two directories
+        // keep two sidecars. Local paths are made absolute (not resolved through links), so
+        // that `data/x.parquet` and `/abs/data/x.parquet` find the same one.
+        let location = match file {
+            FileRef::Local(p) => std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string(),
+            FileRef::Object { .. } => file.location(),
+        };
+        let hash = twox_hash::XxHash64::oneshot(0, location.as_bytes());
+        let named = format!(".{name}.{hash:016x}{SIDECAR_SUFFIX}");
+        return Ok([
+            FileRef::Local(dir.join(named)),
+            FileRef::Local(dir.join(legacy)),
+        ]);
+    }
+    Ok(match file {
+        FileRef::Local(p) => [
+            FileRef::Local(p.with_file_name(sidecar_name(&name))),
+            FileRef::Local(p.with_file_name(legacy)),
+        ],
+        FileRef::Object { store, path, .. } => {
+            let sibling = |n: &str| {
+                let parts: Vec<_> = path.parts().collect();
+                let mut parts = parts[..parts.len().saturating_sub(1)].to_vec();
+                parts.push(n.into());
+                FileRef::Object {
+                    store: store.clone(),
+                    path: ObjectPath::from_iter(parts),
+                    size: None,
+                }
             };
-            std::fs::write(&path, bytes).map_err(|e| Error::from(e).in_file(path.display()))?;
+            [sibling(&sidecar_name(&name)), sibling(&legacy)]
+        }
+    })
+}
+
+/// Writes `bytes` as the sidecar of `file`: beside it, or (local files) into the index directory
+/// `dir`, where a scan finds it with [`crate::Scan::index_dir`]. Returns where.
+pub fn write_sidecar(file: &FileRef, bytes: Vec<u8>, dir: Option<&Path>) -> Result<String> {
+    if dir.is_some() && file.is_remote() {
+        return Err(Error::invalid(
+            "--output applies to local files; object-store sidecars are written beside the data",
+        ));
+    }
+    let [target, _] = sidecar_refs(file, dir)?;
+    match &target {
+        FileRef::Local(path) => {
+            write_atomically(path, |f| f.write_all(&bytes))
+                .map_err(|e| Error::from(e).in_file(path.display()))?;
             Ok(path.display().to_string())
         }
-        (FileRef::Object { .. }, Some(_)) => Err(Error::invalid(
-            "--output applies to local files; object-store sidecars are written beside the data",
-        )),
-        (FileRef::Object { store, path, .. }, None) => {
+        FileRef::Object { store, path, .. } => {
+            // A PUT is atomic: readers see the old object or the new one.
             let url = store.url(path);
             crate::io::object::put(store, path, bytes).map_err(|e| e.in_file(&url))?;
             Ok(url)
@@ -574,33 +770,202 @@ pub fn write_sidecar(
     }
 }
 
-/// Opens the sidecar beside `file` (or in `dir`, by the data file's name): one read of its
-/// end, which holds the footer. `None` when there is none. `rows` are the data file's row
-/// counts per row group and `columns` its leaf count, which every blob is checked against.
+/// Writes a file through `write` into a new temporary file in `path`'s directory (created
+/// exclusively, so never through a planted link), syncs it, and renames it over `path`: a
+/// reader, or a crash mid-way, sees the old file or the new one, never a part. A symbolic link
+/// at `path` is replaced by the file, not followed.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tamis-tmp-")
+        .tempfile_in(dir)?;
+    write(tmp.as_file_mut())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// What a sidecar lookup found.
+#[derive(Debug)]
+pub enum Lookup {
+    Found(Box<Sidecar>),
+    Absent,
+    /// The store refused the lookup (S3 answers 403 for a missing key to a reader without
+    /// `s3:ListBucket`): read as absent, and said once.
+    Denied(String),
+}
+
+/// Opens the sidecar of `file` (see [`sidecar_refs`]): one read of its end, which holds the
+/// footer. `rows` are the data file's row counts per row group and `columns` its leaf count,
+/// which every blob is checked against.
 pub fn open_sidecar(
     file: &FileRef,
-    dir: Option<&std::path::Path>,
+    dir: Option<&Path>,
     rows: &[u64],
     columns: usize,
-) -> Result<Option<Sidecar>> {
-    let mut sidecar = sidecar_ref(file);
-    if let Some(dir) = dir {
-        let name = match &sidecar {
-            FileRef::Local(p) => p.file_name().map(|n| n.to_os_string()),
-            FileRef::Object { path, .. } => path.filename().map(Into::into),
-        };
-        let name = name.ok_or_else(|| Error::invalid("a data file without a name"))?;
-        sidecar = FileRef::Local(dir.join(name));
-    }
-    if let FileRef::Local(p) = &sidecar {
-        if !p.exists() {
-            return Ok(None);
+) -> Result<Lookup> {
+    let candidates = sidecar_refs(file, dir)?;
+    let attempt = |sidecar: &FileRef| -> Result<Lookup> {
+        if let FileRef::Local(p) = sidecar {
+            if !p.exists() {
+                return Ok(Lookup::Absent);
+            }
+        }
+        match sidecar.open() {
+            Ok((source, tail)) => {
+                Sidecar::open(source, tail, rows, columns).map(|s| Lookup::Found(Box::new(s)))
+            }
+            Err(e) if e.io_kind == Some(std::io::ErrorKind::NotFound) => Ok(Lookup::Absent),
+            Err(e)
+                if sidecar.is_remote()
+                    && e.io_kind == Some(std::io::ErrorKind::PermissionDenied) =>
+            {
+                Ok(Lookup::Denied(e.to_string()))
+            }
+            Err(e) => Err(e),
+        }
+    };
+    // Objects: both names at once, so a file without a sidecar costs one round trip, not two.
+    let results: Vec<Result<Lookup>> = if file.is_remote() {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = candidates
+                .iter()
+                .map(|c| s.spawn(move || attempt(c)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::internal("a sidecar lookup panicked")))
+                })
+                .collect()
+        })
+    } else {
+        let first = attempt(&candidates[0])?;
+        if !matches!(first, Lookup::Absent) {
+            return Ok(first);
+        }
+        vec![attempt(&candidates[1])]
+    };
+    let mut denied = None;
+    for r in results {
+        match r? {
+            Lookup::Found(s) => return Ok(Lookup::Found(s)),
+            Lookup::Denied(why) => denied = denied.or(Some(why)),
+            Lookup::Absent => {}
         }
     }
-    let (source, tail) = match sidecar.open() {
-        Ok(x) => x,
-        Err(e) if e.io_kind == Some(std::io::ErrorKind::NotFound) => return Ok(None),
-        Err(e) => return Err(e),
+    Ok(denied.map_or(Lookup::Absent, Lookup::Denied))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::stream::BoxStream;
+    use object_store::memory::InMemory;
+    use object_store::{
+        CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+        PutMultipartOptions, PutOptions, PutPayload, PutResult,
     };
-    Sidecar::open(source, tail, rows, columns).map(Some)
+
+    /// An object store that answers 403 for every sidecar key, as S3 does for a missing key to
+    /// a reader without `s3:ListBucket`.
+    #[derive(Debug)]
+    struct Denying(InMemory);
+
+    impl std::fmt::Display for Denying {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Denying")
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for Denying {
+        async fn put_opts(
+            &self,
+            location: &ObjectPath,
+            payload: PutPayload,
+            opts: PutOptions,
+        ) -> object_store::Result<PutResult> {
+            self.0.put_opts(location, payload, opts).await
+        }
+        async fn put_multipart_opts(
+            &self,
+            location: &ObjectPath,
+            opts: PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn MultipartUpload>> {
+            self.0.put_multipart_opts(location, opts).await
+        }
+        async fn get_opts(
+            &self,
+            location: &ObjectPath,
+            options: GetOptions,
+        ) -> object_store::Result<GetResult> {
+            if location.as_ref().ends_with(SIDECAR_SUFFIX) {
+                return Err(object_store::Error::PermissionDenied {
+                    path: location.to_string(),
+                    source: "403 Forbidden".into(),
+                });
+            }
+            self.0.get_opts(location, options).await
+        }
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+        ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+            self.0.delete_stream(locations)
+        }
+        fn list(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+            self.0.list(prefix)
+        }
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&ObjectPath>,
+        ) -> object_store::Result<ListResult> {
+            self.0.list_with_delimiter(prefix).await
+        }
+        async fn copy_opts(
+            &self,
+            from: &ObjectPath,
+            to: &ObjectPath,
+            options: CopyOptions,
+        ) -> object_store::Result<()> {
+            self.0.copy_opts(from, to, options).await
+        }
+    }
+
+    #[test]
+    fn a_refused_sidecar_lookup_reads_as_absent() {
+        let store = Arc::new(crate::io::object::Store::new(
+            Arc::new(Denying(InMemory::new())),
+            "s3://bucket".into(),
+            None,
+            None,
+        ));
+        let path = ObjectPath::from("d/k=1/t.parquet");
+        let file = FileRef::Object {
+            store,
+            path,
+            size: None,
+        };
+        let [new, legacy] = sidecar_refs(&file, None).unwrap();
+        assert_eq!(new.location(), "s3://bucket/d/k=1/.t.parquet.tamis.puffin");
+        assert_eq!(
+            legacy.location(),
+            "s3://bucket/d/k=1/t.parquet.tamis.puffin"
+        );
+        match open_sidecar(&file, None, &[10], 2).unwrap() {
+            Lookup::Denied(why) => assert!(why.contains("access denied"), "{why}"),
+            other => panic!("expected Denied, got {other:?}"),
+        }
+    }
 }

@@ -26,6 +26,38 @@ const PARALLEL_READ_BYTES: u64 = 1 << 20;
 #[cfg(target_os = "linux")]
 const WILL_NEED_PIECE: u64 = 512 << 10;
 
+/// The identity of the file at `path` now, without opening it (a `stat`): what a kept file is
+/// checked against before a scan uses it again.
+pub fn current_identity(path: &Path) -> Result<Identity> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::from(e).in_file(path.display()))?;
+    Ok(identity_of(&meta))
+}
+
+fn identity_of(meta: &std::fs::Metadata) -> Identity {
+    let modified_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64);
+    #[cfg(unix)]
+    let stamp = {
+        use std::os::unix::fs::MetadataExt;
+        Some(super::FileStamp {
+            device: meta.dev(),
+            inode: meta.ino(),
+            changed_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+        })
+    };
+    #[cfg(not(unix))]
+    let stamp = None;
+    Identity {
+        len: meta.len(),
+        etag: None,
+        modified_ns,
+        stamp,
+    }
+}
+
 /// A local file shared by all row-group workers of every scan that reads it.
 #[derive(Debug)]
 pub struct LocalFile {
@@ -47,20 +79,11 @@ impl LocalFile {
         }
         // Advice only: a file system that ignores it reads as before.
         let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::Random);
-        let modified_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_nanos() as i64);
         Ok(LocalFile {
             file,
             path: path.to_path_buf(),
             location: path.display().to_string(),
-            identity: Identity {
-                len: meta.len(),
-                etag: None,
-                modified_ns,
-            },
+            identity: identity_of(&meta),
         })
     }
 

@@ -247,8 +247,9 @@ fn list_local(path: &str) -> Result<Listing> {
         });
     }
     if p.is_dir() {
+        refuse_table(p, path)?;
         let mut out = Vec::new();
-        collect_dir(p, &mut out, 0, &mut std::collections::HashSet::new())?;
+        collect_dir(p, &mut out, &mut Vec::new(), &mut 0)?;
         out.sort();
         if out.is_empty() {
             return Err(Error::invalid(format!(
@@ -261,6 +262,8 @@ fn list_local(path: &str) -> Result<Listing> {
         });
     }
     if path.contains(['*', '?', '[']) {
+        let root = glob_root(path);
+        refuse_table(Path::new(if root.is_empty() { "." } else { &root }), path)?;
         let paths =
             glob::glob(path).map_err(|e| Error::invalid(format!("bad glob {path}: {e}")))?;
         let mut out: Vec<PathBuf> = paths
@@ -281,30 +284,106 @@ fn list_local(path: &str) -> Result<Listing> {
     Err(err.in_file(path))
 }
 
+/// A table format's files are not a dataset: a Delta Lake or Apache Iceberg table's directory
+/// holds Parquet files the table has removed (deleted or rewritten rows), which only its log or
+/// manifests tell apart. Until tamis reads tables, a listing at or below a table's root is
+/// refused with an error naming the format: `dir` itself or an ancestor holding `_delta_log/`
+/// (Delta; also a partition directory below it), or holding `metadata/*.metadata.json` with
+/// `dir` being that table or inside its `data/` (Iceberg).
+fn refuse_table(dir: &Path, location: &str) -> Result<()> {
+    let Ok(dir) = std::path::absolute(dir) else {
+        return Ok(());
+    };
+    for table in dir.ancestors() {
+        let format = if table.join("_delta_log").is_dir() {
+            Some("a Delta Lake table (it has _delta_log/)")
+        } else if (table == dir || dir.starts_with(table.join("data")))
+            && has_iceberg_metadata(&table.join("metadata"))
+        {
+            Some("an Apache Iceberg table (it has metadata/*.metadata.json)")
+        } else {
+            None
+        };
+        if let Some(format) = format {
+            let at = if table == dir {
+                String::new()
+            } else {
+                format!(" inside {}", table.display())
+            };
+            return Err(Error::unsupported(format!(
+                "{location} is{at} {format}: tamis does not read table formats yet, and its \
+                 Parquet files read as a plain directory would include rows the table has \
+                 deleted or replaced; point tamis at files the table's current snapshot names"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn has_iceberg_metadata(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.ends_with(".metadata.json"))
+        })
+    })
+}
+
+/// The object-store form of [`refuse_table`], from the keys a listing returned: a Delta log or
+/// Iceberg metadata directly below the listed prefix.
+fn refuse_object_table(relative_keys: &[&str], location: &str) -> Result<()> {
+    let format = relative_keys.iter().find_map(|k| {
+        let mut parts = k.split('/').filter(|s| !s.is_empty());
+        match (parts.next(), parts.next()) {
+            (Some("_delta_log"), Some(_)) => Some("a Delta Lake table (it has _delta_log/)"),
+            (Some("metadata"), Some(n)) if n.ends_with(".metadata.json") => {
+                Some("an Apache Iceberg table (it has metadata/*.metadata.json)")
+            }
+            _ => None,
+        }
+    });
+    match format {
+        Some(format) => Err(Error::unsupported(format!(
+            "{location} is {format}: tamis does not read table formats yet, and its Parquet \
+             files read as a plain prefix would include rows the table has deleted or replaced"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Directories nested deeper than this are refused (not a dataset).
 const MAX_DEPTH: usize = 64;
 
-/// Data files below `dir`. A directory reached again through a symbolic link (a loop, or a
-/// second link to the same directory) is listed once: its files would otherwise be read twice,
-/// and a loop with two links back would be walked 2^depth times.
+/// Directories visited at most in one listing: links that fan out to one directory again
+/// and again (each a path of its own) would otherwise be walked exponentially often.
+const MAX_DIRECTORIES: usize = 100_000;
+
+/// Data files below `dir`. A directory reached through a symbolic link is listed under each
+/// path that reaches it (`k=1` and `k=2` linked to one directory are two partitions), except
+/// where it is one of its own ancestors (`ancestors`: canonical paths from the root down), a
+/// loop that would never end.
 fn collect_dir(
     dir: &Path,
     out: &mut Vec<PathBuf>,
-    depth: usize,
-    seen: &mut std::collections::HashSet<PathBuf>,
+    ancestors: &mut Vec<PathBuf>,
+    visited: &mut usize,
 ) -> Result<()> {
     let canonical =
         std::fs::canonicalize(dir).map_err(|e| Error::from(e).in_file(dir.display()))?;
-    if !seen.insert(canonical) {
+    if ancestors.contains(&canonical) {
         return Ok(());
     }
-    if depth > MAX_DEPTH {
+    *visited += 1;
+    if ancestors.len() > MAX_DEPTH || *visited > MAX_DIRECTORIES {
         return Err(Error::invalid(format!(
-            "directories nested more than {MAX_DEPTH} deep (a symbolic link loop?)"
+            "more than {MAX_DEPTH} directories deep or {MAX_DIRECTORIES} in all below the root \
+             (symbolic links that reach one directory many times?)"
         ))
         .in_file(dir.display()));
     }
     let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).in_file(dir.display()))?;
+    ancestors.push(canonical);
     for entry in entries {
         let path = entry
             .map_err(|e| Error::from(e).in_file(dir.display()))?
@@ -312,12 +391,13 @@ fn collect_dir(
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if path.is_dir() {
             if !name.starts_with('.') && !name.starts_with('_') {
-                collect_dir(&path, out, depth + 1, seen)?;
+                collect_dir(&path, out, ancestors, visited)?;
             }
         } else if is_data_file(name) {
             out.push(path);
         }
     }
+    ancestors.pop();
     Ok(())
 }
 
@@ -328,12 +408,27 @@ fn glob_root(pattern: &str) -> String {
     pattern[..dir_end].to_string()
 }
 
+/// The object key of a `scheme://bucket/key` URL, literally: the text after the bucket, not
+/// percent-decoded (Spark escapes `:` in partition directories as the three characters `%3A`,
+/// which are the key) and not cut at `#` or `?`. A key is a key, as Spark, pyarrow and the AWS
+/// CLI take it; [`Store::url`] writes it back the same way, so a location listed here and
+/// handed to an executor names the same object there. `None` when there is no `://`.
+fn literal_key(location: &str) -> Option<&str> {
+    let rest = &location[location.find("://")? + 3..];
+    Some(rest.find('/').map_or("", |i| &rest[i + 1..]))
+}
+
 /// The store for a URL (built once per bucket and options) and the object path it names.
 pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>, ObjectPath)> {
     let url =
         Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
     let (scheme, path) = ObjectStoreScheme::parse(&url)
         .map_err(|_| Error::invalid(format!("unsupported URL scheme in {location}")))?;
+    let path = match (url.scheme(), literal_key(location)) {
+        ("http" | "https", _) | (_, None) => path,
+        (_, Some(key)) => ObjectPath::parse(key)
+            .map_err(|e| Error::invalid(format!("bad object key in {location}: {e}")))?,
+    };
     let base = match url.port() {
         Some(p) => format!("{}://{}:{p}", url.scheme(), url.host_str().unwrap_or("")),
         None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or("")),
@@ -473,6 +568,14 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
         }
         None => None,
     };
+    let relative: Vec<&str> = metas
+        .iter()
+        .map(|m| {
+            let p = m.location.as_ref();
+            p.strip_prefix(path.as_ref()).unwrap_or(p)
+        })
+        .collect();
+    refuse_object_table(&relative, location)?;
     let mut files: Vec<(ObjectPath, u64)> = metas
         .into_iter()
         .map(|m| (m.location, m.size))
@@ -585,17 +688,95 @@ mod tests {
 
     /// Two links back to the root at every level: without the visited set, 2^64 walks.
     #[test]
-    fn symbolic_link_loops_are_listed_once() {
+    fn symbolic_link_loops_end_and_links_are_paths() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir(root.join("k=1")).unwrap();
         std::fs::write(root.join("k=1/a.parquet"), b"x").unwrap();
         std::os::unix::fs::symlink(root, root.join("k=1/loop")).unwrap();
         std::os::unix::fs::symlink(root, root.join("k=1/loop2")).unwrap();
-        std::os::unix::fs::symlink(root.join("k=1"), root.join("alias")).unwrap();
+        // A second partition linked to the same directory is a partition of its own.
+        std::os::unix::fs::symlink(root.join("k=1"), root.join("k=2")).unwrap();
         let start = std::time::Instant::now();
         let listing = list(root.to_str().unwrap(), &StorageOptions::default()).unwrap();
         assert!(start.elapsed().as_secs() < 5);
-        assert_eq!(listing.files.len(), 1, "{:?}", listing.files);
+        let found: Vec<String> = (listing.files.iter())
+            .map(|f| listing.relative(f).unwrap())
+            .collect();
+        assert_eq!(found, ["k=1/a.parquet", "k=2/a.parquet"]);
+    }
+
+    #[test]
+    fn links_fanning_out_are_bounded() {
+        // Two links per level to the next level: 2^30 paths, refused instead of walked.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for i in 0..30 {
+            std::fs::create_dir(root.join(format!("d{i}"))).unwrap();
+        }
+        std::fs::write(root.join("d29/a.parquet"), b"x").unwrap();
+        for i in 0..29 {
+            for link in ["x", "y"] {
+                let next = root.join(format!("d{}", i + 1));
+                std::os::unix::fs::symlink(next, root.join(format!("d{i}/{link}"))).unwrap();
+            }
+        }
+        let start = std::time::Instant::now();
+        let e = list(
+            root.join("d0").to_str().unwrap(),
+            &StorageOptions::default(),
+        )
+        .unwrap_err();
+        assert!(start.elapsed().as_secs() < 30);
+        assert!(e.to_string().contains("symbolic links"), "{e}");
+    }
+
+    #[test]
+    fn object_keys_are_taken_literally() {
+        let opts = StorageOptions::new().with("region", "us-east-1");
+        for key in [
+            "ts=2024-01-01 00%3A00%3A00/part-0.parquet",
+            "a#b/c?d=e/f.parquet",
+            "k=ü 1/%25/x:y=z.parquet",
+        ] {
+            let url = format!("s3://bucket/{key}");
+            let (store, path) = store_for(&url, &opts).unwrap();
+            assert_eq!(path.as_ref(), key);
+            // Written back and read again: the same object.
+            assert_eq!(store.url(&path), url);
+            assert_eq!(store_for(&store.url(&path), &opts).unwrap().1, path);
+        }
+    }
+
+    #[test]
+    fn table_directories_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let delta = dir.path().join("delta");
+        std::fs::create_dir_all(delta.join("_delta_log")).unwrap();
+        std::fs::create_dir_all(delta.join("p=1")).unwrap();
+        std::fs::write(delta.join("p=1/part-0.parquet"), b"x").unwrap();
+        std::fs::write(delta.join("part-1.parquet"), b"x").unwrap();
+        let iceberg = dir.path().join("ice");
+        std::fs::create_dir_all(iceberg.join("metadata")).unwrap();
+        std::fs::create_dir_all(iceberg.join("data")).unwrap();
+        std::fs::write(iceberg.join("metadata/v1.metadata.json"), b"{}").unwrap();
+        std::fs::write(iceberg.join("data/part-0.parquet"), b"x").unwrap();
+        let opts = StorageOptions::default();
+        for (path, format) in [
+            (delta.clone(), "Delta Lake"),
+            (delta.join("p=1"), "Delta Lake"),
+            (delta.join("*.parquet"), "Delta Lake"),
+            (iceberg.clone(), "Iceberg"),
+            (iceberg.join("data"), "Iceberg"),
+        ] {
+            let e = list(path.to_str().unwrap(), &opts).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+            assert!(e.to_string().contains(format), "{e}");
+        }
+        // A file named outright is the user's choice; a plain directory is a dataset.
+        assert!(list(delta.join("part-1.parquet").to_str().unwrap(), &opts).is_ok());
+        std::fs::create_dir_all(dir.path().join("plain/metadata")).unwrap();
+        std::fs::write(dir.path().join("plain/a.parquet"), b"x").unwrap();
+        assert!(list(dir.path().join("plain").to_str().unwrap(), &opts).is_ok());
     }
 }

@@ -24,6 +24,7 @@ impl MemorySource {
                 len: bytes.len() as u64,
                 etag: None,
                 modified_ns: None,
+                stamp: None,
             },
             bytes,
         }

@@ -89,6 +89,19 @@ pub struct Identity {
     pub etag: Option<String>,
     /// Last modification time, nanoseconds since the epoch (local files: mtime).
     pub modified_ns: Option<i64>,
+    /// Local files: which file and its last status change (see [`FileStamp`]).
+    pub stamp: Option<FileStamp>,
+}
+
+/// A local file's device, inode and status-change time (ctime). An overwrite in place (`cp`
+/// onto the file, `shutil.copyfile`) keeps the inode and may keep the size and restore the
+/// modification time, but it always moves the ctime, which no user call can set back; a
+/// replacement by rename changes the inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileStamp {
+    pub device: u64,
+    pub inode: u64,
+    pub changed_ns: i64,
 }
 
 /// Positioned reads of byte ranges from one file or object.

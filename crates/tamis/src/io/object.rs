@@ -250,6 +250,7 @@ impl ObjectSource {
             len: meta.size,
             etag: meta.e_tag.clone(),
             modified_ns: meta.last_modified.timestamp_nanos_opt(),
+            stamp: None,
         };
         Ok((
             ObjectSource {

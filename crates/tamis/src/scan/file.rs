@@ -21,7 +21,7 @@ use parquet::file::page_index::index_reader::{decode_column_index, decode_offset
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use crate::error::{Error, Result};
-use crate::index::{DataFileIdentity, SidecarState};
+use crate::index::{DataFileIdentity, Lookup, SidecarState};
 use crate::io::location::FileRef;
 use crate::io::{ByteSource, FetchedRanges, Reader};
 use crate::scan::thrift_guard::{check_footer_in_tail, check_page_index};
@@ -225,7 +225,7 @@ impl OpenedFile {
     }
 
     /// The sidecar index beside this file, read once: usable only if built for this very
-    /// file (length and footer hash), else `Stale`. A sidecar that cannot be parsed is an
+    /// file (length, footer hash, and mtime or ETag), else `Stale`. A sidecar that cannot be parsed is an
     /// error naming it — never a silent fallback that would hide a broken deployment.
     pub fn sidecar(&self, reader: &Reader, dir: Option<&std::path::Path>) -> Result<SidecarState> {
         match self.sidecar.get() {
@@ -236,15 +236,16 @@ impl OpenedFile {
             .map(|rg| rg.num_rows().max(0) as u64)
             .collect();
         let state = match crate::index::open_sidecar(&self.file, dir, &rows, self.leaves.len())? {
-            None => SidecarState::Absent,
-            Some(sidecar) => {
+            Lookup::Absent => SidecarState::Absent,
+            Lookup::Denied(why) => SidecarState::Denied(why),
+            Lookup::Found(sidecar) => {
                 let (bytes, requests) = sidecar.open_cost;
                 crate::metrics::add(&reader.stats().bytes, bytes);
                 crate::metrics::add(&reader.stats().requests, requests);
                 let id = self.source.identity();
                 let own = DataFileIdentity::of(reader, id.etag.clone(), id.modified_ns)?;
                 if sidecar.identity.as_ref().is_some_and(|i| i.matches(&own)) {
-                    SidecarState::Usable(Arc::new(sidecar))
+                    SidecarState::Usable(Arc::from(sidecar))
                 } else {
                     SidecarState::Stale(sidecar.location.clone())
                 }

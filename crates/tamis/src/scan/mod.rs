@@ -94,6 +94,7 @@ pub struct Scan {
     /// Where sidecar indexes are, when not beside the files (see [`Scan::index_dir`]).
     index_dir: Option<Arc<std::path::PathBuf>>,
     broken_index: BrokenIndex,
+    verify_index: bool,
     /// Only these (file location, row-group range) parts are read (see [`Scan::row_groups`]).
     only: Option<Arc<RowGroupParts>>,
     metrics: Arc<MetricsCollector>,
@@ -251,6 +252,7 @@ impl Scan {
             memory_limit: crate::budget::DEFAULT_MEMORY_LIMIT,
             index_dir: None,
             broken_index: BrokenIndex::Fail,
+            verify_index: false,
             only: None,
             metrics: Arc::new(MetricsCollector::default()),
             io: Arc::new(IoStats::default()),
@@ -492,6 +494,16 @@ impl Scan {
         self
     }
 
+    /// Before a sidecar index answers for a column chunk, read the chunk and check it against
+    /// the content hash the sidecar recorded (off by default: it reads what the index saves).
+    /// A sidecar always has to match the file's length, footer and mtime or ETag; this also
+    /// catches a rewrite of data pages that kept all three. A mismatch reads as a stale index:
+    /// counted in [`ScanMetrics::row_groups_index_stale`], warned about, rows unchanged.
+    pub fn verify_index(mut self, verify: bool) -> Scan {
+        self.verify_index = verify;
+        self
+    }
+
     /// Reads only the given row groups: `(file, range)` pairs, the file as [`Scan::files`]
     /// names it. Files not named are skipped. For engines that split one scan into partitions
     /// (each partition a scan of its own row groups); pruning and filters apply as usual.
@@ -605,6 +617,7 @@ impl Scan {
                 range_rows: self.range_rows,
                 index_dir: self.index_dir,
                 broken_index: self.broken_index,
+                verify_index: self.verify_index,
                 done: AtomicUsize::new(0),
                 cancelled,
             }),
@@ -637,6 +650,7 @@ struct Shared {
     range_rows: usize,
     index_dir: Option<Arc<std::path::PathBuf>>,
     broken_index: BrokenIndex,
+    verify_index: bool,
     done: AtomicUsize,
     cancelled: Arc<AtomicBool>,
 }
@@ -670,6 +684,7 @@ impl Shared {
             range_rows: self.range_rows,
             index_dir: self.index_dir.as_deref().map(|d| d.as_path()),
             broken_index: self.broken_index,
+            verify_index: self.verify_index,
         };
         let result =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job, emit)))

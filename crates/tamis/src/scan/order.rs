@@ -485,6 +485,7 @@ mod tests {
                 range_rows: crate::scan::row_group::RANGE_ROWS,
                 index_dir: None,
                 broken_index: Default::default(),
+                verify_index: false,
             };
             let mut rows = 0;
             scan_row_group(&job, &mut |b| {

@@ -16,7 +16,7 @@ use crate::column::ColumnChunk;
 use crate::error::{ErrorKind, Result};
 use crate::expr::{CmpOp, LeafOp, Predicate};
 use crate::index::page_bloom::{self, PageBlooms};
-use crate::index::SidecarState;
+use crate::index::{Sidecar, SidecarState};
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed};
 use crate::prune;
@@ -312,13 +312,8 @@ fn narrow_by_sidecar(
     if !job.pruning.sidecar_index || !page_bloom::probes_anything(p, leaves) {
         return Ok(None);
     }
-    let sidecar = match readable(job, job.file.sidecar(job.reader, job.index_dir))? {
-        None | Some(SidecarState::Absent) => return Ok(None),
-        Some(SidecarState::Stale(_)) => {
-            add(&job.metrics.row_groups_index_stale, 1);
-            return Ok(None);
-        }
-        Some(SidecarState::Usable(s)) => s,
+    let Some(sidecar) = usable_sidecar(job, &p.columns(), true)? else {
+        return Ok(None);
     };
     let Some(loaded) = readable(job, sidecar.page_blooms(job.reader, job.rg, &p.columns()))? else {
         return Ok(None);
@@ -359,9 +354,8 @@ fn decide_by_rows_index(
     if !any {
         return Ok((p.clone(), None));
     }
-    let sidecar = match readable(job, job.file.sidecar(job.reader, job.index_dir))? {
-        Some(SidecarState::Usable(s)) => s,
-        _ => return Ok((p.clone(), None)),
+    let Some(sidecar) = usable_sidecar(job, &p.columns(), false)? else {
+        return Ok((p.clone(), None));
     };
     let mut decide_leaf = |l: &crate::expr::Leaf| -> Result<Option<Bitmap>> {
         let column = &job.file.leaves[l.column];
@@ -437,6 +431,54 @@ fn decide(
         }
         Predicate::True | Predicate::False => (p.clone(), None),
     })
+}
+
+/// The file's sidecar, if this row group may use it for `columns`: none when it is absent,
+/// refused by the store (warned once), stale (counted when `count_stale`: the rows index and the
+/// page filters of one row group ask both) or, under [`crate::Scan::verify_index`], built from
+/// other bytes of those column chunks than the file holds now (counted and warned).
+fn usable_sidecar(
+    job: &RowGroupJob<'_>,
+    columns: &[usize],
+    count_stale: bool,
+) -> Result<Option<Arc<Sidecar>>> {
+    let sidecar = match readable(job, job.file.sidecar(job.reader, job.index_dir))? {
+        None | Some(SidecarState::Absent) => return Ok(None),
+        Some(SidecarState::Denied(_)) => {
+            job.metrics.warn(
+                "a sidecar index lookup was refused by the store (access denied): read as if \
+                 there were none (a reader without s3:ListBucket gets 403 for a missing key)"
+                    .into(),
+            );
+            return Ok(None);
+        }
+        Some(SidecarState::Stale(_)) => {
+            if count_stale {
+                add(&job.metrics.row_groups_index_stale, 1);
+            }
+            return Ok(None);
+        }
+        Some(SidecarState::Usable(s)) => s,
+    };
+    if job.verify_index {
+        let data = (job.file.metadata.as_ref(), job.file.len());
+        let verified = readable(
+            job,
+            sidecar.chunks_verified(job.reader, data, job.rg, columns),
+        )?;
+        if verified != Some(true) {
+            if count_stale {
+                add(&job.metrics.row_groups_index_stale, 1);
+            }
+            job.metrics.warn(format!(
+                "ignored the sidecar index {}: the column chunks it indexes changed since it \
+                 was built (or it records no content hash); rebuild it with `tamis index`",
+                sidecar.location
+            ));
+            return Ok(None);
+        }
+    }
+    Ok(Some(sidecar))
 }
 
 /// A sidecar read's result under the scan's [`BrokenIndex`] policy: a sidecar that cannot be

@@ -69,6 +69,8 @@ pub struct RowGroupJob<'a> {
     pub index_dir: Option<&'a std::path::Path>,
     /// What a sidecar that cannot be read does.
     pub broken_index: BrokenIndex,
+    /// Check indexed column chunks against the sidecar's content hashes before using it.
+    pub verify_index: bool,
 }
 
 /// Runs the row group; hands the selected rows of the projected columns to `emit`, a range of
@@ -312,6 +314,16 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
                 }
                 Column::Whole(array) => array.slice(emitted, in_range),
                 Column::Pinned(leaf, value) => {
+                    // Copies of a long byte string can outgrow the chunk they replace.
+                    let width = match value {
+                        crate::expr::Scalar::Bytes(b) => b.len() + 8,
+                        _ => 8,
+                    };
+                    budget
+                        .reserve_items(in_range, width, || {
+                            format!("{in_range} copies of the value pinned by the predicate")
+                        })
+                        .map_err(|e| e.in_column(&leaf.path))?;
                     let values = repeated(leaf, value, in_range).ok_or_else(|| {
                         Error::internal("a pinned value no longer fits its column")
                     })?;
