@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -376,3 +377,82 @@ def test_object_keys_are_keys_everywhere(store, lineitem, tmp_path):
                                  capture_output=True, text=True, timeout=120)
             assert out.returncode == 0, out.stderr
             assert len(out.stdout.strip().splitlines()) - 1 == want.num_rows, key
+
+
+@pytest.fixture(scope="module")
+def small(server, tmp_path_factory):
+    """A small file (written by pyarrow, so no TAMIS_CLI needed) in the bucket, under two keys."""
+    rows = 20_000
+    table = pa.table({
+        "id": pa.array(range(rows), pa.int64()),
+        "tag": pa.array([f"t{i % 13}" for i in range(rows)]),
+    })
+    path = tmp_path_factory.mktemp("small") / "small.parquet"
+    pq.write_table(table, path, row_group_size=5_000, write_page_index=True)
+    s3 = boto3.client("s3", endpoint_url=server, aws_access_key_id="testing",
+                      aws_secret_access_key="testing", region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    for key in ("small/a.parquet", "small/b.parquet"):
+        s3.upload_file(str(path), BUCKET, key)
+    return str(path), pq.read_table(path)
+
+
+_ENV_SCRIPT = """
+import sys, pyarrow.parquet as pq, tamis
+pq.write_table(tamis.scan(sys.argv[1], where="tag IN ('t3', 't5') AND id >= 100"), sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("allow_http", [True, False], ids=["allow_http", "endpoint_only"])
+def test_standard_environment_configures_the_store(server, small, tmp_path, allow_http):
+    """AWS_ENDPOINT_URL=http://… (and AWS_ALLOW_HTTP, as pyarrow, Polars and DataFusion take
+    them) with no storage options: reads went to the endpoint only when it came as an option."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ENDPOINT_URL=server, AWS_ACCESS_KEY_ID="testing",
+               AWS_SECRET_ACCESS_KEY="testing", AWS_REGION="us-east-1")
+    if allow_http:
+        env["AWS_ALLOW_HTTP"] = "true"
+    local, table = small
+    ids, tags = table["id"].to_pylist(), table["tag"].to_pylist()
+    want = table.filter(pa.array([t in ("t3", "t5") and i >= 100 for i, t in zip(ids, tags)]))
+    for url, copies in ((f"s3://{BUCKET}/small/a.parquet", 1), (f"s3://{BUCKET}/small/", 2)):
+        out = tmp_path / "out.parquet"
+        run = subprocess.run([sys.executable, "-c", _ENV_SCRIPT, url, str(out)], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        got = pq.read_table(out)
+        assert got.num_rows == copies * want.num_rows > 0
+        assert _sorted(got).equals(_sorted(pa.concat_tables([want] * copies))), url
+
+
+_PARENT_DATASET = None
+
+
+def _scan_in_child(url, options):
+    return tamis.scan(url, where="id < 100", storage_options=options, threads=1).num_rows
+
+
+def _scan_parent_dataset_in_child():
+    return _PARENT_DATASET.scan(where="id < 100", threads=1).num_rows
+
+
+def test_object_store_scans_in_a_forked_child(server, small):
+    """A child made by fork inherits the parent's I/O runtime and stores (their connection
+    pools) but not their threads; its scans must build their own, not wait on the parent's."""
+    import multiprocessing
+
+    global _PARENT_DATASET
+    url = f"s3://{BUCKET}/small/a.parquet"
+    options = dict(CREDENTIALS, endpoint=server, allow_http="true")
+    # The parent's runtime, store and pooled connections exist before the fork.
+    assert _scan_in_child(url, options) == 100
+    _PARENT_DATASET = tamis.Dataset(url, storage_options=options)
+    assert _scan_parent_dataset_in_child() == 100
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            assert pool.apply_async(_scan_in_child, (url, options)).get(timeout=30) == 100
+            assert pool.apply_async(_scan_parent_dataset_in_child).get(timeout=30) == 100
+    finally:
+        _PARENT_DATASET = None
+    # The parent's own store still works after its child used (and dropped) copies of it.
+    assert _scan_in_child(url, options) == 100

@@ -17,7 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreScheme, RetryConfig};
+use object_store::{BackoffConfig, ObjectStore, ObjectStoreScheme, RetryConfig};
 use url::Url;
 
 use super::local::LocalFile;
@@ -418,7 +418,7 @@ fn literal_key(location: &str) -> Option<&str> {
     Some(rest.find('/').map_or("", |i| &rest[i + 1..]))
 }
 
-/// The store for a URL (built once per bucket and options) and the object path it names.
+/// The store for a URL (built once per bucket and settings) and the object path it names.
 pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>, ObjectPath)> {
     let url =
         Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
@@ -433,7 +433,21 @@ pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>
         Some(p) => format!("{}://{}:{p}", url.scheme(), url.host_str().unwrap_or("")),
         None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or("")),
     };
-    let key = format!("{base}|{:?}", options.0);
+    if matches!(scheme, ObjectStoreScheme::Local | ObjectStoreScheme::Memory) {
+        return Err(Error::invalid(format!(
+            "unsupported URL scheme '{}' (expected s3, gs, az, abfs, http or https)",
+            url.scheme()
+        )));
+    }
+    // Read on every call: a variable set since the last scan builds another store. (Variables
+    // that are not Unicode are skipped, as `from_env` skips them.)
+    let env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+    let config = store_config(&scheme, &url, env, options)?;
+    let tamis_options: Vec<_> = (options.0.iter())
+        .filter(|(k, _)| TAMIS_KEYS.contains(&k.as_str()))
+        .collect();
+    let key = format!("{base}|{config:?}|{tamis_options:?}");
     if let Some(s) = store_cache()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -441,7 +455,6 @@ pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>
     {
         return Ok((s.clone(), path));
     }
-    let store = build_store(&scheme, &url, &base, options)?;
     let latency = options.tamis_number("latency_ms")?;
     let bandwidth = options.tamis_number("bandwidth_mb_per_s")?;
     let configured = (latency.is_some() || bandwidth.is_some()).then(|| IoProfile {
@@ -452,7 +465,16 @@ pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>
     let max_requests = options
         .tamis_number("max_requests")?
         .map(|n| (n as usize).max(1));
-    let store = Arc::new(Store::new(store, base, max_requests, configured));
+    let connect = {
+        let base = base.clone();
+        move || build_store(&scheme, &url, &base, &config)
+    };
+    let store = Arc::new(Store::new(
+        Box::new(connect),
+        base,
+        max_requests,
+        configured,
+    )?);
     store_cache()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -460,16 +482,108 @@ pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>
     Ok((store, path))
 }
 
+/// Parses a setting's key as `scheme`'s builder does; returns its one name (`endpoint`,
+/// `aws_endpoint_url` and `aws_endpoint` are one setting, `aws_endpoint`), or `None` for a
+/// key that builder does not know.
+fn setting(scheme: &ObjectStoreScheme, key: &str) -> Option<String> {
+    use object_store::{aws, azure, gcp, ClientConfigKey};
+    fn name<K: std::str::FromStr + AsRef<str>>(key: &str) -> Option<String> {
+        key.parse::<K>().ok().map(|k| k.as_ref().to_string())
+    }
+    match scheme {
+        ObjectStoreScheme::AmazonS3 => name::<aws::AmazonS3ConfigKey>(key),
+        ObjectStoreScheme::GoogleCloudStorage => name::<gcp::GoogleConfigKey>(key),
+        ObjectStoreScheme::MicrosoftAzure => name::<azure::AzureConfigKey>(key),
+        _ => name::<ClientConfigKey>(key),
+    }
+}
+
+/// The settings a store is built with, by their one name: tamis's bounded timeouts, then the
+/// standard environment, then the options; a later source wins for the same setting.
+///
+/// The environment is read as the builders' `from_env` reads it (every `AWS_*`, `GOOGLE_*` or
+/// `AZURE_*` variable that names a setting, GCS's `SERVICE_ACCOUNT`, Azure's
+/// `IDENTITY_ENDPOINT`), but here, so that it is merged with the rest: `from_env` followed by
+/// our client options lost its client settings (`AWS_ALLOW_HTTP` among them), and a test can
+/// pass the environment as a list instead of changing the process's. A plain-HTTP endpoint
+/// (a local MinIO, a test server), from either source, allows HTTP unless `allow_http` is set.
+fn store_config(
+    scheme: &ObjectStoreScheme,
+    url: &Url,
+    env: impl IntoIterator<Item = (String, String)>,
+    options: &StorageOptions,
+) -> Result<BTreeMap<String, String>> {
+    let mut config = BTreeMap::new();
+    // Bounded: a dead endpoint fails in seconds.
+    config.insert("connect_timeout".to_string(), "5s".to_string());
+    config.insert("timeout".to_string(), "30s".to_string());
+    let prefix = match scheme {
+        ObjectStoreScheme::AmazonS3 => "AWS_",
+        ObjectStoreScheme::GoogleCloudStorage => "GOOGLE_",
+        ObjectStoreScheme::MicrosoftAzure => "AZURE_",
+        _ => "",
+    };
+    // In `from_env`'s order: `SERVICE_ACCOUNT` before the prefixed variables,
+    // `IDENTITY_ENDPOINT` after them.
+    let (mut first, mut from_env, mut last) = (None, Vec::new(), None);
+    for (var, value) in env {
+        match (scheme, var.as_str()) {
+            (ObjectStoreScheme::GoogleCloudStorage, "SERVICE_ACCOUNT") => {
+                first = Some(("service_account".to_string(), value))
+            }
+            (ObjectStoreScheme::MicrosoftAzure, "IDENTITY_ENDPOINT") => {
+                last = Some(("msi_endpoint".to_string(), value))
+            }
+            _ if !prefix.is_empty() && var.starts_with(prefix) => {
+                from_env.push((var.to_ascii_lowercase(), value))
+            }
+            _ => {}
+        }
+    }
+    for (key, value) in first.into_iter().chain(from_env).chain(last) {
+        if let Some(name) = setting(scheme, &key) {
+            config.insert(name, value);
+        }
+    }
+    for (key, value) in &options.0 {
+        if TAMIS_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        let name = setting(scheme, &key.to_ascii_lowercase()).ok_or_else(|| {
+            Error::invalid(format!(
+                "unknown storage option '{key}' for {}",
+                url.scheme()
+            ))
+        })?;
+        config.insert(name, value.clone());
+    }
+    let endpoints: &[&str] = match scheme {
+        ObjectStoreScheme::AmazonS3 => &["aws_endpoint", "aws_endpoint_url_s3"],
+        ObjectStoreScheme::GoogleCloudStorage => &["google_base_url"],
+        ObjectStoreScheme::MicrosoftAzure => &["azure_storage_endpoint"],
+        _ => &[],
+    };
+    let endpoint_is_http = endpoints.iter().any(|k| {
+        config
+            .get(*k)
+            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("http://"))
+    });
+    if endpoint_is_http || url.scheme() == "http" {
+        config
+            .entry("allow_http".to_string())
+            .or_insert_with(|| "true".to_string());
+    }
+    Ok(config)
+}
+
+/// A client for the store (`base` names it in errors) with the settings of [`store_config`].
 fn build_store(
     scheme: &ObjectStoreScheme,
     url: &Url,
     base: &str,
-    options: &StorageOptions,
+    config: &BTreeMap<String, String>,
 ) -> Result<Arc<dyn ObjectStore>> {
-    // Bounded: a dead endpoint fails in seconds, throttling and 5xx are retried a few times.
-    let client = ClientOptions::new()
-        .with_connect_timeout(Duration::from_secs(5))
-        .with_timeout(Duration::from_secs(30));
+    // Throttling and 5xx are retried a few times, within bounds.
     let retry = RetryConfig {
         backoff: BackoffConfig {
             init_backoff: Duration::from_millis(100),
@@ -479,46 +593,26 @@ fn build_store(
         max_retries: 3,
         retry_timeout: Duration::from_secs(20),
     };
-    let mut opts: Vec<(String, String)> = options
-        .0
-        .iter()
-        .filter(|(k, _)| !TAMIS_KEYS.contains(&k.as_str()))
-        .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
-        .collect();
-    // A plain-HTTP endpoint (a local MinIO, a test server) is what the user asked for.
-    let endpoint_is_http = opts.iter().any(|(k, v)| {
-        k.contains("endpoint") && v.trim_start().to_ascii_lowercase().starts_with("http://")
-    });
-    if (endpoint_is_http || url.scheme() == "http")
-        && !opts.iter().any(|(k, _)| k.contains("allow_http"))
-    {
-        opts.push(("allow_http".into(), "true".into()));
-    }
-    let bad_key =
-        |k: &str| Error::invalid(format!("unknown storage option '{k}' for {}", url.scheme()));
-    // Every builder takes the same steps: our defaults, then the user's keys (which win).
+    let bad_key = |k: &str| Error::invalid(format!("unknown storage option '{k}' for {base}"));
     macro_rules! build {
         ($builder:expr, $url:expr) => {{
-            let mut b = $builder
-                .with_url($url)
-                .with_client_options(client)
-                .with_retry(retry);
-            for (k, v) in opts {
-                b = b.with_config(k.parse().map_err(|_| bad_key(&k))?, v);
+            let mut b = $builder.with_url($url).with_retry(retry);
+            for (k, v) in config {
+                b = b.with_config(k.parse().map_err(|_| bad_key(k))?, v);
             }
             Arc::new(b.build().map_err(|e| store_error(e, base))?)
         }};
     }
     let store: Arc<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::AmazonS3 => {
-            build!(object_store::aws::AmazonS3Builder::from_env(), url.as_str())
+            build!(object_store::aws::AmazonS3Builder::new(), url.as_str())
         }
         ObjectStoreScheme::GoogleCloudStorage => build!(
-            object_store::gcp::GoogleCloudStorageBuilder::from_env(),
+            object_store::gcp::GoogleCloudStorageBuilder::new(),
             url.as_str()
         ),
         ObjectStoreScheme::MicrosoftAzure => build!(
-            object_store::azure::MicrosoftAzureBuilder::from_env(),
+            object_store::azure::MicrosoftAzureBuilder::new(),
             url.as_str()
         ),
         ObjectStoreScheme::Http => build!(object_store::http::HttpBuilder::new(), base),
@@ -553,8 +647,9 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
         });
     }
     let prefix = (!path.as_ref().is_empty()).then_some(&path);
+    let client = store.client()?;
     let metas: Vec<object_store::ObjectMeta> = runtime()
-        .block_on(store.inner.list(prefix).try_collect())
+        .block_on(client.inner.list(prefix).try_collect())
         .map_err(|e| store_error(e, location))?;
     let pattern = match wildcard {
         Some(_) => {
@@ -633,6 +728,7 @@ pub fn open_source(location: &str, options: &StorageOptions) -> Result<Arc<dyn B
 #[cfg(test)]
 mod tests {
     use super::*;
+    use object_store::ObjectStoreExt;
 
     #[test]
     fn glob_roots() {
@@ -660,6 +756,137 @@ mod tests {
         assert!(store_for("s3://bucket/x.parquet", &bad).is_err());
         let e = list("ftp://host/x.parquet", &StorageOptions::new()).unwrap_err();
         assert!(e.to_string().contains("ftp"), "{e}");
+    }
+
+    fn config_of(
+        location: &str,
+        env: &[(&str, &str)],
+        options: &[(&str, &str)],
+    ) -> Result<BTreeMap<String, String>> {
+        let url = Url::parse(location).unwrap();
+        let (scheme, _) = ObjectStoreScheme::parse(&url).unwrap();
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        store_config(&scheme, &url, env, &options.iter().copied().collect())
+    }
+
+    /// The standard environment configures every store, as each builder's `from_env` reads it;
+    /// the options win; tamis's timeouts give way to either.
+    #[test]
+    fn environment_and_options_merge() {
+        let env = [
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:9000"),
+            ("AWS_ALLOW_HTTP", "true"),
+            ("AWS_REGION", "eu-west-3"),
+            ("AWS_TIMEOUT", "90s"),
+            ("AWS_PROFILE", "not a setting"),
+            ("GOOGLE_BUCKET", "elsewhere"),
+            ("PATH", "/bin"),
+        ];
+        let c = config_of("s3://b/x.parquet", &env, &[]).unwrap();
+        let want: BTreeMap<String, String> = [
+            ("allow_http", "true"),
+            ("aws_endpoint", "http://127.0.0.1:9000"),
+            ("aws_region", "eu-west-3"),
+            ("connect_timeout", "5s"),
+            ("timeout", "90s"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(c, want);
+        // The options win, under any of a setting's names.
+        let c = config_of(
+            "s3://b/x.parquet",
+            &env,
+            &[("endpoint", "https://minio:9000"), ("Region", "us-east-1")],
+        )
+        .unwrap();
+        assert_eq!(c["aws_endpoint"], "https://minio:9000");
+        assert_eq!(c["aws_region"], "us-east-1");
+        // Each scheme reads its own variables, and its builder's extra ones.
+        let env = [
+            ("SERVICE_ACCOUNT", "/a.json"),
+            ("GOOGLE_SERVICE_ACCOUNT", "/b.json"),
+            ("AZURE_STORAGE_ACCOUNT_NAME", "acct"),
+            ("AZURE_MSI_ENDPOINT", "http://a"),
+            ("IDENTITY_ENDPOINT", "http://b"),
+            ("AWS_REGION", "eu-west-3"),
+        ];
+        let gs = config_of("gs://b/x.parquet", &env, &[]).unwrap();
+        assert_eq!(gs["google_service_account"], "/b.json");
+        assert!(!gs.contains_key("aws_region") && !gs.contains_key("allow_http"));
+        let az = config_of("az://c/x.parquet", &env, &[]).unwrap();
+        assert_eq!(az["azure_storage_account_name"], "acct");
+        assert_eq!(az["azure_msi_endpoint"], "http://b");
+        // A metadata endpoint on plain HTTP (as they are) does not allow HTTP for the store.
+        assert!(!az.contains_key("allow_http"), "{az:?}");
+        let gs = config_of("gs://b/x.parquet", &[("SERVICE_ACCOUNT", "/a.json")], &[]).unwrap();
+        assert_eq!(gs["google_service_account"], "/a.json");
+    }
+
+    /// A plain-HTTP endpoint, from the environment or the options, allows HTTP unless
+    /// `allow_http` says otherwise.
+    #[test]
+    fn http_endpoints_allow_http() {
+        let http = [("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")];
+        let c = config_of("s3://b/x.parquet", &http, &[]).unwrap();
+        assert_eq!(c["allow_http"], "true");
+        let c = config_of("s3://b/x.parquet", &http, &[("allow_http", "false")]).unwrap();
+        assert_eq!(c["allow_http"], "false");
+        let option = [("endpoint", "http://127.0.0.1:9000")];
+        let c = config_of("s3://b/x.parquet", &[("AWS_ALLOW_HTTP", "false")], &option).unwrap();
+        assert_eq!(c["allow_http"], "false");
+        let c = config_of("s3://b/x.parquet", &[], &option).unwrap();
+        assert_eq!(c["allow_http"], "true");
+        let https = [("AWS_ENDPOINT_URL", "https://s3.example")];
+        let c = config_of("s3://b/x.parquet", &https, &[]).unwrap();
+        assert!(!c.contains_key("allow_http"));
+        let c = config_of(
+            "s3://b/x.parquet",
+            &[("AWS_METADATA_ENDPOINT", "http://x")],
+            &[],
+        );
+        assert!(!c.unwrap().contains_key("allow_http"));
+        let c = config_of(
+            "gs://b/x.parquet",
+            &[("GOOGLE_BASE_URL", "http://gcs:4443")],
+            &[],
+        );
+        assert_eq!(c.unwrap()["allow_http"], "true");
+        let c = config_of(
+            "http://host:8000/x.parquet",
+            &[("AWS_ALLOW_HTTP", "false")],
+            &[],
+        );
+        assert_eq!(c.unwrap()["allow_http"], "true");
+    }
+
+    /// Built from the environment alone, a store sends its requests to the plain-HTTP endpoint
+    /// (a dead port here: a connection error), not refusing it as "URL scheme is not allowed".
+    #[test]
+    fn a_store_configured_by_the_environment_reaches_its_endpoint() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let env = [
+            ("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}")),
+            ("AWS_ALLOW_HTTP", "true".to_string()),
+            ("AWS_ACCESS_KEY_ID", "k".to_string()),
+            ("AWS_SECRET_ACCESS_KEY", "s".to_string()),
+            ("AWS_REGION", "us-east-1".to_string()),
+        ];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let url = Url::parse("s3://b/x.parquet").unwrap();
+        let config = config_of(url.as_str(), &env, &[]).unwrap();
+        let store = build_store(&ObjectStoreScheme::AmazonS3, &url, "s3://b", &config).unwrap();
+        let e = runtime()
+            .block_on(store.head(&ObjectPath::from("x.parquet")))
+            .unwrap_err();
+        let e = store_error(e, "s3://b/x.parquet").to_string();
+        assert!(!e.contains("not allowed"), "{e}");
+        assert!(e.contains("s3://b/x.parquet"), "{e}");
     }
 
     #[test]

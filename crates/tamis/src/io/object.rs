@@ -33,29 +33,65 @@ const DEFAULT_PROFILE: IoProfile = IoProfile {
 const DEFAULT_MAX_REQUESTS: usize = 16;
 
 /// The runtime object_store's HTTP client runs on; scans block on it from their own threads.
+///
+/// One per process: a child made by `fork` (Python's `multiprocessing`) inherits the parent's
+/// runtime but not its threads, and a request on it would wait forever. The child starts its
+/// own; the parent's is left alone (shutting it down would wait for threads that are not
+/// there).
 pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("tamis-io")
-            .enable_all()
-            .build()
-            .expect("cannot start the I/O runtime")
-    })
+    static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    let here = std::process::id();
+    match *slot {
+        Some((pid, runtime)) if pid == here => runtime,
+        _ => {
+            let runtime = Box::leak(Box::new(
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("tamis-io")
+                    .enable_all()
+                    .build()
+                    .expect("cannot start the I/O runtime"),
+            ));
+            *slot = Some((here, runtime));
+            runtime
+        }
+    }
 }
+
+/// Builds a store's client (from its URL and settings, fixed when the store was made).
+pub(crate) type Connect = Box<dyn Fn() -> Result<Arc<dyn ObjectStore>> + Send + Sync>;
 
 /// One bucket (or HTTP host) with its client, request limit and measured costs; shared by every
 /// object read from it.
-#[derive(Debug)]
 pub struct Store {
-    pub(crate) inner: Arc<dyn ObjectStore>,
+    connect: Connect,
+    /// The client and request limit of the process that built them.
+    client: Mutex<Client>,
     /// `scheme://bucket`, to name objects in errors.
     pub(crate) base: String,
-    limit: tokio::sync::Semaphore,
     max_requests: usize,
     configured: Option<IoProfile>,
     measured: Mutex<Measured>,
+}
+
+/// What a store holds that does not survive `fork`: the HTTP client's pooled connections are
+/// driven by the parent's runtime (and share its sockets), and permits held by the parent's
+/// requests would never come back.
+#[derive(Clone)]
+pub(crate) struct Client {
+    pid: u32,
+    pub(crate) inner: Arc<dyn ObjectStore>,
+    limit: Arc<tokio::sync::Semaphore>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("base", &self.base)
+            .field("max_requests", &self.max_requests)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -65,24 +101,48 @@ struct Measured {
 }
 
 impl Store {
+    /// Builds the client now, so that bad settings are an error here rather than at the first
+    /// read.
     pub(crate) fn new(
-        inner: Arc<dyn ObjectStore>,
+        connect: Connect,
         base: String,
         max_requests: Option<usize>,
         configured: Option<IoProfile>,
-    ) -> Self {
+    ) -> Result<Self> {
         let max_requests = max_requests.unwrap_or(DEFAULT_MAX_REQUESTS).max(1);
-        Store {
-            inner,
+        let client = Client {
+            pid: std::process::id(),
+            inner: connect()?,
+            limit: Arc::new(tokio::sync::Semaphore::new(max_requests)),
+        };
+        Ok(Store {
+            connect,
+            client: Mutex::new(client),
             base,
-            limit: tokio::sync::Semaphore::new(max_requests),
             max_requests,
             configured: configured.map(|p| IoProfile {
                 concurrency: max_requests as u64,
                 ..p
             }),
             measured: Mutex::new(Measured::default()),
+        })
+    }
+
+    /// This process's client: in a child made by `fork`, a new one. The parent's is forgotten,
+    /// not dropped: dropping its connections would take their sockets out of the parent's
+    /// runtime's epoll set, which the child shares.
+    pub(crate) fn client(&self) -> Result<Client> {
+        let mut client = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        let here = std::process::id();
+        if client.pid != here {
+            let fresh = Client {
+                pid: here,
+                inner: (self.connect)()?,
+                limit: Arc::new(tokio::sync::Semaphore::new(self.max_requests)),
+            };
+            std::mem::forget(std::mem::replace(&mut *client, fresh));
         }
+        Ok(client.clone())
     }
 
     pub fn url(&self, path: &ObjectPath) -> String {
@@ -125,7 +185,8 @@ impl Store {
         etag: Option<&str>,
         cancel: &AtomicBool,
     ) -> Result<(object_store::ObjectMeta, Bytes)> {
-        let _permit = self
+        let client = self.client()?;
+        let _permit = client
             .limit
             .acquire()
             .await
@@ -139,7 +200,7 @@ impl Store {
             if_match: etag.map(str::to_string),
             ..GetOptions::default()
         };
-        let result = self
+        let result = client
             .inner
             .get_opts(path, options)
             .await
@@ -157,8 +218,9 @@ impl Store {
 
 /// Writes a whole object (a sidecar index: small, one PUT).
 pub fn put(store: &Store, path: &ObjectPath, bytes: Vec<u8>) -> Result<()> {
+    let client = store.client()?;
     runtime()
-        .block_on(store.inner.put(path, bytes.into()))
+        .block_on(client.inner.put(path, bytes.into()))
         .map(|_| ())
         .map_err(|e| store_error(e, &store.url(path)))
 }
