@@ -159,7 +159,14 @@ async fn columns_compared_with_partition_keys() {
     use tamis_arrow::array::{Int64Array as I64, StringArray as Str};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let files: Vec<(&str, &str, Vec<Option<i64>>, Vec<Option<&str>>)> = vec![
+    /// `year` and `region` keys, then the file's `y` and `r`.
+    type File = (
+        &'static str,
+        &'static str,
+        Vec<Option<i64>>,
+        Vec<Option<&'static str>>,
+    );
+    let files: Vec<File> = vec![
         (
             "2023",
             "eu",

@@ -1367,11 +1367,10 @@ fn a_value_the_wider_type_cannot_hold_is_an_error() {
         &batch(vec![("x", Arc::new(ns), true)]),
         8,
     );
-    let mut stream = tamis::Scan::open(dir.path().to_str().unwrap())
+    let e = tamis::Scan::open(dir.path().to_str().unwrap())
         .unwrap()
         .batches()
-        .unwrap();
-    let e = (&mut stream)
+        .unwrap()
         .find_map(|b| b.err())
         .expect("an error for the value out of range");
     let text = e.to_string();
