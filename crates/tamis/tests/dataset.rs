@@ -128,6 +128,8 @@ impl Col {
 #[derive(Clone, Debug)]
 enum P {
     Cmp(Col, &'static str, Lit),
+    /// Two columns compared (either may be a partition key).
+    Cols(Col, &'static str, Col),
     IsNull(Col, bool),
     In(Col, Vec<Lit>),
     And(Box<P>, Box<P>),
@@ -150,6 +152,7 @@ fn render_lit(l: &Lit) -> String {
 fn render(p: &P) -> String {
     match p {
         P::Cmp(c, op, l) => format!("{} {op} {}", c.name(), render_lit(l)),
+        P::Cols(a, op, b) => format!("{} {op} {}", a.name(), b.name()),
         P::IsNull(c, true) => format!("{} IS NULL", c.name()),
         P::IsNull(c, false) => format!("{} IS NOT NULL", c.name()),
         P::In(c, ls) => format!(
@@ -189,9 +192,13 @@ impl Row {
 /// SQL three-valued logic: `None` is UNKNOWN.
 fn eval(p: &P, r: &Row) -> Option<bool> {
     match p {
-        P::Cmp(c, op, l) => {
-            let x = r.get(*c)?;
-            let o = x.partial_cmp(l)?;
+        P::Cmp(..) | P::Cols(..) => {
+            let (x, op, y) = match p {
+                P::Cmp(c, op, l) => (r.get(*c)?, op, l.clone()),
+                P::Cols(a, op, b) => (r.get(*a)?, op, r.get(*b)?),
+                _ => unreachable!(),
+            };
+            let o = x.partial_cmp(&y)?;
             Some(match *op {
                 "=" => o.is_eq(),
                 "<>" => o.is_ne(),
@@ -224,6 +231,7 @@ fn eval(p: &P, r: &Row) -> Option<bool> {
 fn columns_of(p: &P, out: &mut Vec<Col>) {
     match p {
         P::Cmp(c, ..) | P::IsNull(c, _) | P::In(c, _) => out.push(*c),
+        P::Cols(a, _, b) => out.extend([*a, *b]),
         P::And(a, b) | P::Or(a, b) => {
             columns_of(a, out);
             columns_of(b, out);
@@ -235,8 +243,26 @@ fn columns_of(p: &P, out: &mut Vec<Col>) {
 fn gen_leaf(rng: &mut StdRng, cols: &[Col]) -> P {
     let c = *cols.choose(rng).unwrap();
     let lits = c.literals();
-    match rng.random_range(0..10) {
+    // Columns of one type: integers (v is int32, year an int64 partition key), strings, dates.
+    let group = |c: Col| match c {
+        Col::Id | Col::V | Col::Year => 0,
+        Col::S | Col::Region => 1,
+        Col::Day => 2,
+    };
+    match rng.random_range(0..12) {
         0 => P::IsNull(c, rng.random()),
+        10 | 11 => {
+            let same: Vec<Col> = cols
+                .iter()
+                .copied()
+                .filter(|&d| group(d) == group(c))
+                .collect();
+            P::Cols(
+                c,
+                ["=", "<>", "<", "<=", ">", ">="].choose(rng).unwrap(),
+                *same.choose(rng).unwrap(),
+            )
+        }
         1 => P::In(
             c,
             (0..rng.random_range(1..4))
@@ -499,6 +525,17 @@ fn hand_written_predicates() {
         ),
         P::Not(Box::new(P::In(Col::Region, vec![lit_s("eu"), lit_s("us")]))),
         P::Cmp(Col::Year, "<>", Lit::I(2022)),
+        // A file column compared with a partition key takes the file's value of the key (NULL
+        // under __HIVE_DEFAULT_PARTITION__); two keys compare per file.
+        P::Cols(Col::Id, "<", Col::Year),
+        P::Cols(Col::V, "<>", Col::Year),
+        P::Not(Box::new(P::Cols(Col::Year, ">", Col::Id))),
+        P::Cols(Col::S, "<=", Col::Region),
+        P::Cols(Col::Day, "=", Col::Day),
+        P::Or(
+            Box::new(P::Cols(Col::Year, "=", Col::Year)),
+            Box::new(P::Cols(Col::S, "<", Col::Region)),
+        ),
     ];
     for p in &cases {
         check(&h, p);
@@ -776,6 +813,15 @@ fn evolved_schemas_fill_missing_columns_with_null() {
             1,
         ),
         ("a < 35", |r| r.1.is_some_and(|a| a < 35), 1),
+        // A column a file lacks is NULL in comparisons between columns too: f3 holds no row.
+        ("a > id", |r| r.1.is_some_and(|a| a > r.0), 1),
+        ("NOT (a <= id)", |r| r.1.is_some_and(|a| a > r.0), 1),
+        (
+            "a - id > 30 OR b = 'x'",
+            |r| r.1.is_some_and(|a| a - r.0 > 30) || r.2 == Some("x"),
+            0,
+        ),
+        ("b = b AND id = id", |r| r.2.is_some(), 1),
     ];
     for (sql, keep, pruned) in cases {
         let (got, m) = scan(&root, Some(sql), None);
@@ -1006,4 +1052,327 @@ fn rows_in_file(path: &str) -> usize {
     parquet::file::reader::FileReader::metadata(&reader)
         .file_metadata()
         .num_rows() as usize
+}
+
+// ── (e) types widened across files ───────────────────────────────────────────────────────────
+
+/// A predicate's oracle: which values of the widened column it selects.
+type Oracle = Box<dyn Fn(&ArrayRef) -> BooleanArray>;
+
+/// `kernel(x, literal)` with the literal a one-value array of the widened type.
+fn kernel(
+    f: fn(
+        &dyn arrow::array::Datum,
+        &dyn arrow::array::Datum,
+    ) -> Result<BooleanArray, arrow::error::ArrowError>,
+    literal: ArrayRef,
+) -> Oracle {
+    Box::new(move |x| f(x, &Scalar::new(literal.clone())).unwrap())
+}
+
+/// Files whose column `x` has a different type in each, read as one dataset: the column takes
+/// the wider type, every file's values are cast to it, and predicates on it select what the
+/// `parquet` crate's reader, Arrow's `cast` to the wider type and Arrow's comparison kernels
+/// select.
+#[test]
+fn safe_widenings_unify_and_predicates_bind_per_file() {
+    use arrow::compute::kernels::cmp::{eq, gt, lt};
+    use arrow::datatypes::TimeUnit::{Microsecond, Nanosecond};
+    let i64s = |v: i64| -> ArrayRef { Arc::new(Int64Array::from(vec![v])) };
+    let utc = |unit, tz: Option<&str>| DataType::Timestamp(unit, tz.map(Into::into));
+    // 2024-01-01T00:00:00Z in milliseconds.
+    const T0: i64 = 1_704_067_200_000;
+    type Case = (
+        &'static str,
+        Vec<ArrayRef>,
+        DataType,
+        Vec<(&'static str, Oracle)>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "int32 and int64",
+            vec![
+                Arc::new(Int32Array::from(vec![
+                    Some(1),
+                    Some(-5),
+                    Some(i32::MAX),
+                    None,
+                ])),
+                Arc::new(Int64Array::from(vec![
+                    Some(3_000_000_000),
+                    Some(2),
+                    Some(-7),
+                    None,
+                ])),
+            ],
+            DataType::Int64,
+            vec![
+                ("x > 1", kernel(gt, i64s(1))),
+                // Out of int32's range: no row of the first file, not an error there.
+                ("x = 3000000000", kernel(eq, i64s(3_000_000_000))),
+                ("x < 0", kernel(lt, i64s(0))),
+            ],
+        ),
+        (
+            "uint32 and int32 (int64 in no file)",
+            vec![
+                Arc::new(UInt32Array::from(vec![
+                    Some(4_000_000_000),
+                    Some(1),
+                    Some(0),
+                    None,
+                ])),
+                Arc::new(Int32Array::from(vec![-1, 5, 2_000_000_000])),
+            ],
+            DataType::Int64,
+            vec![
+                ("x > 3000000000", kernel(gt, i64s(3_000_000_000))),
+                ("x < 1", kernel(lt, i64s(1))),
+                ("x = 5", kernel(eq, i64s(5))),
+            ],
+        ),
+        (
+            "float and double",
+            vec![
+                Arc::new(Float32Array::from(vec![
+                    Some(0.1),
+                    Some(1.5),
+                    Some(-2.0),
+                    None,
+                ])),
+                Arc::new(Float64Array::from(vec![0.1, 2.5, -3.0])),
+            ],
+            DataType::Float64,
+            vec![
+                // The float 0.1 is not the double 0.1: only the second file's row.
+                (
+                    "x = 0.1",
+                    kernel(eq, Arc::new(Float64Array::from(vec![0.1]))),
+                ),
+                ("x > 1", kernel(gt, Arc::new(Float64Array::from(vec![1.0])))),
+            ],
+        ),
+        (
+            "decimal(10,2) and decimal(12,4)",
+            vec![
+                Arc::new(
+                    Decimal128Array::from(vec![Some(150), Some(-5), Some(100_000), None])
+                        .with_precision_and_scale(10, 2)
+                        .unwrap(),
+                ),
+                Arc::new(
+                    Decimal128Array::from(vec![15_000, 10_050, -1])
+                        .with_precision_and_scale(12, 4)
+                        .unwrap(),
+                ),
+            ],
+            DataType::Decimal128(12, 4),
+            vec![
+                (
+                    "x > 1.005",
+                    kernel(
+                        gt,
+                        Arc::new(
+                            Decimal128Array::from(vec![10_050])
+                                .with_precision_and_scale(12, 4)
+                                .unwrap(),
+                        ),
+                    ),
+                ),
+                (
+                    "x = 1.5",
+                    kernel(
+                        eq,
+                        Arc::new(
+                            Decimal128Array::from(vec![15_000])
+                                .with_precision_and_scale(12, 4)
+                                .unwrap(),
+                        ),
+                    ),
+                ),
+            ],
+        ),
+        (
+            "timestamp(ms) and timestamp(ns)",
+            vec![
+                Arc::new(TimestampMillisecondArray::from(vec![
+                    Some(T0 + 1),
+                    Some(0),
+                    None,
+                ])),
+                Arc::new(TimestampNanosecondArray::from(vec![
+                    T0 * 1_000_000 + 500_000,
+                    T0 * 1_000_000 + 2_000_000,
+                ])),
+            ],
+            utc(Nanosecond, None),
+            vec![
+                (
+                    "x > TIMESTAMP '2024-01-01 00:00:00.0009'",
+                    kernel(
+                        gt,
+                        Arc::new(TimestampNanosecondArray::from(vec![
+                            T0 * 1_000_000 + 900_000,
+                        ])),
+                    ),
+                ),
+                (
+                    "x = TIMESTAMP '2024-01-01 00:00:00.001'",
+                    kernel(
+                        eq,
+                        Arc::new(TimestampNanosecondArray::from(vec![
+                            T0 * 1_000_000 + 1_000_000,
+                        ])),
+                    ),
+                ),
+            ],
+        ),
+        (
+            "timestamps in two zones",
+            vec![
+                Arc::new(
+                    TimestampMicrosecondArray::from(vec![T0 * 1000, T0 * 1000 + 7])
+                        .with_timezone("+01:00"),
+                ),
+                Arc::new(
+                    TimestampMillisecondArray::from(vec![T0, T0 + 3_600_000])
+                        .with_timezone("America/New_York"),
+                ),
+            ],
+            utc(Microsecond, Some("UTC")),
+            vec![
+                (
+                    "x = TIMESTAMP '2024-01-01 01:00:00+01:00'",
+                    kernel(
+                        eq,
+                        Arc::new(
+                            TimestampMicrosecondArray::from(vec![T0 * 1000]).with_timezone("UTC"),
+                        ),
+                    ),
+                ),
+                (
+                    "x > TIMESTAMP '2024-01-01 00:00:00.000001+00:00'",
+                    kernel(
+                        gt,
+                        Arc::new(
+                            TimestampMicrosecondArray::from(vec![T0 * 1000 + 1])
+                                .with_timezone("UTC"),
+                        ),
+                    ),
+                ),
+            ],
+        ),
+        (
+            "string, large_string and string_view",
+            vec![
+                Arc::new(StringViewArray::from(vec![Some("a"), Some("b"), None])),
+                Arc::new(LargeStringArray::from(vec!["b", "ab"])),
+                Arc::new(StringArray::from(vec!["c", "abc"])),
+            ],
+            DataType::Utf8,
+            vec![
+                (
+                    "x = 'b'",
+                    kernel(eq, Arc::new(StringArray::from(vec!["b"]))),
+                ),
+                (
+                    "x > 'ab'",
+                    kernel(gt, Arc::new(StringArray::from(vec!["ab"]))),
+                ),
+                (
+                    "x LIKE 'a%'",
+                    Box::new(|x: &ArrayRef| {
+                        x.as_string::<i32>()
+                            .iter()
+                            .map(|v| v.map(|s| s.starts_with('a')))
+                            .collect()
+                    }),
+                ),
+            ],
+        ),
+    ];
+    for (name, arrays, want, predicates) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut id = 0i64;
+        let mut expected: Vec<(i64, ArrayRef)> = Vec::new();
+        for (k, x) in arrays.iter().enumerate() {
+            let ids = Int64Array::from_iter_values(id..id + x.len() as i64);
+            id += x.len() as i64;
+            let path = dir.path().join(format!("f{k}.parquet"));
+            write(
+                &path,
+                &batch(vec![("id", Arc::new(ids), false), ("x", x.clone(), true)]),
+                2,
+            );
+            // The oracle: the file as the `parquet` crate reads it, `x` cast to the wider type.
+            let read = common::oracle_read(&path).unwrap();
+            assert_eq!(read.column(1).data_type(), x.data_type(), "{name}");
+            let cast = arrow::compute::cast(read.column(1), &want).unwrap();
+            let ids = read.column(0).as_primitive::<arrow::datatypes::Int64Type>();
+            for i in 0..read.num_rows() {
+                expected.push((ids.value(i), cast.slice(i, 1)));
+            }
+        }
+        let mut opened = tamis::Scan::open(dir.path().to_str().unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            opened.schema().unwrap().field(1).data_type(),
+            &want,
+            "{name}"
+        );
+        let everything: Oracle = Box::new(|x: &ArrayRef| BooleanArray::from(vec![true; x.len()]));
+        let mut all: Vec<(&str, Oracle)> = vec![("TRUE", everything)];
+        all.extend(predicates);
+        for (sql, oracle) in all {
+            let (got, _) = scan(dir.path(), Some(sql), None);
+            assert_eq!(got.column(1).data_type(), &want, "{name}: {sql}");
+            let got_ids = got.column(0).as_primitive::<arrow::datatypes::Int64Type>();
+            let mut rows: Vec<(i64, ArrayRef)> = (0..got.num_rows())
+                .map(|i| (got_ids.value(i), got.column(1).slice(i, 1)))
+                .collect();
+            rows.sort_by_key(|r| r.0);
+            let want_rows: Vec<&(i64, ArrayRef)> = expected
+                .iter()
+                .filter(|(_, x)| {
+                    let keep = oracle(x);
+                    keep.is_valid(0) && keep.value(0)
+                })
+                .collect();
+            assert_eq!(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+                want_rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+                "{name}: {sql}"
+            );
+            for ((_, g), (_, w)) in rows.iter().zip(want_rows) {
+                assert_eq!(g.as_ref(), w.as_ref(), "{name}: {sql}");
+            }
+        }
+    }
+}
+
+/// A millisecond timestamp beyond the years nanoseconds reach, in a dataset widened to
+/// nanoseconds: an error naming the file and the column, never a NULL.
+#[test]
+fn a_value_the_wider_type_cannot_hold_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let ms = TimestampMillisecondArray::from(vec![32_503_680_000_000i64]); // 3000-01-01
+    let ns = TimestampNanosecondArray::from(vec![0i64]);
+    write(
+        &dir.path().join("a.parquet"),
+        &batch(vec![("x", Arc::new(ms), true)]),
+        8,
+    );
+    write(
+        &dir.path().join("b.parquet"),
+        &batch(vec![("x", Arc::new(ns), true)]),
+        8,
+    );
+    let e = tamis::Scan::open(dir.path().to_str().unwrap())
+        .unwrap()
+        .batches()
+        .unwrap()
+        .find_map(|b| b.err())
+        .expect("an error for the value out of range");
+    let text = e.to_string();
+    assert!(text.contains("a.parquet") && text.contains("'x'"), "{text}");
 }

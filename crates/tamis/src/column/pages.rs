@@ -595,14 +595,14 @@ fn max_compression_ratio(codec: parquet::basic::Compression) -> Option<i64> {
 /// Its `peek_next_page` unwraps a page header's `data_page_header` (v1 or v2) when the header's
 /// type says there is one: a flipped page type panics inside the crate; its page decoding adds a
 /// v2 header's two level lengths as `i32` and overflows on large ones (both found by
-/// `tamis-fuzz`). The crate's own panic message still goes to the panic hook; the scan gets an
-/// error.
+/// `tamis-fuzz`). The scan gets an error carrying the crate's panic message, which is not
+/// printed.
 fn guard<T>(call: impl FnOnce() -> parquet::errors::Result<T>) -> Result<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+    match crate::scan::quiet::catch(call) {
         Ok(r) => Ok(r?),
-        Err(_) => Err(Error::corrupt(
-            "malformed page header (the parquet crate's page reader cannot read it)",
-        )),
+        Err(panic) => Err(Error::corrupt(format!(
+            "malformed page header (the parquet crate's page reader cannot read it: {panic})"
+        ))),
     }
 }
 

@@ -28,6 +28,7 @@ use parquet::basic::{IntType, LogicalType, Repetition, Type as PhysicalType};
 use parquet::schema::types::{SchemaDescriptor, Type};
 
 use crate::error::{Error, Result};
+use crate::expr::compare::Constant;
 use crate::expr::eval::eval_dense;
 use crate::expr::{Predicate, Verdict};
 use crate::schema::{leaf_columns, LeafColumn};
@@ -401,7 +402,8 @@ fn one_entry(value: &PartitionValue, column: &LeafColumn) -> Option<Values> {
 /// index `first_leaf + k` are `leaves[k]` and have value `values[k]` in every row of the file.
 ///
 /// `False` means the file holds no matching row (skip it, before reading its footer); otherwise
-/// the result names only leaves below `first_leaf`, i.e. the file's own columns. Works for any
+/// the result names only leaves below `first_leaf`, i.e. the file's own columns: a comparison
+/// between columns takes a constant side's value (see [`crate::expr::compare::Comparison::fold`]). Works for any
 /// column that is constant in a file: partition keys, and a column missing from the file (value
 /// [`PartitionValue::Null`]).
 pub fn partition_verdict(
@@ -411,6 +413,44 @@ pub fn partition_verdict(
     values: &[PartitionValue],
 ) -> Result<Predicate> {
     let mut error = None;
+    // Comparisons between columns: a constant side becomes its value (NULL: no row matches).
+    let constant = |c: usize| -> Result<Option<Option<Constant>>> {
+        let Some(k) = c.checked_sub(first_leaf) else {
+            return Ok(None);
+        };
+        let (Some(column), Some(value)) = (leaves.get(k), values.get(k)) else {
+            return Err(Error::internal(format!(
+                "comparison names leaf {c} but there are {} constant columns from leaf {first_leaf}",
+                leaves.len().min(values.len())
+            )));
+        };
+        if *value == PartitionValue::Null {
+            return Ok(Some(None));
+        }
+        let value = one_entry(value, column).ok_or_else(|| {
+            Error::internal(format!(
+                "partition value {value:?} does not fit column '{}'",
+                column.path
+            ))
+        })?;
+        Ok(Some(Some(Constant {
+            column: column.clone(),
+            value,
+        })))
+    };
+    let pred = pred.map_comparisons(&mut |c| {
+        let mut failed = None;
+        let folded = c.fold(&mut |leaf| {
+            constant(leaf).unwrap_or_else(|e| {
+                failed.get_or_insert(e);
+                None
+            })
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(folded),
+        }
+    })?;
     let simplified = pred.simplify(&mut |leaf| {
         let Some(k) = leaf.column.checked_sub(first_leaf) else {
             return Verdict::Unknown;

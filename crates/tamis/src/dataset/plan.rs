@@ -22,7 +22,8 @@
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow::datatypes::{DataType, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowSchemaConverter;
 use parquet::basic::{Encoding, PageType};
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 
@@ -39,7 +40,7 @@ use crate::io::Identity;
 use crate::metrics::{add, MetricsCollector};
 use crate::prune::row_group::statistics_verdict_with_orders;
 use crate::scan::file::OpenedFile;
-use crate::schema::LeafColumn;
+use crate::schema::{leaf_columns, LeafColumn};
 
 /// Files kept open after reading their footers at [`DatasetPlan::open`] (the first ones, which
 /// the scan reaches first). The others are reopened when scanned.
@@ -219,16 +220,27 @@ impl DatasetPlan {
         let partitions = discover_partitions(&relative, explicit)?;
         let schema = self.unified.with_partitions(&partitions.schema)?;
         let mut leaves = Vec::new();
-        for (o, _) in self.unified.schema.fields().iter().enumerate() {
-            let (f, i) = self
-                .unified
-                .columns
-                .iter()
-                .enumerate()
-                .find_map(|(f, cols)| cols[o].map(|i| (f, i)))
+        for (o, field) in self.unified.schema.fields().iter().enumerate() {
+            let mut having = (self.unified.columns.iter().enumerate())
+                .filter_map(|(f, cols)| cols[o].map(|i| (f, i)));
+            let (f, i) = having
+                .next()
                 .ok_or_else(|| Error::internal("a unified column in no file"))?;
-            for l in self.files[f].leaves.iter().filter(|l| l.root == i) {
-                let mut l = l.clone();
+            // A widened column binds to a file's leaves of the dataset's type, so that a
+            // literal only the wider type holds is not folded away; when no file has that type
+            // (`int32` with `uint32` → `int64`), to the leaf the type is written as.
+            let own = |(f, i): (usize, usize)| {
+                same_leaf(self.files[f].schema.field(i).data_type(), field.data_type())
+            };
+            let source = std::iter::once((f, i)).chain(having).find(|&fi| own(fi));
+            let column: Vec<LeafColumn> = match source {
+                Some((f, i)) => (self.files[f].leaves.iter())
+                    .filter(|l| l.root == i)
+                    .cloned()
+                    .collect(),
+                None => written_as(field)?,
+            };
+            for mut l in column {
                 l.index = leaves.len();
                 l.root = o;
                 leaves.push(l);
@@ -555,6 +567,32 @@ impl FileOutput {
         RecordBatch::try_new_with_options(schema, columns, &options)
             .map_err(|e| Error::internal(format!("building the result batch: {e}")))
     }
+}
+
+/// Whether a file column of Arrow type `file` binds predicates as one of the dataset's type
+/// `dataset` would: the same type, or forms that differ only in Arrow's hints (string forms, a
+/// dictionary, a timestamp's zone).
+fn same_leaf(file: &DataType, dataset: &DataType) -> bool {
+    use DataType as D;
+    let plain = |t: &DataType| match t {
+        D::Dictionary(_, v) => v.as_ref().clone(),
+        D::LargeUtf8 | D::Utf8View => D::Utf8,
+        D::LargeBinary | D::BinaryView => D::Binary,
+        D::Timestamp(u, _) => D::Timestamp(*u, None),
+        t => t.clone(),
+    };
+    file == dataset || plain(&plain(file)) == plain(&plain(dataset))
+}
+
+/// The leaves of a flat column of Arrow type `field` as a Parquet writer stores it (the type a
+/// widened column has in no file).
+fn written_as(field: &Field) -> Result<Vec<LeafColumn>> {
+    let descr = ArrowSchemaConverter::new()
+        .convert(&Schema::new(vec![field.clone()]))
+        .map_err(|e| {
+            Error::internal(format!("column '{}' as a Parquet leaf: {e}", field.name()))
+        })?;
+    Ok(leaf_columns(&descr))
 }
 
 /// Whether `array` is the 64-bit-offset form of `target` (more than 2 GiB of values).

@@ -2,14 +2,18 @@
 //!
 //! Files written over time gain columns, and writers differ in nullability and in the names
 //! they give list items (`item` from Arrow, `element` from the Parquet LIST spec, `array` from
-//! old Hive). None of that changes the data, so it is accepted; a column whose type really
-//! differs is an error naming both files, because no cast would be right for every query.
+//! old Hive). None of that changes the data, so it is accepted. A top-level column whose types
+//! differ by a safe widening takes the wider type, as DuckDB's `union_by_name` and Spark's
+//! `mergeSchema` unify them ([`widen`]); each file's batches are cast to it, and predicates are
+//! still bound to each file's own type. A column whose type really differs (a string in one
+//! file, an integer in another) is an error naming both files, because no cast would be right
+//! for every query.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, ArrayRef};
-use arrow::compute::cast;
+use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 
 use super::partition::PartitionSchema;
@@ -19,8 +23,9 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct UnifiedSchema {
     /// Every top-level column of any file, in first-seen order; nullable where any file has it
-    /// nullable or lacks it. Types and field metadata are those of the first file with the
-    /// column (nested fields made nullable where any file has them nullable); no schema metadata.
+    /// nullable or lacks it. Types are the files' types widened to one ([`widen`]); field
+    /// metadata is the first file's with the column (nested fields made nullable where any file
+    /// has them nullable); no schema metadata.
     pub schema: SchemaRef,
     /// Per file (in input order), per output column: its index in that file's schema, or `None`
     /// when the file lacks it (read as NULL there).
@@ -29,9 +34,10 @@ pub struct UnifiedSchema {
 
 /// Unifies the top-level columns of `schemas` (file name, the file's Arrow schema) by name.
 ///
-/// Types must agree up to nullability, field metadata and the names of list / map item fields;
-/// a difference of anything else (including struct field names, or Int32 vs Int64) is an
-/// InvalidArgument error naming the column and two files.
+/// Types must agree up to nullability, field metadata and the names of list / map item fields,
+/// or differ by a widening of a top-level column ([`widen`]); a difference of anything else
+/// (including struct field names, or an integer inside a list widened) is an InvalidArgument
+/// error naming the column and two files.
 pub fn unify(schemas: &[(String, Schema)]) -> Result<UnifiedSchema> {
     // Per output column: the merged field and the file it was first seen in.
     let mut fields: Vec<(Field, usize)> = Vec::new();
@@ -54,7 +60,7 @@ pub fn unify(schemas: &[(String, Schema)]) -> Result<UnifiedSchema> {
                 }
                 Some(&o) => {
                     let (seen, first) = &mut fields[o];
-                    let Some(t) = merge(seen.data_type(), field.data_type()) else {
+                    let Some(t) = widen(seen.data_type(), field.data_type()) else {
                         return Err(Error::invalid(format!(
                             "column '{}' is {} in {} but {} in {file}",
                             field.name(),
@@ -137,13 +143,18 @@ impl UnifiedSchema {
 }
 
 /// `array` with type `target`, which [`unify`] found equal to its type up to nullability and
-/// item field names (or the view form of its strings, [`with_views`]); unchanged (no copy) when
-/// the types are already equal.
+/// item field names, or wider ([`widen`]), or the view form of its strings ([`with_views`]);
+/// unchanged (no copy) when the types are already equal. A value the target cannot hold (a
+/// millisecond timestamp beyond the years nanoseconds reach) is an error, never a NULL.
 pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
     if array.data_type() == target {
         return Ok(array.clone());
     }
-    Ok(cast(array, target)?)
+    let options = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    Ok(cast_with_options(array, target, &options)?)
 }
 
 /// `schema` with the top-level string and binary columns that `viewed` marks as views
@@ -169,6 +180,157 @@ pub fn view_of(file: &DataType) -> Option<DataType> {
         DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),
         DataType::Binary | DataType::LargeBinary => Some(DataType::BinaryView),
         _ => None,
+    }
+}
+
+/// The type two files' types of one top-level column are read as: [`merge`]d when they agree,
+/// else the wider of the two where one holds every value of both (`None`: a conflict).
+///
+/// * Integers: the wider; signed with unsigned, a signed type wider than the unsigned one
+///   (`int32`/`uint32` → `int64`; `int64` with `uint64` has none and is a conflict).
+/// * Floats: the wider (`float` → `double`). Integers with floats stay a conflict: a double
+///   does not hold every `int64`.
+/// * Decimals: the larger scale and the most integer digits of the two (`(10,2)` with `(12,2)`
+///   is `(12,2)`; `(10,2)` with `(5,4)` is `(12,4)`), when that fits 76 digits (the wider
+///   Arrow decimal of the two, or a wider one if the precision needs it).
+/// * Timestamps: the finest unit present (Polars's supertype; Spark has only microseconds,
+///   DuckDB's `union_by_name` keeps one unit too), so no file loses precision; a value outside
+///   the finer unit's range (nanoseconds reach 1677–2262) is an error when read, never NULL.
+///   Time zones that differ name the same instants (Parquet stores UTC) and become `UTC`; a
+///   timestamp with a zone against one without (local time) is a conflict.
+/// * `string` / `large_string` / `string_view` (and the same for binary): the plain form, and a
+///   dictionary hint is read as its values: Arrow hints in a file's metadata never split a
+///   dataset.
+pub fn widen(a: &DataType, b: &DataType) -> Option<DataType> {
+    use DataType as D;
+    if let Some(t) = merge(a, b) {
+        return Some(t);
+    }
+    let utf8 = |t: &DataType| matches!(t, D::Utf8 | D::LargeUtf8 | D::Utf8View);
+    let binary = |t: &DataType| matches!(t, D::Binary | D::LargeBinary | D::BinaryView);
+    let float = |t: &DataType| match t {
+        D::Float16 => Some(16),
+        D::Float32 => Some(32),
+        D::Float64 => Some(64),
+        _ => None,
+    };
+    Some(match (a, b) {
+        (D::Dictionary(_, x), y) | (y, D::Dictionary(_, x)) => return widen(x, y),
+        _ if utf8(a) && utf8(b) => D::Utf8,
+        _ if binary(a) && binary(b) => D::Binary,
+        _ if float(a).is_some() && float(b).is_some() => {
+            if float(a) >= float(b) {
+                a.clone()
+            } else {
+                b.clone()
+            }
+        }
+        (D::Timestamp(u, x), D::Timestamp(v, y)) if x.is_some() == y.is_some() => {
+            let unit = finer(*u, *v);
+            let zone = match (x, y) {
+                (Some(x), Some(y)) if x != y => Some("UTC".into()),
+                _ => x.clone(),
+            };
+            D::Timestamp(unit, zone)
+        }
+        _ => match (integer(a), integer(b), decimal(a), decimal(b)) {
+            (Some(x), Some(y), _, _) => widen_integer(x, y)?,
+            (_, _, Some(x), Some(y)) => widen_decimal(x, y)?,
+            _ => return None,
+        },
+    })
+}
+
+/// Bits and signedness of an integer type.
+fn integer(t: &DataType) -> Option<(u8, bool)> {
+    use DataType as D;
+    Some(match t {
+        D::Int8 => (8, true),
+        D::Int16 => (16, true),
+        D::Int32 => (32, true),
+        D::Int64 => (64, true),
+        D::UInt8 => (8, false),
+        D::UInt16 => (16, false),
+        D::UInt32 => (32, false),
+        D::UInt64 => (64, false),
+        _ => return None,
+    })
+}
+
+/// The narrowest integer type holding every value of both.
+fn widen_integer((a, sa): (u8, bool), (b, sb): (u8, bool)) -> Option<DataType> {
+    use DataType as D;
+    let (bits, signed) = match (sa, sb) {
+        (true, true) | (false, false) => (a.max(b), sa),
+        // A signed type holds an unsigned one only with more bits.
+        (true, false) => (a.max(b.checked_mul(2)?), true),
+        (false, true) => (b.max(a.checked_mul(2)?), true),
+    };
+    Some(match (bits, signed) {
+        (8, true) => D::Int8,
+        (16, true) => D::Int16,
+        (32, true) => D::Int32,
+        (64, true) => D::Int64,
+        (8, false) => D::UInt8,
+        (16, false) => D::UInt16,
+        (32, false) => D::UInt32,
+        (64, false) => D::UInt64,
+        _ => return None,
+    })
+}
+
+/// Precision, scale and the largest precision of a decimal type's Arrow width.
+fn decimal(t: &DataType) -> Option<(u8, i8, u8)> {
+    use DataType as D;
+    Some(match t {
+        D::Decimal32(p, s) => (*p, *s, 9),
+        D::Decimal64(p, s) => (*p, *s, 18),
+        D::Decimal128(p, s) => (*p, *s, 38),
+        D::Decimal256(p, s) => (*p, *s, 76),
+        _ => return None,
+    })
+}
+
+/// The decimal holding every value of both: the larger scale, the most integer digits, in the
+/// wider Arrow decimal of the two (or a wider one the precision needs).
+fn widen_decimal((pa, sa, ma): (u8, i8, u8), (pb, sb, mb): (u8, i8, u8)) -> Option<DataType> {
+    use DataType as D;
+    let scale = sa.max(sb);
+    let digits = (i16::from(pa) - i16::from(sa)).max(i16::from(pb) - i16::from(sb));
+    let precision = u8::try_from(digits + i16::from(scale)).ok()?;
+    if precision == 0 {
+        return None;
+    }
+    let at_least = ma.max(mb);
+    Some(
+        match [9u8, 18, 38, 76]
+            .into_iter()
+            .find(|&m| m >= at_least && m >= precision)?
+        {
+            9 => D::Decimal32(precision, scale),
+            18 => D::Decimal64(precision, scale),
+            38 => D::Decimal128(precision, scale),
+            _ => D::Decimal256(precision, scale),
+        },
+    )
+}
+
+/// The finer of two time units.
+fn finer(
+    a: arrow::datatypes::TimeUnit,
+    b: arrow::datatypes::TimeUnit,
+) -> arrow::datatypes::TimeUnit {
+    use arrow::datatypes::TimeUnit as U;
+    let rank = |u: U| match u {
+        U::Second => 0,
+        U::Millisecond => 1,
+        U::Microsecond => 2,
+        U::Nanosecond => 3,
+    };
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
     }
 }
 
@@ -320,13 +482,21 @@ mod tests {
             ]),
             "column 'x' is Int64 in a.parquet but Utf8 in c.parquet"
         );
-        // Physical width and logical type both count.
+        // Widening has limits: no integer type holds both int64 and uint64, a double not every
+        // int64, and local time is not an instant.
+        assert_eq!(
+            err(vec![
+                ("a.parquet", vec![field("x", DataType::Int64, true)]),
+                ("b.parquet", vec![field("x", DataType::UInt64, true)]),
+            ]),
+            "column 'x' is Int64 in a.parquet but UInt64 in b.parquet"
+        );
         assert_eq!(
             err(vec![
                 ("a.parquet", vec![field("x", DataType::Int32, true)]),
-                ("b.parquet", vec![field("x", DataType::Int64, true)]),
+                ("b.parquet", vec![field("x", DataType::Float64, true)]),
             ]),
-            "column 'x' is Int32 in a.parquet but Int64 in b.parquet"
+            "column 'x' is Int32 in a.parquet but Float64 in b.parquet"
         );
         let ts = |tz: Option<&str>| {
             DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, tz.map(Into::into))
@@ -338,19 +508,32 @@ mod tests {
             ]),
             "column 't' is Timestamp(µs, \"UTC\") in a.parquet but Timestamp(µs) in b.parquet"
         );
+        // 40 integer digits and 40 decimals need 80 digits.
         assert_eq!(
             err(vec![
                 (
                     "a.parquet",
-                    vec![field("d", DataType::Decimal128(10, 2), true)]
+                    vec![field("d", DataType::Decimal256(76, 36), true)]
                 ),
                 (
                     "b.parquet",
-                    vec![field("d", DataType::Decimal128(10, 3), true)]
+                    vec![field("d", DataType::Decimal256(76, 40), true)]
                 ),
             ]),
-            "column 'd' is Decimal128(10, 2) in a.parquet but Decimal128(10, 3) in b.parquet"
+            "column 'd' is Decimal256(76, 36) in a.parquet but Decimal256(76, 40) in b.parquet"
         );
+        // Widening stops at the top level.
+        assert!(unify(&files(vec![
+            (
+                "a.parquet",
+                vec![field("l", list("item", DataType::Int32, true), true)]
+            ),
+            (
+                "b.parquet",
+                vec![field("l", list("item", DataType::Int64, true), true)]
+            ),
+        ]))
+        .is_err());
         assert_eq!(
             err(vec![(
                 "a.parquet",
@@ -360,6 +543,99 @@ mod tests {
                 ]
             )]),
             "column 'x' appears twice in a.parquet"
+        );
+    }
+
+    #[test]
+    fn safe_widenings_take_the_wider_type() {
+        use arrow::datatypes::TimeUnit::*;
+        use DataType as D;
+        let ts = |u, tz: Option<&str>| D::Timestamp(u, tz.map(Into::into));
+        let dict = D::Dictionary(Box::new(D::Int32), Box::new(D::Utf8));
+        let cases: Vec<(D, D, D)> = vec![
+            (D::Int32, D::Int64, D::Int64),
+            (D::Int32, D::UInt32, D::Int64),
+            (D::UInt32, D::Int32, D::Int64),
+            (D::Int8, D::UInt8, D::Int16),
+            (D::Int64, D::UInt16, D::Int64),
+            (D::UInt8, D::UInt32, D::UInt32),
+            (D::Float32, D::Float64, D::Float64),
+            (D::Float16, D::Float32, D::Float32),
+            (
+                D::Decimal128(10, 2),
+                D::Decimal128(12, 2),
+                D::Decimal128(12, 2),
+            ),
+            (
+                D::Decimal128(10, 2),
+                D::Decimal128(5, 4),
+                D::Decimal128(12, 4),
+            ),
+            (D::Decimal32(9, 2), D::Decimal64(10, 2), D::Decimal64(10, 2)),
+            (D::Decimal32(9, 0), D::Decimal32(9, 2), D::Decimal64(11, 2)),
+            (
+                D::Decimal128(38, 0),
+                D::Decimal128(38, 10),
+                D::Decimal256(48, 10),
+            ),
+            (
+                ts(Millisecond, None),
+                ts(Nanosecond, None),
+                ts(Nanosecond, None),
+            ),
+            (
+                ts(Microsecond, None),
+                ts(Millisecond, None),
+                ts(Microsecond, None),
+            ),
+            (
+                ts(Millisecond, Some("Europe/Paris")),
+                ts(Microsecond, Some("UTC")),
+                ts(Microsecond, Some("UTC")),
+            ),
+            (
+                ts(Microsecond, Some("+01:00")),
+                ts(Microsecond, Some("America/New_York")),
+                ts(Microsecond, Some("UTC")),
+            ),
+            (
+                ts(Microsecond, Some("+01:00")),
+                ts(Millisecond, Some("+01:00")),
+                ts(Microsecond, Some("+01:00")),
+            ),
+            (D::Utf8View, D::Utf8, D::Utf8),
+            (D::LargeUtf8, D::Utf8View, D::Utf8),
+            (dict.clone(), D::Utf8View, D::Utf8),
+            (dict, D::Utf8, D::Utf8),
+            (D::BinaryView, D::LargeBinary, D::Binary),
+        ];
+        for (a, b, want) in cases {
+            let u = unify(&files(vec![
+                ("a.parquet", vec![field("x", a.clone(), false)]),
+                ("b.parquet", vec![field("x", b.clone(), false)]),
+            ]))
+            .unwrap_or_else(|e| panic!("{a} with {b}: {e}"));
+            assert_eq!(u.schema.field(0).data_type(), &want, "{a} with {b}");
+            assert!(!u.schema.field(0).is_nullable());
+        }
+        // Each file's values conform to the wider type exactly.
+        let x: ArrayRef = Arc::new(arrow::array::UInt32Array::from(vec![Some(u32::MAX), None]));
+        let y = conform(&x, &D::Int64).unwrap();
+        assert_eq!(
+            y.as_primitive::<arrow::datatypes::Int64Type>(),
+            &Int64Array::from(vec![Some(i64::from(u32::MAX)), None])
+        );
+        // A value the finer unit cannot hold is an error, not a NULL.
+        let far: ArrayRef = Arc::new(arrow::array::TimestampMillisecondArray::from(vec![
+            32_503_680_000_000i64, // 3000-01-01
+        ]));
+        assert!(conform(&far, &ts(Nanosecond, None)).is_err());
+        let near: ArrayRef = Arc::new(arrow::array::TimestampMillisecondArray::from(vec![1_000]));
+        let n = conform(&near, &ts(Nanosecond, None)).unwrap();
+        assert_eq!(
+            n.as_primitive::<arrow::datatypes::TimestampNanosecondType>()
+                .value(0),
+            1_000_000_000
         );
     }
 

@@ -14,10 +14,14 @@
 //!   no arithmetic. Strings and binary compare bytewise, booleans false < true.
 //! * A NULL on either side makes the comparison NULL: the row is not selected (nor by its
 //!   negation).
+//!
+//! Over a dataset a side may name a column that is constant in a file (a hive partition key, or
+//! a column the file lacks, NULL): [`Comparison::fold`] puts its value in as a
+//! [`Operand::Constant`], so the file's residual names only the file's own columns.
 
 use std::fmt;
 
-use super::{cmp_f64, i128_from_be, CmpOp};
+use super::{cmp_f64, i128_from_be, to_scalar, CmpOp, PhysicalRef};
 use crate::error::{Error, Result};
 use crate::schema::{Domain, LeafColumn, LogicalKind};
 use crate::values::Values;
@@ -54,18 +58,60 @@ pub enum Operand {
     Column(usize),
     Number(Number),
     Arith(Box<Operand>, ArithOp, Box<Operand>),
+    /// A column that holds one non-null value in every row of a file (a partition key), typed
+    /// as that column: a partition `day` compares with a date column as a date would.
+    Constant(std::sync::Arc<Constant>),
+}
+
+/// The value of a column constant in a file ([`Operand::Constant`]).
+#[derive(Debug, Clone)]
+pub struct Constant {
+    /// The column it stands for (its type; its index is meaningless in the file).
+    pub column: LeafColumn,
+    /// Exactly one value, decoded as a dictionary of that column would be.
+    pub value: Values,
+}
+
+impl PartialEq for Constant {
+    fn eq(&self, other: &Constant) -> bool {
+        self.column.path == other.column.path
+            && self.column.physical == other.column.physical
+            && self.column.logical == other.column.logical
+            && self.value == other.value
+    }
 }
 
 impl Operand {
     fn columns(&self, out: &mut Vec<usize>) {
         match self {
             Operand::Column(c) => out.push(*c),
-            Operand::Number(_) => {}
+            Operand::Number(_) | Operand::Constant(_) => {}
             Operand::Arith(a, _, b) => {
                 a.columns(out);
                 b.columns(out);
             }
         }
+    }
+
+    /// `self` with the columns `constant` knows put in (`Err(())`: one of them is NULL, so is
+    /// the operand).
+    fn fold(
+        &self,
+        constant: &mut impl FnMut(usize) -> Option<Option<Constant>>,
+    ) -> std::result::Result<Operand, ()> {
+        Ok(match self {
+            Operand::Column(c) => match constant(*c) {
+                None => self.clone(),
+                Some(None) => return Err(()),
+                Some(Some(k)) => Operand::Constant(std::sync::Arc::new(k)),
+            },
+            Operand::Number(_) | Operand::Constant(_) => self.clone(),
+            Operand::Arith(a, op, b) => Operand::Arith(
+                Box::new(a.fold(constant)?),
+                *op,
+                Box::new(b.fold(constant)?),
+            ),
+        })
     }
 }
 
@@ -120,6 +166,33 @@ impl Comparison {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// The comparison in a file where some columns are constant: `constant(leaf)` is `None` for
+    /// a column the file reads, `Some(None)` for one that is NULL throughout (a column the file
+    /// lacks) and `Some(Some(value))` for a partition key. NULL on either side makes the
+    /// comparison NULL, which no row satisfies (negated or not: NOT sits on the operator); a
+    /// comparison left without columns is decided here.
+    pub fn fold(
+        &self,
+        constant: &mut impl FnMut(usize) -> Option<Option<Constant>>,
+    ) -> Result<super::Predicate> {
+        use super::Predicate;
+        let (Ok(left), Ok(right)) = (self.left.fold(constant), self.right.fold(constant)) else {
+            return Ok(Predicate::False);
+        };
+        let folded = Comparison {
+            left,
+            op: self.op,
+            right,
+        };
+        if !folded.columns().is_empty() {
+            return Ok(Predicate::Compare(std::sync::Arc::new(folded)));
+        }
+        Ok(match folded.evaluate(&[], 1)?.first() {
+            Some(true) => Predicate::True,
+            _ => Predicate::False,
+        })
     }
 
     /// The comparison with its operator negated (`NOT (a < b)` is `a >= b` for non-null rows).
@@ -281,33 +354,8 @@ fn type_of(o: &Operand, columns: &[LeafColumn]) -> Result<Type> {
     Ok(match o {
         Operand::Number(Number::Exact { scale, .. }) => Type::Exact(*scale),
         Operand::Number(Number::Float(_)) => Type::Float,
-        Operand::Column(c) => {
-            let col = column(columns, *c)?;
-            match (col.domain(), col.logical.clone()) {
-                (
-                    _,
-                    k @ (LogicalKind::Date
-                    | LogicalKind::Time { .. }
-                    | LogicalKind::Timestamp { .. }),
-                ) => Type::Temporal(k),
-                (Domain::Int | Domain::Decimal, LogicalKind::Decimal { scale, .. }) => Type::Exact(
-                    u8::try_from(scale)
-                        .unwrap_or(MAX_SCALE + 1)
-                        .min(MAX_SCALE + 1),
-                ),
-                (Domain::Int | Domain::UInt, _) => Type::Exact(0),
-                (Domain::Float, _) => Type::Float,
-                (Domain::Bytes, _) => Type::Bytes,
-                (Domain::Bool, _) => Type::Bool,
-                _ => {
-                    return Err(Error::unsupported(format!(
-                        "comparison on column '{}' of type {} is not supported",
-                        col.path,
-                        super::bind::type_name(col)
-                    )))
-                }
-            }
-        }
+        Operand::Constant(k) => column_type(&k.column)?,
+        Operand::Column(c) => column_type(column(columns, *c)?)?,
         Operand::Arith(a, op, b) => {
             let (ta, tb) = (type_of(a, columns)?, type_of(b, columns)?);
             match (&ta, &tb) {
@@ -336,6 +384,31 @@ fn type_of(o: &Operand, columns: &[LeafColumn]) -> Result<Type> {
                     )));
                 }
             }
+        }
+    })
+}
+
+/// What a column holds, for type checking.
+fn column_type(col: &LeafColumn) -> Result<Type> {
+    Ok(match (col.domain(), col.logical.clone()) {
+        (_, k @ (LogicalKind::Date | LogicalKind::Time { .. } | LogicalKind::Timestamp { .. })) => {
+            Type::Temporal(k)
+        }
+        (Domain::Int | Domain::Decimal, LogicalKind::Decimal { scale, .. }) => Type::Exact(
+            u8::try_from(scale)
+                .unwrap_or(MAX_SCALE + 1)
+                .min(MAX_SCALE + 1),
+        ),
+        (Domain::Int | Domain::UInt, _) => Type::Exact(0),
+        (Domain::Float, _) => Type::Float,
+        (Domain::Bytes, _) => Type::Bytes,
+        (Domain::Bool, _) => Type::Bool,
+        _ => {
+            return Err(Error::unsupported(format!(
+                "comparison on column '{}' of type {} is not supported",
+                col.path,
+                super::bind::type_name(col)
+            )))
         }
     })
 }
@@ -448,6 +521,31 @@ fn eval_operand(o: &Operand, rows: &[ColumnRows<'_>], n: usize) -> Result<Evalua
             values: Vector::Float(vec![*f; n]),
             validity: None,
         }),
+        Operand::Constant(k) => {
+            if k.value.len() != 1 {
+                return Err(Error::internal("a constant without its one value"));
+            }
+            let values = match &k.value {
+                Values::Bool(v) => Values::Bool(vec![v[0]; n]),
+                Values::I32(v) => Values::I32(vec![v[0]; n]),
+                Values::I64(v) => Values::I64(vec![v[0]; n]),
+                Values::F32(v) => Values::F32(vec![v[0]; n]),
+                Values::F64(v) => Values::F64(vec![v[0]; n]),
+                Values::Bytes(b) => {
+                    let one = b.get(0);
+                    let mut out = crate::values::ByteArrays::with_capacity(n, one.len() * n);
+                    (0..n).for_each(|_| out.push(one));
+                    Values::Bytes(out)
+                }
+                Values::I96(_) => return Err(Error::internal("an INT96 constant")),
+            };
+            let rows = ColumnRows {
+                column: &k.column,
+                values,
+                validity: vec![true; n],
+            };
+            column_vector(&rows, n)
+        }
         Operand::Column(c) => {
             let col = rows
                 .iter()
@@ -650,6 +748,10 @@ impl fmt::Display for Rendered<'_> {
                 Err(_) => write!(f, "#{c}"),
             },
             Operand::Number(Number::Float(x)) => write!(f, "{x:?}"),
+            Operand::Constant(k) => match first(&k.value).and_then(|v| to_scalar(&k.column, v)) {
+                Some(v) => write!(f, "{}", super::render::render_scalar(&k.column, &v)),
+                None => write!(f, "{}", k.column.path),
+            },
             Operand::Number(Number::Exact { unscaled, scale }) => {
                 write!(f, "{}", exact_text(*unscaled, *scale))
             }
@@ -669,6 +771,19 @@ impl fmt::Display for Rendered<'_> {
             }
         }
     }
+}
+
+/// The first value of `values`, if any.
+fn first(values: &Values) -> Option<PhysicalRef<'_>> {
+    Some(match values {
+        Values::Bool(v) => PhysicalRef::Bool(*v.first()?),
+        Values::I32(v) => PhysicalRef::I32(*v.first()?),
+        Values::I64(v) => PhysicalRef::I64(*v.first()?),
+        Values::F32(v) => PhysicalRef::F32(*v.first()?),
+        Values::F64(v) => PhysicalRef::F64(*v.first()?),
+        Values::Bytes(b) if !b.is_empty() => PhysicalRef::Bytes(b.get(0)),
+        Values::Bytes(_) | Values::I96(_) => return None,
+    })
 }
 
 /// `unscaled × 10^-scale` as decimal text.

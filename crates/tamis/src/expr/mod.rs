@@ -227,6 +227,27 @@ impl Predicate {
 }
 
 impl Predicate {
+    /// Each comparison between columns replaced by `f` of it (the tree is not simplified).
+    pub fn map_comparisons(
+        &self,
+        f: &mut impl FnMut(&compare::Comparison) -> crate::error::Result<Predicate>,
+    ) -> crate::error::Result<Predicate> {
+        Ok(match self {
+            Predicate::Compare(c) => f(c)?,
+            Predicate::And(c) => Predicate::And(
+                c.iter()
+                    .map(|p| p.map_comparisons(f))
+                    .collect::<crate::error::Result<_>>()?,
+            ),
+            Predicate::Or(c) => Predicate::Or(
+                c.iter()
+                    .map(|p| p.map_comparisons(f))
+                    .collect::<crate::error::Result<_>>()?,
+            ),
+            Predicate::True | Predicate::False | Predicate::Leaf(_) => self.clone(),
+        })
+    }
+
     /// Replaces leaves with a definite verdict by `True` / `False` and folds constants.
     pub fn simplify(&self, leaf: &mut impl FnMut(&Leaf) -> Verdict) -> Predicate {
         match self {

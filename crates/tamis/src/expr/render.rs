@@ -66,7 +66,7 @@ fn quote(s: &str) -> String {
 }
 
 /// A literal in the column's own terms (dates as dates, decimals scaled).
-fn render_scalar(col: &LeafColumn, s: &Scalar) -> String {
+pub(crate) fn render_scalar(col: &LeafColumn, s: &Scalar) -> String {
     let decimal = |v: i128, scale: i32| -> String {
         if scale <= 0 {
             return v.to_string();

@@ -14,6 +14,7 @@ mod pinned;
 pub mod plan;
 mod pools;
 mod prefetch;
+pub(crate) mod quiet;
 pub mod row_group;
 pub mod thrift_guard;
 
@@ -657,7 +658,8 @@ struct Shared {
 
 impl Shared {
     /// Row group `rg` of file `fi`, its batches handed to `emit` as they are made (until it
-    /// returns false); a panic inside becomes an internal error naming the row group.
+    /// returns false); a panic inside becomes an internal error naming the row group and
+    /// carrying the panic's message, which is not also printed ([`quiet`]).
     fn run_row_group(
         &self,
         (fi, rg, next_rg): (usize, usize, Option<usize>),
@@ -686,13 +688,13 @@ impl Shared {
             broken_index: self.broken_index,
             verify_index: self.verify_index,
         };
-        let result =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scan_row_group(&job, emit)))
-                .unwrap_or_else(|_| {
-                    Err(Error::internal("a row-group task panicked")
-                        .in_row_group(rg)
-                        .in_file(file.name()))
-                });
+        let result = quiet::catch(|| scan_row_group(&job, emit)).unwrap_or_else(|panic| {
+            Err(
+                Error::internal(format!("a row-group task panicked: {panic}"))
+                    .in_row_group(rg)
+                    .in_file(file.name()),
+            )
+        });
         self.done.fetch_add(1, Relaxed);
         result
     }
