@@ -631,3 +631,23 @@ impl ColumnContext for Error {
         self.in_column(column)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parquet_mr_before_1_2_9 as old;
+
+    #[test]
+    fn parquet_mr_versions_without_the_dictionary_header_in_chunk_sizes() {
+        assert!(old(Some("parquet-mr")));
+        assert!(old(Some("parquet-mr version 1.2.8")));
+        assert!(old(Some("parquet-mr version 1.2.8-SNAPSHOT (build abc)")));
+        assert!(!old(Some("parquet-mr version 1.2.9")));
+        assert!(!old(Some(
+            "parquet-mr version 1.12.0-201812210311360288-a86293f (build c)"
+        )));
+        assert!(!old(Some("parquet-mr version 1.10")));
+        assert!(!old(Some("parquet-cpp version 1.0.0")));
+        assert!(!old(Some("parquet-mrx")));
+        assert!(!old(None));
+    }
+}

@@ -673,7 +673,7 @@ mod tests {
         extra(&mut e);
         e.stop(); // ColumnMetaData
         e.stop(); // ColumnChunk
-        e.field(2, I64).varint(160).field(1, I64).varint(78).stop(); // RowGroup
+        e.field(1, I64).varint(160).field(1, I64).varint(78).stop(); // RowGroup
         e.stop(); // FileMetaData
         e.0
     }
