@@ -2,9 +2,9 @@
 //!
 //! Decoders produce physical values (`Values`); this module gives them their logical Arrow type —
 //! the type the `parquet` crate's own reader would produce for the column, including the hints of
-//! an embedded Arrow schema. Columns whose target type is not a plain reinterpretation of the
-//! physical values (nested, INT96, INTERVAL, unusual hints) are read through the `parquet`
-//! crate's reader instead (see `scan::fallback`).
+//! an embedded Arrow schema (INT96 in microseconds, see `scan::file`). Columns whose target type
+//! is not a plain reinterpretation of the physical values (nested, INTERVAL, unusual hints) are
+//! read through the `parquet` crate's reader instead (see `scan::fallback`).
 
 use std::sync::Arc;
 
@@ -60,9 +60,10 @@ fn native_type(leaf: &LeafColumn) -> Option<DataType> {
         (K::Timestamp { unit, .. }, PhysicalType::INT64) => {
             DataType::Timestamp(arrow_unit(*unit), None)
         }
-        // Read as the parquet crate and pyarrow do by default, in nanoseconds; a value outside
-        // that range is an error, never wrapped around (see `int96_nanos`).
-        (K::Int96, PhysicalType::INT96) => DataType::Timestamp(TimeUnit::Nanosecond, None),
+        // Microseconds, as Spark reads them (and pyarrow with `coerce_int96_timestamp_unit="us"`):
+        // Spark writes years 1 to 9999, beyond the nanosecond range. The unit depends on the
+        // physical type alone, so every file of a dataset agrees; see `int96_micros`.
+        (K::Int96, PhysicalType::INT96) => DataType::Timestamp(TimeUnit::Microsecond, None),
         (K::String, PhysicalType::BYTE_ARRAY) => DataType::Utf8,
         (K::Binary, PhysicalType::BYTE_ARRAY) => DataType::Binary,
         (K::Binary, PhysicalType::FIXED_LEN_BYTE_ARRAY) => {
@@ -162,27 +163,37 @@ fn byte_array<O: OffsetSizeTrait>(
     })
 }
 
-/// Julian day number of 1970-01-01.
-const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;
-const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+/// Microseconds from the start of Julian day 0 to 1970-01-01.
+const JULIAN_MICROS_OF_EPOCH: i128 = 2_440_588 * MICROS_PER_DAY;
+const MICROS_PER_DAY: i128 = 86_400_000_000;
 
 /// An INT96 timestamp (nanoseconds of the day in the first 8 bytes, the Julian day in the last
-/// 4, as Impala and Spark write it) as nanoseconds since the epoch, computed as the `parquet`
-/// crate does for every value in range (years 1677–2262). Outside that range the crate and
-/// pyarrow wrap around to a different instant and DuckDB refuses the value: so does tamis, saying
-/// which value.
-pub fn int96_nanos(words: [u32; 3]) -> Result<i64> {
-    let day = i64::from(words[2] as i32);
+/// 4, as Impala and Spark write it) as microseconds since the epoch, sub-microsecond digits
+/// truncated: the value Spark, the `parquet` crate (`Int96::to_micros`) and pyarrow
+/// (`coerce_int96_timestamp_unit="us"`) read for every instant in the microsecond range (about
+/// 290,000 years either side of 1970).
+///
+/// Spark writes an instant as its microseconds since Julian day 0, in an `i64` that overflows
+/// for instants after year 287,396, then split into day and time of day: such bytes, an instant
+/// less than that offset below the range, are that wrapped count, and wrap back to the instant
+/// written (`290000-12-31T01:00:00+02:00` in `int96_from_spark.parquet`), as Spark and the crate
+/// read them (pyarrow reads another instant). Any other value outside the range is refused,
+/// saying which (as DuckDB does), never wrapped to another instant.
+pub fn int96_micros(words: [u32; 3]) -> Result<i64> {
+    let day = i128::from(words[2] as i32);
     let nanos = ((words[1] as i64) << 32) + words[0] as i64;
-    (day - JULIAN_DAY_OF_EPOCH)
-        .checked_mul(NANOS_PER_DAY)
-        .and_then(|d| d.checked_add(nanos))
-        .ok_or_else(|| {
-            Error::unsupported(format!(
-                "INT96 timestamp (Julian day {day}, {nanos} ns into the day) is outside the \
-                 range of nanosecond timestamps (years 1677 to 2262)"
-            ))
-        })
+    let exact = day * MICROS_PER_DAY + i128::from(nanos / 1000) - JULIAN_MICROS_OF_EPOCH;
+    if let Ok(micros) = i64::try_from(exact) {
+        return Ok(micros);
+    }
+    let min = i128::from(i64::MIN);
+    if (min - JULIAN_MICROS_OF_EPOCH..min).contains(&exact) {
+        return Ok((exact + (1 << 64)) as i64);
+    }
+    Err(Error::unsupported(format!(
+        "INT96 timestamp (Julian day {day}, {nanos} ns into the day) is outside the range of \
+         microsecond timestamps"
+    )))
 }
 
 /// Builds the Arrow array of `target` type from projected values.
@@ -349,18 +360,18 @@ fn native_array(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
                 _ => Arc::new(TimestampNanosecondArray::new(x.into(), nulls).with_timezone_opt(tz)),
             }
         }
-        (DataType::Timestamp(TimeUnit::Nanosecond, _), Values::I96(x)) => {
+        (DataType::Timestamp(TimeUnit::Microsecond, _), Values::I96(x)) => {
             let tz = match target {
                 DataType::Timestamp(_, tz) => tz.clone(),
                 _ => None,
             };
             let x = x
                 .into_iter()
-                .map(int96_nanos)
+                .map(int96_micros)
                 .collect::<Result<Vec<i64>>>()
                 .map_err(|e| e.in_column(&leaf.path))?;
             let x = spread(x, v, has_nulls);
-            Arc::new(TimestampNanosecondArray::new(x.into(), nulls).with_timezone_opt(tz))
+            Arc::new(TimestampMicrosecondArray::new(x.into(), nulls).with_timezone_opt(tz))
         }
         (DataType::Utf8 | DataType::Binary, Values::Bytes(b)) => {
             // Over 2 GiB of values: 64-bit offsets. The scan stream then hands them out in
@@ -489,7 +500,7 @@ mod tests {
     use parquet::data_type::Int96;
     use proptest::prelude::*;
 
-    use super::int96_nanos;
+    use super::int96_micros;
 
     fn words(day: i32, nanos: u64) -> [u32; 3] {
         [nanos as u32, (nanos >> 32) as u32, day as u32]
@@ -497,36 +508,89 @@ mod tests {
 
     #[test]
     fn int96_edges() {
-        assert_eq!(int96_nanos(words(2_440_588, 0)).unwrap(), 0);
+        assert_eq!(int96_micros(words(2_440_588, 0)).unwrap(), 0);
+        assert_eq!(int96_micros(words(2_440_588, 1_999)).unwrap(), 1);
         assert_eq!(
-            int96_nanos(words(2_440_587, 86_399_999_999_999)).unwrap(),
+            int96_micros(words(2_440_587, 86_399_999_999_999)).unwrap(),
             -1
         );
-        // 2262-04-11T23:47:16.854775807 is i64::MAX nanoseconds; one more is out of range.
-        let (day, nanos) = (2_440_588 + 106_751, 85_636_854_775_807);
-        assert_eq!(int96_nanos(words(day, nanos)).unwrap(), i64::MAX);
-        let e = int96_nanos(words(day, nanos + 1)).unwrap_err();
+        // 9999-12-31T23:59:59.999999 (Spark's largest ordinary timestamp), beyond nanoseconds.
+        assert_eq!(
+            int96_micros(words(5_373_484, 86_399_999_999_000)).unwrap(),
+            253_402_300_799_999_999
+        );
+        // Julian day 0 (4714 BC) is in range too.
+        assert_eq!(
+            int96_micros(words(0, 0)).unwrap(),
+            -2_440_588 * 86_400_000_000
+        );
+        // i64::MAX microseconds is day 106,751,991 after the epoch and 14,454,775,807 µs;
+        // one microsecond more is out of range.
+        let (day, nanos) = (2_440_588 + 106_751_991, 14_454_775_807_999);
+        assert_eq!(int96_micros(words(day, nanos)).unwrap(), i64::MAX);
+        let e = int96_micros(words(day, nanos + 1)).unwrap_err();
         assert!(e.to_string().contains("outside the range"), "{e}");
-        for day in [i32::MIN, i32::MAX, 0, 5_000_000] {
-            assert!(int96_nanos(words(day, 0)).is_err(), "{day}");
+        for day in [i32::MIN, i32::MAX, -200_000_000, 110_000_000] {
+            assert!(int96_micros(words(day, 0)).is_err(), "{day}");
         }
+        // The last value of int96_from_spark.parquet, as its bytes hold it: Spark's overflowed
+        // Julian-day count of 290000-12-31T01:00:00+02:00.
+        let w = [0xc7b9_6000, 0xffff_e26e, -105_862_232i32 as u32];
+        assert_eq!(
+            ((w[1] as i64) << 32) + w[0] as i64,
+            -32_509_551_616_000,
+            "nanoseconds of the day"
+        );
+        assert_eq!(int96_micros(w).unwrap(), 9_089_380_393_200_000_000);
+    }
+
+    /// Spark's INT96 writer (`DateTimeUtils.toJulianDay`): microseconds since Julian day 0 in
+    /// a wrapping `i64`, split into day and nanoseconds of the day.
+    fn spark_int96(micros: i64) -> [u32; 3] {
+        let julian = micros.wrapping_add(2_440_588 * 86_400_000_000);
+        let (day, us) = (julian / 86_400_000_000, julian % 86_400_000_000);
+        let nanos = us * 1000;
+        [nanos as u32, (nanos >> 32) as u32, day as i32 as u32]
     }
 
     proptest! {
-        /// In range, the value is the parquet crate's (which wraps outside it).
+        /// Where tamis reads a value, it is the parquet crate's (which wraps everywhere).
         #[test]
-        fn int96_matches_the_parquet_crate_in_range(w in any::<[u32; 3]>()) {
+        fn int96_matches_the_parquet_crate_where_read(w in any::<[u32; 3]>()) {
             let mut v = Int96::new();
             v.set_data(w[0], w[1], w[2]);
-            match int96_nanos(w) {
-                Ok(n) => prop_assert_eq!(n, v.to_nanos()),
+            match int96_micros(w) {
+                Ok(n) => prop_assert_eq!(n, v.to_micros()),
                 Err(_) => {
                     let day = i128::from(w[2] as i32) - 2_440_588;
                     let nanos = i128::from(((w[1] as i64) << 32) + w[0] as i64);
-                    let exact = day * 86_400_000_000_000 + nanos;
+                    let exact = day * 86_400_000_000 + nanos / 1000;
                     prop_assert!(exact > i128::from(i64::MAX) || exact < i128::from(i64::MIN));
                 }
             }
+        }
+
+        /// Every timestamp Spark can write reads back as written.
+        #[test]
+        fn every_spark_timestamp_reads_back(micros in any::<i64>()) {
+            prop_assert_eq!(int96_micros(spark_int96(micros)).unwrap(), micros);
+        }
+    }
+
+    #[test]
+    fn spark_extremes_read_back() {
+        for micros in [
+            i64::MIN,
+            i64::MAX,
+            i64::MAX - 2_440_588 * 86_400_000_000,
+            0,
+            -1,
+        ] {
+            assert_eq!(
+                int96_micros(spark_int96(micros)).unwrap(),
+                micros,
+                "{micros}"
+            );
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Columns tamis does not decode itself (nested lists, structs and maps; INT96; INTERVAL;
+//! Columns tamis does not decode itself (nested lists, structs and maps; INTERVAL;
 //! unusual Arrow hints) are projected through the `parquet` crate's reader, restricted to the
 //! surviving rows of the row group with a `RowSelection` so its page index skips pages too.
 

@@ -12,10 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::basic::Type as PhysicalType;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{
+    ColumnChunkMetaData, FileMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
+};
 use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::page_index::index_reader::{decode_column_index, decode_offset_index};
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
@@ -24,7 +27,9 @@ use crate::error::{Error, Result};
 use crate::index::{DataFileIdentity, Lookup, SidecarState};
 use crate::io::location::FileRef;
 use crate::io::{ByteSource, FetchedRanges, Reader};
-use crate::scan::thrift_guard::{check_footer_in_tail, check_page_index};
+use crate::scan::thrift_guard::{
+    check_footer_in_tail, check_page_index, drop_mistyped_fields, footer_in_tail,
+};
 use crate::schema::{leaf_columns, LeafColumn};
 
 /// Largest row group tamis scans: selections are bitmaps over a row group's rows (256 MiB at
@@ -81,6 +86,173 @@ pub fn validate_footer(metadata: &ParquetMetaData, leaves: usize) -> Result<()> 
         }
     }
     Ok(())
+}
+
+/// Decodes the footer at the end of `tail` (the last bytes of a file of `len` bytes), without
+/// the fields whose Thrift type is not parquet.thrift's (see [`drop_mistyped_fields`]);
+/// `NeedMoreData` when `tail` does not hold all of it.
+fn decode_footer(tail: &bytes::Bytes, len: u64) -> parquet::errors::Result<ParquetMetaData> {
+    if let Some(footer) = footer_in_tail(tail).and_then(drop_mistyped_fields) {
+        return ParquetMetaDataReader::decode_metadata(&footer);
+    }
+    let mut reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
+    reader.try_parse_sized(tail, len)?;
+    reader.finish()
+}
+
+/// The footer with what pyarrow (Arrow C++) and DuckDB correct for corrected the same way,
+/// before anything reads pages by it (the footer was validated; the footer itself starts at
+/// `footer_start`):
+///
+/// - The file's row count is the sum of its row groups': those are what readers read
+///   (`repeated_no_annotation.parquet` says 0 rows with 6 in its row group).
+/// - A `dictionary_page_offset` inside the leading magic or after the first data page cannot
+///   be where the dictionary is (Dremio writes 0): the chunk starts at its first data page,
+///   where the page reader meets the dictionary page if there is one (Arrow C++ reads from
+///   there too).
+/// - parquet-mr before 1.2.9 left the dictionary page header out of a chunk's size
+///   (PARQUET-816, IMPALA-694): as Arrow C++ does, such a chunk gets up to 100 more bytes, here
+///   only up to where the next chunk (or the footer) starts, so a chunk without a dictionary
+///   page, already ending there, is unchanged.
+pub fn normalize_footer(metadata: ParquetMetaData, footer_start: u64) -> Result<ParquetMetaData> {
+    let fm = metadata.file_metadata();
+    let rows = (metadata.row_groups().iter()).try_fold(0i64, |n, g| n.checked_add(g.num_rows()));
+    let fix_rows = rows.filter(|&r| r != fm.num_rows());
+    let short_dictionary = parquet_mr_before_1_2_9(fm.created_by());
+    let misplaced = |c: &ColumnChunkMetaData| {
+        (c.dictionary_page_offset()).is_some_and(|d| d < 4 || d > c.data_page_offset())
+    };
+    let any_misplaced = (metadata.row_groups().iter()).any(|g| g.columns().iter().any(misplaced));
+    if fix_rows.is_none() && !short_dictionary && !any_misplaced {
+        return Ok(metadata);
+    }
+    // Where a chunk may end at most: the next chunk's start, else the footer's.
+    let mut starts: Vec<u64> = (metadata.row_groups().iter())
+        .flat_map(|g| g.columns().iter().map(|c| c.byte_range().0))
+        .collect();
+    starts.sort_unstable();
+    let limit = |start: u64| {
+        let next = starts.partition_point(|&s| s <= start);
+        starts
+            .get(next)
+            .map_or(footer_start, |&s| s.min(footer_start))
+    };
+    let fix_chunk = |mut chunk: ColumnChunkMetaData| -> Result<ColumnChunkMetaData> {
+        if misplaced(&chunk) {
+            chunk = chunk
+                .into_builder()
+                .set_dictionary_page_offset(None)
+                .build()?;
+        }
+        if short_dictionary {
+            let (start, len) = chunk.byte_range();
+            let end = start.saturating_add(len);
+            let padded = end.saturating_add(100).min(limit(start));
+            if padded > end {
+                let size = chunk.compressed_size() + (padded - end) as i64;
+                chunk = chunk
+                    .into_builder()
+                    .set_total_compressed_size(size)
+                    .build()?;
+            }
+        }
+        Ok(chunk)
+    };
+    let file_metadata = FileMetaData::new(
+        fm.version(),
+        fix_rows.unwrap_or(fm.num_rows()),
+        fm.created_by().map(str::to_string),
+        fm.key_value_metadata().cloned(),
+        fm.schema_descr_ptr(),
+        fm.column_orders().cloned(),
+    );
+    let mut groups = Vec::with_capacity(metadata.num_row_groups());
+    for group in metadata.into_builder().take_row_groups() {
+        let mut g = group.into_builder();
+        let columns = (g.take_columns().into_iter())
+            .map(fix_chunk)
+            .collect::<Result<Vec<_>>>()?;
+        groups.push(g.set_column_metadata(columns).build()?);
+    }
+    Ok(ParquetMetaData::new(file_metadata, groups))
+}
+
+/// Whether `created_by` names parquet-mr older than 1.2.9 (no version counts as older, as
+/// Arrow C++ reads it), whose chunk sizes leave out the dictionary page header.
+fn parquet_mr_before_1_2_9(created_by: Option<&str>) -> bool {
+    let Some(rest) = created_by.and_then(|c| c.strip_prefix("parquet-mr")) else {
+        return false;
+    };
+    if !(rest.is_empty() || rest.starts_with(' ')) {
+        return false;
+    }
+    let Some(version) = rest.trim_start().strip_prefix("version ") else {
+        return true;
+    };
+    let numbers: Vec<u64> = (version.split(|c: char| !c.is_ascii_digit() && c != '.'))
+        .next()
+        .unwrap_or("")
+        .split('.')
+        .take(3)
+        .map(|n| n.parse().unwrap_or(0))
+        .collect();
+    let v = |i: usize| numbers.get(i).copied().unwrap_or(0);
+    (v(0), v(1), v(2)) < (1, 2, 9)
+}
+
+/// The Arrow view of the file: the `parquet` crate's (with the hints of an embedded Arrow
+/// schema), except that every INT96 leaf, at any depth, is `Timestamp(Microsecond)` (keeping a
+/// hinted time zone): the unit Spark reads, which holds the years 1 to 9999 Spark writes (the
+/// nanosecond default ends in 2262). The rule depends on the schema alone, so the files of a
+/// dataset agree; the crate's nested reader converts to the same unit (`scan::fallback`).
+fn arrow_metadata(metadata: &Arc<ParquetMetaData>) -> Result<ArrowReaderMetadata> {
+    let plain = ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())?;
+    let descr = metadata.file_metadata().schema_descr();
+    let int96: Vec<bool> = (descr.columns().iter())
+        .map(|c| c.physical_type() == PhysicalType::INT96)
+        .collect();
+    if !int96.contains(&true) {
+        return Ok(plain);
+    }
+    // Arrow leaves are the Parquet leaves, in the same depth-first order.
+    let mut leaf = 0;
+    let fields: Vec<FieldRef> = (plain.schema().fields().iter())
+        .map(|f| int96_as_micros(f, &int96, &mut leaf))
+        .collect();
+    if leaf != int96.len() {
+        return Err(Error::internal(format!(
+            "the Arrow schema has {leaf} leaves, the Parquet schema {}",
+            int96.len()
+        )));
+    }
+    let schema = Schema::new_with_metadata(fields, plain.schema().metadata().clone());
+    let options = ArrowReaderOptions::new().with_schema(Arc::new(schema));
+    Ok(ArrowReaderMetadata::try_new(metadata.clone(), options)?)
+}
+
+/// `field` with the type of its leaves that are INT96 (`int96[leaf]`, counted from `leaf`)
+/// made `Timestamp(Microsecond)`.
+fn int96_as_micros(field: &FieldRef, int96: &[bool], leaf: &mut usize) -> FieldRef {
+    use DataType as D;
+    let mut inner = |f: &FieldRef| int96_as_micros(f, int96, leaf);
+    let data_type = match field.data_type() {
+        D::Struct(children) => D::Struct(children.iter().map(&mut inner).collect()),
+        D::List(f) => D::List(inner(f)),
+        D::LargeList(f) => D::LargeList(inner(f)),
+        D::ListView(f) => D::ListView(inner(f)),
+        D::LargeListView(f) => D::LargeListView(inner(f)),
+        D::FixedSizeList(f, n) => D::FixedSizeList(inner(f), *n),
+        D::Map(f, sorted) => D::Map(inner(f), *sorted),
+        other => {
+            let is_int96 = int96.get(*leaf).copied().unwrap_or(false);
+            *leaf += 1;
+            match other {
+                D::Timestamp(_, tz) if is_int96 => D::Timestamp(TimeUnit::Microsecond, tz.clone()),
+                _ => return field.clone(),
+            }
+        }
+    };
+    Arc::new(Field::clone(field).with_data_type(data_type))
 }
 
 /// The page index of one column chunk (either part may be absent).
@@ -141,32 +313,30 @@ impl OpenedFile {
         let mut open_requests = 1;
         let mut tail_bytes = tail_bytes;
         check_footer_in_tail(&tail_bytes).map_err(ctx)?;
-        let mut reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
         // The first read was a guess; a larger footer needs exactly one more.
-        let first = reader.try_parse_sized(&tail_bytes, len);
-        if let Err(ParquetError::NeedMoreData(needed)) = first {
-            let needed = (needed as u64).min(len);
-            let never = std::sync::atomic::AtomicBool::new(false);
-            tail_bytes = source
-                .read_ranges(std::slice::from_ref(&(len - needed..len)), &never)
-                .map_err(ctx)?
-                .pop()
-                .unwrap_or_default();
-            open_bytes += needed;
-            open_requests += 1;
-            check_footer_in_tail(&tail_bytes).map_err(ctx)?;
-            reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
-            reader
-                .try_parse_sized(&tail_bytes, len)
-                .map_err(|e| ctx(Error::from(e)))?;
-        } else {
-            first.map_err(|e| ctx(Error::from(e)))?;
+        let metadata = match decode_footer(&tail_bytes, len) {
+            Err(ParquetError::NeedMoreData(needed)) => {
+                let needed = (needed as u64).min(len);
+                let never = std::sync::atomic::AtomicBool::new(false);
+                tail_bytes = source
+                    .read_ranges(std::slice::from_ref(&(len - needed..len)), &never)
+                    .map_err(ctx)?
+                    .pop()
+                    .unwrap_or_default();
+                open_bytes += needed;
+                open_requests += 1;
+                check_footer_in_tail(&tail_bytes).map_err(ctx)?;
+                decode_footer(&tail_bytes, len)
+            }
+            other => other,
         }
-        let metadata = Arc::new(reader.finish().map_err(|e| ctx(Error::from(e)))?);
-        let arrow = ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())
-            .map_err(|e| ctx(Error::from(e)))?;
+        .map_err(|e| ctx(Error::from(e)))?;
         let leaves = leaf_columns(metadata.file_metadata().schema_descr());
         validate_footer(&metadata, leaves.len()).map_err(ctx)?;
+        let footer_start = (len.saturating_sub(8))
+            .saturating_sub(footer_in_tail(&tail_bytes).map_or(0, |f| f.len() as u64));
+        let metadata = Arc::new(normalize_footer(metadata, footer_start).map_err(ctx)?);
+        let arrow = arrow_metadata(&metadata).map_err(ctx)?;
         let chunks = metadata.num_row_groups() * leaves.len();
         let held = tail_bytes.len() as u64;
         let tail_start = len - tail_bytes.len() as u64;
@@ -202,8 +372,7 @@ impl OpenedFile {
         let location = file.location();
         let ctx = |e: Error| e.in_file(&location);
         let source = file.reopen(identity).map_err(ctx)?;
-        let arrow = ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())
-            .map_err(|e| ctx(Error::from(e)))?;
+        let arrow = arrow_metadata(&metadata).map_err(ctx)?;
         let leaves = leaf_columns(metadata.file_metadata().schema_descr());
         let chunks = metadata.num_row_groups() * leaves.len();
         Ok(OpenedFile {
@@ -461,5 +630,25 @@ impl ColumnContext for Error {
     fn with_context_column(mut self, column: &str, what: &str) -> Self {
         self.message = format!("reading the {what}: {}", self.message);
         self.in_column(column)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parquet_mr_before_1_2_9 as old;
+
+    #[test]
+    fn parquet_mr_versions_without_the_dictionary_header_in_chunk_sizes() {
+        assert!(old(Some("parquet-mr")));
+        assert!(old(Some("parquet-mr version 1.2.8")));
+        assert!(old(Some("parquet-mr version 1.2.8-SNAPSHOT (build abc)")));
+        assert!(!old(Some("parquet-mr version 1.2.9")));
+        assert!(!old(Some(
+            "parquet-mr version 1.12.0-201812210311360288-a86293f (build c)"
+        )));
+        assert!(!old(Some("parquet-mr version 1.10")));
+        assert!(!old(Some("parquet-cpp version 1.0.0")));
+        assert!(!old(Some("parquet-mrx")));
+        assert!(!old(None));
     }
 }

@@ -35,6 +35,108 @@ const MAP: u8 = 11;
 const STRUCT: u8 = 12;
 const UUID: u8 = 13;
 
+/// The footer (`FileMetaData` bytes) at the end of `tail` when `tail` holds all of it and it
+/// is a plain (unencrypted) footer.
+pub fn footer_in_tail(tail: &[u8]) -> Option<&[u8]> {
+    let n = tail.len();
+    if n < 8 || &tail[n - 4..] != b"PAR1" {
+        return None;
+    }
+    let len = u32::from_le_bytes(tail[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
+    let start = (n - 8).checked_sub(len)?;
+    Some(&tail[start..n - 8])
+}
+
+/// The footer without the fields whose Thrift type is not the one parquet.thrift declares for
+/// their id, in `FileMetaData`, `RowGroup`, `ColumnChunk` and `ColumnMetaData`; `None` when
+/// there is none (or the bytes do not walk: the `parquet` crate's decoder then says why).
+///
+/// The Thrift readers of pyarrow (C++) and parquet-mr (Java) skip such a field, as Thrift's
+/// generated code does; the `parquet` crate reads the bytes as the declared type instead and
+/// goes astray (Dremio writes a list of page headers as `ColumnMetaData` field 15, declared
+/// `i32 bloom_filter_length`). Integer fields of another width are kept: their compact encoding
+/// is the same varint, which the crate reads correctly.
+pub fn drop_mistyped_fields(footer: &[u8]) -> Option<Vec<u8>> {
+    let mut c = Compact::new(footer);
+    let mut out = Vec::with_capacity(footer.len());
+    let mut dropped = 0;
+    c.rewrite_struct(Footer::FileMetaData, &mut out, &mut dropped)
+        .ok()?;
+    (dropped > 0).then_some(out)
+}
+
+/// Classes of Thrift compact types that read alike (the integer widths share one varint
+/// encoding; a set's header is a list's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Bool,
+    Byte,
+    Int,
+    Double,
+    Binary,
+    List,
+    Map,
+    Struct,
+    Uuid,
+}
+
+fn class(ty: u8) -> Option<Class> {
+    Some(match ty {
+        BOOL_TRUE | BOOL_FALSE => Class::Bool,
+        BYTE => Class::Byte,
+        I16 | I32 | I64 => Class::Int,
+        DOUBLE => Class::Double,
+        BINARY => Class::Binary,
+        LIST | SET => Class::List,
+        MAP => Class::Map,
+        STRUCT => Class::Struct,
+        UUID => Class::Uuid,
+        _ => return None,
+    })
+}
+
+/// The footer structs [`drop_mistyped_fields`] checks.
+#[derive(Debug, Clone, Copy)]
+enum Footer {
+    FileMetaData,
+    RowGroup,
+    ColumnChunk,
+    ColumnMetaData,
+}
+
+impl Footer {
+    /// The class parquet.thrift declares for field `id` (`None`: a field it does not know,
+    /// which every reader skips by its own type).
+    fn declared(self, id: i64) -> Option<Class> {
+        use Class::*;
+        Some(match (self, id) {
+            (Footer::FileMetaData, 1 | 3) => Int,
+            (Footer::FileMetaData, 2 | 4 | 5 | 7) => List,
+            (Footer::FileMetaData, 6 | 9) => Binary,
+            (Footer::FileMetaData, 8) => Struct,
+            (Footer::RowGroup, 1 | 4) => List,
+            (Footer::RowGroup, 2 | 3 | 5 | 6 | 7) => Int,
+            (Footer::ColumnChunk, 1 | 9) => Binary,
+            (Footer::ColumnChunk, 2 | 4 | 5 | 6 | 7) => Int,
+            (Footer::ColumnChunk, 3 | 8) => Struct,
+            (Footer::ColumnMetaData, 1 | 4 | 5 | 6 | 7 | 9 | 10 | 11 | 14 | 15) => Int,
+            (Footer::ColumnMetaData, 2 | 3 | 8 | 13) => List,
+            (Footer::ColumnMetaData, 12 | 16 | 17) => Struct,
+            _ => return None,
+        })
+    }
+
+    /// The checked struct that field `id` holds (itself, or as the elements of a list).
+    fn inner(self, id: i64) -> Option<Footer> {
+        match (self, id) {
+            (Footer::FileMetaData, 4) => Some(Footer::RowGroup),
+            (Footer::RowGroup, 1) => Some(Footer::ColumnChunk),
+            (Footer::ColumnChunk, 3) => Some(Footer::ColumnMetaData),
+            _ => None,
+        }
+    }
+}
+
 /// Checks a serialized `FileMetaData` (the footer, without its length and magic).
 pub fn check_file_metadata(bytes: &[u8]) -> Result<()> {
     let mut c = Compact::new(bytes);
@@ -56,15 +158,7 @@ pub fn check_file_metadata(bytes: &[u8]) -> Result<()> {
 /// Checks the footer at the end of `tail` (the last bytes of a file) when `tail` holds all of
 /// it; a shorter tail or an encrypted footer is left to the `parquet` crate's reader.
 pub fn check_footer_in_tail(tail: &[u8]) -> Result<()> {
-    let n = tail.len();
-    if n < 8 || &tail[n - 4..] != b"PAR1" {
-        return Ok(());
-    }
-    let len = u32::from_le_bytes(tail[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
-    match (n - 8).checked_sub(len) {
-        Some(start) => check_file_metadata(&tail[start..n - 8]),
-        None => Ok(()),
-    }
+    footer_in_tail(tail).map_or(Ok(()), check_file_metadata)
 }
 
 /// Reads the footer of a local file and checks it (for readers that hand the file to the
@@ -311,6 +405,58 @@ impl<'a> Compact<'a> {
         }
     }
 
+    /// Copies the struct at the cursor to `out` as a `kind`, leaving out its mistyped fields
+    /// (counted in `dropped`) and those of the checked structs inside it.
+    fn rewrite_struct(&mut self, kind: Footer, out: &mut Vec<u8>, dropped: &mut usize) -> Walk<()> {
+        let mut last = 0;
+        let mut last_written = 0;
+        while let Some((id, ty)) = self.field(&mut last)? {
+            if kind.declared(id).is_some_and(|c| class(ty) != Some(c)) {
+                self.skip(ty, 1)?;
+                *dropped += 1;
+                continue;
+            }
+            // Field ids are deltas from the previous field written, short or long form.
+            match id.checked_sub(last_written) {
+                Some(delta @ 1..=15) => out.push(((delta as u8) << 4) | ty),
+                _ => {
+                    let id16 = i16::try_from(id).map_err(|_| format!("field id {id}"))?;
+                    out.push(ty);
+                    let mut v = ((id16 << 1) ^ (id16 >> 15)) as u16;
+                    while v >= 0x80 {
+                        out.push((v as u8) | 0x80);
+                        v >>= 7;
+                    }
+                    out.push(v as u8);
+                }
+            }
+            last_written = id;
+            let start = self.pos;
+            match (kind.inner(id), ty) {
+                (Some(inner), STRUCT) => self.rewrite_struct(inner, out, dropped)?,
+                (Some(inner), LIST) => {
+                    let (count, elem) = self.list_header()?;
+                    out.extend_from_slice(&self.bytes[start..self.pos]);
+                    for _ in 0..count {
+                        if elem == STRUCT {
+                            self.rewrite_struct(inner, out, dropped)?;
+                        } else {
+                            let at = self.pos;
+                            self.skip_value(elem, 2)?;
+                            out.extend_from_slice(&self.bytes[at..self.pos]);
+                        }
+                    }
+                }
+                _ => {
+                    self.skip(ty, 1)?;
+                    out.extend_from_slice(&self.bytes[start..self.pos]);
+                }
+            }
+        }
+        out.push(0);
+        Ok(())
+    }
+
     /// The footer's schema list: skips each `SchemaElement`, keeping its `num_children`
     /// (field 5, 0 when absent).
     fn schema_list(&mut self) -> Walk<Vec<i32>> {
@@ -495,6 +641,69 @@ mod tests {
             err.to_string().contains("2147483647 bytes uncompressed"),
             "{err}"
         );
+    }
+
+    /// A footer of one row group with one column chunk whose `ColumnMetaData` holds
+    /// `extra` (written by the closure) between field 11 and field 16.
+    fn footer_with(extra: impl Fn(&mut Enc)) -> Vec<u8> {
+        let mut e = Enc::default();
+        // FileMetaData: version, schema (root + one INT32 leaf), num_rows, row_groups.
+        e.i32(1, 1).list(1, 2, STRUCT);
+        e.string(4, "root").i32(1, 1).stop();
+        e.i32(1, 1).i32(2, 0).string(1, "x").stop();
+        e.field(1, I64).varint(78); // num_rows 39
+        e.list(1, 1, STRUCT);
+        // RowGroup { 1: columns [ColumnChunk { 2: file_offset, 3: meta_data }], 3: num_rows }
+        e.list(1, 1, STRUCT);
+        e.field(2, I64).varint(8).field(1, STRUCT);
+        e.i32(1, 1)
+            .list(1, 1, I32)
+            .varint(0)
+            .list(1, 1, BINARY)
+            .varint(1);
+        e.0.push(b'x');
+        e.i32(1, 0); // codec
+        e.field(1, I64)
+            .varint(78)
+            .field(1, I64)
+            .varint(80)
+            .field(1, I64)
+            .varint(80);
+        e.field(2, I64).varint(8).field(2, I64).varint(0); // data page 4, dictionary page 0
+        extra(&mut e);
+        e.stop(); // ColumnMetaData
+        e.stop(); // ColumnChunk
+        e.field(1, I64).varint(160).field(1, I64).varint(78).stop(); // RowGroup
+        e.stop(); // FileMetaData
+        e.0
+    }
+
+    #[test]
+    fn mistyped_fields_are_dropped_as_thrift_readers_skip_them() {
+        // Dremio's field 15: a list of structs where parquet.thrift has `i32
+        // bloom_filter_length`; then a field 16 (an empty SizeStatistics) to re-delta.
+        let dremio = footer_with(|e| {
+            e.list(4, 1, STRUCT).i32(1, 0).stop();
+            e.field(1, STRUCT).stop();
+        });
+        let without = footer_with(|e| {
+            e.field(5, STRUCT).stop();
+        });
+        let fixed = drop_mistyped_fields(&dremio).expect("field 15 dropped");
+        assert_eq!(fixed, without);
+        let meta = parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&fixed).unwrap();
+        assert_eq!(meta.row_group(0).num_rows(), 39);
+        assert_eq!(meta.row_group(0).column(0).data_page_offset(), 4);
+        // Nothing to drop: no rewrite (an i64 where an i32 is declared reads the same).
+        assert_eq!(drop_mistyped_fields(&without), None);
+        let wide = footer_with(|e| {
+            e.field(4, I64).varint(8);
+        });
+        assert_eq!(drop_mistyped_fields(&wide), None);
+        // Truncated bytes: left to the crate's decoder.
+        for n in 0..dremio.len() {
+            let _ = drop_mistyped_fields(&dremio[..n]);
+        }
     }
 
     #[test]

@@ -25,10 +25,34 @@ pub fn batch(cols: Vec<(&str, ArrayRef, bool)>) -> RecordBatch {
     .unwrap()
 }
 
-/// Reads a whole file with the `parquet` crate, all columns, concatenated.
+/// Reads a whole file with the `parquet` crate, all columns, concatenated. Top-level INT96
+/// columns are read in microseconds, the unit tamis gives INT96 (the crate's default,
+/// nanoseconds, wraps around beyond 2262); the crate converts them itself.
 pub fn oracle_read(path: &Path) -> Result<RecordBatch, String> {
+    use arrow::datatypes::{Field, TimeUnit};
+    use parquet::arrow::arrow_reader::ArrowReaderOptions;
     let f = File::open(path).map_err(|e| e.to_string())?;
-    let b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string())?;
+    let mut b = ParquetRecordBatchReaderBuilder::try_new(f.try_clone().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let int96: Vec<String> = (b.parquet_schema().columns().iter())
+        .filter(|c| c.physical_type() == parquet::basic::Type::INT96 && c.path().parts().len() == 1)
+        .map(|c| c.path().parts()[0].clone())
+        .collect();
+    if !int96.is_empty() {
+        let fields: Vec<Field> = (b.schema().fields().iter())
+            .map(|f| match f.data_type() {
+                DataType::Timestamp(_, tz) if int96.contains(f.name()) => f
+                    .as_ref()
+                    .clone()
+                    .with_data_type(DataType::Timestamp(TimeUnit::Microsecond, tz.clone())),
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        let schema = Schema::new_with_metadata(fields, b.schema().metadata().clone());
+        let options = ArrowReaderOptions::new().with_schema(Arc::new(schema));
+        b = ParquetRecordBatchReaderBuilder::try_new_with_options(f, options)
+            .map_err(|e| e.to_string())?;
+    }
     let schema = b.schema().clone();
     let reader = b.with_batch_size(4096).build().map_err(|e| e.to_string())?;
     let mut batches = Vec::new();
