@@ -296,6 +296,10 @@ pub struct SqlArgs {
     /// Do not push join keys into the scans (runtime filters): same rows, more read.
     #[arg(long)]
     pub no_runtime_filters: bool,
+    /// Also run statements, not only queries: DDL (CREATE EXTERNAL TABLE, CREATE VIEW, DROP…),
+    /// DML (INSERT, COPY … TO) and SET; they may read and write any local file.
+    #[arg(long)]
+    pub allow_statements: bool,
 }
 
 #[derive(Args, Debug)]

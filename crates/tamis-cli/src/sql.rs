@@ -27,19 +27,16 @@ pub fn run(args: &SqlArgs) -> CliResult<()> {
         tables.push((name.clone(), path.clone()));
     }
     let options: tamis::io::StorageOptions = args.storage_options.iter().cloned().collect();
-    let threads = args.threads.map(|t| t as usize).unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let (schema, batches) = tamis_datafusion::sql::run(
-        &args.query,
-        &tables,
-        &options,
-        threads,
-        !args.no_runtime_filters,
-    )
-    .map_err(CliError::msg)?;
+    let mut run = tamis_datafusion::sql::RunOptions {
+        runtime_filters: !args.no_runtime_filters,
+        allow_statements: args.allow_statements,
+        ..Default::default()
+    };
+    if let Some(threads) = args.threads {
+        run.threads = threads as usize;
+    }
+    let (schema, batches) =
+        tamis_datafusion::sql::run(&args.query, &tables, &options, &run).map_err(CliError::msg)?;
     match args.format {
         Format::Table => {
             // With the schema, so that an empty result still prints its header.

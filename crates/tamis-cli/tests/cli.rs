@@ -831,3 +831,72 @@ fn sql_joins_tables_of_a_directory_with_and_without_runtime_filters() {
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(stderr(&o).starts_with("error: ") && stderr(&o).contains("nope"));
 }
+
+/// `tamis sql` runs queries only: statements that create tables or views, write files or set
+/// options print one `error:` line naming the opt-in and exit with 1, having done nothing;
+/// `--allow-statements` runs them.
+#[test]
+fn sql_refuses_statements_unless_allowed() {
+    let (dir, file) = lineitem_dir();
+    let table = format!("lineitem={}", s(&file));
+    let out = dir.path().join("copied.csv");
+    let refused = [
+        format!(
+            "CREATE EXTERNAL TABLE e STORED AS CSV LOCATION '{}'",
+            s(&file)
+        ),
+        "CREATE TABLE c AS SELECT * FROM lineitem".to_string(),
+        format!(
+            "COPY (SELECT l_orderkey FROM lineitem) TO '{}' STORED AS CSV",
+            s(&out)
+        ),
+        "INSERT INTO lineitem SELECT * FROM lineitem".to_string(),
+        "SET datafusion.execution.batch_size = 1".to_string(),
+        "DROP TABLE lineitem".to_string(),
+        "CREATE VIEW v AS SELECT l_orderkey FROM lineitem".to_string(),
+    ];
+    for sql in &refused {
+        let o = tamis(&["sql", sql, "--table", &table]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{sql}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{sql}: one line: {err}");
+        assert!(err.starts_with("error: "), "{sql}: {err}");
+        assert!(err.contains("--allow-statements"), "{sql}: {err}");
+        assert!(stdout(&o).is_empty(), "{sql}: {}", stdout(&o));
+        assert!(!out.exists(), "{sql} wrote {}", s(&out));
+    }
+
+    // Queries: SELECT, WITH, EXPLAIN.
+    let rows = parquet_rows(&file);
+    let o = ok(tamis(&[
+        "sql",
+        "WITH w AS (SELECT l_orderkey FROM lineitem) SELECT count(*) AS n FROM w",
+        "--table",
+        &table,
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(stdout(&o).lines().nth(1), Some(rows.to_string().as_str()));
+    let o = ok(tamis(&[
+        "sql",
+        "EXPLAIN SELECT l_orderkey FROM lineitem WHERE l_quantity < 5",
+        "--table",
+        &table,
+    ]));
+    assert!(stdout(&o).contains("TamisExec"), "{}", stdout(&o));
+
+    // Allowed: the COPY writes every row.
+    let copy = format!(
+        "COPY (SELECT l_orderkey FROM lineitem) TO '{}' STORED AS CSV",
+        s(&out)
+    );
+    ok(tamis(&[
+        "sql",
+        &copy,
+        "--table",
+        &table,
+        "--allow-statements",
+    ]));
+    let copied = std::fs::read_to_string(&out).expect("the COPY's file");
+    assert_eq!(csv_rows(&copied), rows);
+}

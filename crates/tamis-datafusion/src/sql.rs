@@ -3,9 +3,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::{DataFrame, SQLOptions, SessionConfig, SessionContext};
 use tamis_arrow::array::RecordBatch;
 use tamis_arrow::datatypes::SchemaRef;
 
@@ -122,11 +123,13 @@ pub fn precheck(query: &str) -> Result<(), String> {
     use sqlparser::dialect::GenericDialect;
     use sqlparser::parser::Parser;
 
+    // The statement's first word, behind any `EXPLAIN [ANALYZE] [VERBOSE]` (DataFusion also
+    // explains its own statements).
     let first = query
         .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .to_ascii_uppercase();
+        .map(str::to_ascii_uppercase)
+        .find(|w| !["EXPLAIN", "ANALYZE", "VERBOSE"].contains(&w.as_str()))
+        .unwrap_or_default();
     if DATAFUSION_STATEMENTS.contains(&first.as_str()) {
         return Ok(());
     }
@@ -141,24 +144,90 @@ pub fn precheck(query: &str) -> Result<(), String> {
 /// Nesting depth the pre-check accepts (DataFusion's parser also stops at 50).
 const PARSE_DEPTH: usize = 50;
 
+/// How [`run`] runs a query.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Worker threads and DataFusion partitions.
+    pub threads: usize,
+    /// Whether a hash join's build-side keys are pushed into the probe side's scans.
+    pub runtime_filters: bool,
+    /// Whether statements other than queries run: DDL (`CREATE EXTERNAL TABLE`, `CREATE
+    /// VIEW`, `DROP`…), DML (`INSERT`, `COPY … TO`) and session statements (`SET`…). Off by
+    /// default: they read and write files the tables do not name, and `tamis sql` /
+    /// `tamis.sql` are for querying the tables they are given.
+    pub allow_statements: bool,
+}
+
+impl Default for RunOptions {
+    /// All cores, runtime filters on, queries only.
+    fn default() -> Self {
+        RunOptions {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            runtime_filters: true,
+            allow_statements: false,
+        }
+    }
+}
+
+/// DataFusion's SQL options for [`RunOptions::allow_statements`]: everything, or queries only
+/// (`SELECT`, `WITH`, `VALUES`, `EXPLAIN` of a query).
+pub fn sql_options(allow_statements: bool) -> SQLOptions {
+    SQLOptions::new()
+        .with_allow_ddl(allow_statements)
+        .with_allow_dml(allow_statements)
+        .with_allow_statements(allow_statements)
+}
+
+/// Plans `query` in `ctx`, refusing statements other than queries unless `allow_statements`:
+/// `SessionContext::sql_with_options`'s own steps (planning has no side effects; the check runs
+/// on the plan, subqueries and `EXPLAIN ANALYZE` inputs included, before anything executes),
+/// with the refusal worded as one line that says how to allow it.
+pub async fn plan(
+    ctx: &SessionContext,
+    query: &str,
+    allow_statements: bool,
+) -> Result<DataFrame, String> {
+    let plan = ctx
+        .state()
+        .create_logical_plan(query)
+        .await
+        .map_err(|e| one_line(&e))?;
+    sql_options(allow_statements)
+        .verify_plan(&plan)
+        .map_err(|e| {
+            let what = match e.find_root() {
+                DataFusionError::Plan(m) => m.clone(),
+                other => other.to_string(),
+            };
+            format!(
+                "SQL error: {} (tamis runs queries only; allow statements with \
+                 `tamis sql --allow-statements` or `tamis.sql(..., allow_statements=True)`)",
+                what.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        })?;
+    ctx.execute_logical_plan(plan)
+        .await
+        .map_err(|e| one_line(&e))
+}
+
 /// Runs `query` over `tables` to completion on a runtime of its own (the caller need not be
 /// async): the result's schema and batches (in tamis's arrow), or one line saying what went wrong.
 pub fn run(
     query: &str,
     tables: &[(String, String)],
     options: &tamis::io::StorageOptions,
-    threads: usize,
-    runtime_filters: bool,
+    run: &RunOptions,
 ) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
+    let threads = run.threads.max(1);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
+        .worker_threads(threads)
         .thread_name("tamis-sql")
         .build()
         .map_err(|e| format!("cannot start the SQL runtime: {e}"))?;
     precheck(query)?;
     runtime.block_on(async {
-        let ctx = context(tables, options, threads, runtime_filters)?;
-        let df = ctx.sql(query).await.map_err(|e| one_line(&e))?;
+        let ctx = context(tables, options, threads, run.runtime_filters)?;
+        let df = plan(&ctx, query, run.allow_statements).await?;
         let schema =
             crate::cross::schema_to_tamis(df.schema().as_arrow()).map_err(|e| one_line(&e))?;
         let batches = df.collect().await.map_err(|e| one_line(&e))?;
@@ -204,5 +273,7 @@ mod tests {
         assert_eq!(precheck(&nested), Ok(()));
         let ddl = "CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION 'x.parquet'";
         assert_eq!(precheck(ddl), Ok(()));
+        let explained = "EXPLAIN ANALYZE COPY t TO 'x.csv' STORED AS CSV";
+        assert_eq!(precheck(explained), Ok(()));
     }
 }

@@ -73,6 +73,9 @@ impl TableStats {
                     ) else {
                         continue;
                     };
+                    // Older writers leave the null count out; the converter would read that
+                    // as 0, an exact count DataFusion answers `count(x)` with (rows − nulls).
+                    let conv = conv.with_missing_null_counts_as_zero(false);
                     let crossed = |a: Option<tamis_arrow::array::ArrayRef>| {
                         a.map(|a| array_to_datafusion(&a)).transpose()
                     };

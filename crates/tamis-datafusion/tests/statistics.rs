@@ -226,3 +226,146 @@ async fn joins_build_on_the_side_with_fewer_projected_bytes() {
     );
     assert_eq!(*j.join_type(), JoinType::Left);
 }
+
+/// `t(x)` of `ROWS` nullable Int64s (NULL every 7th row) in three row groups, written by the
+/// parquet crate with chunk statistics, then its footer rewritten so that the row groups in
+/// `without` carry min/max but no null count, as older writers left them. Returns the path and
+/// the rows where `x` is NULL and not NULL, counted by the parquet crate's reader.
+fn write_without_null_counts(dir: &std::path::Path, without: &[usize]) -> (String, usize, usize) {
+    use parquet::file::metadata::{ParquetMetaDataReader, ParquetMetaDataWriter};
+    use parquet::file::properties::EnabledStatistics;
+    use parquet::file::statistics::Statistics as ChunkStats;
+
+    let x = Int64Array::from_iter((0..ROWS).map(|i| (i % 7 != 0).then_some(i)));
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, true)])),
+        vec![Arc::new(x) as ArrayRef],
+    )
+    .unwrap();
+    // No page index: the footer is then all the metadata there is to rewrite.
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(10_000))
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .build();
+    let mut bytes = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut bytes, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let written = dir.join("written.parquet");
+    std::fs::write(&written, &bytes).unwrap();
+    let meta = ParquetMetaDataReader::new()
+        .parse_and_finish(&std::fs::File::open(&written).unwrap())
+        .unwrap();
+    assert_eq!(meta.num_row_groups(), 3);
+    let row_groups = (meta.row_groups().iter().enumerate())
+        .map(|(ri, rg)| {
+            let columns = (rg.columns().iter())
+                .map(|c| {
+                    let Some(ChunkStats::Int64(s)) = c.statistics() else {
+                        panic!("no Int64 statistics: {:?}", c.statistics());
+                    };
+                    assert!(s.null_count_opt().is_some());
+                    let nulls = (!without.contains(&ri)).then(|| s.null_count_opt().unwrap());
+                    let stats = ChunkStats::int64(
+                        s.min_opt().copied(),
+                        s.max_opt().copied(),
+                        None,
+                        nulls,
+                        false,
+                    );
+                    c.clone()
+                        .into_builder()
+                        .set_statistics(stats)
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            rg.clone()
+                .into_builder()
+                .set_column_metadata(columns)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let meta = meta.into_builder().set_row_groups(row_groups).build();
+    // The data pages as written, then the new footer (metadata, its length, `PAR1`).
+    let footer_len =
+        u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap());
+    let mut file = bytes[..bytes.len() - 8 - footer_len as usize].to_vec();
+    ParquetMetaDataWriter::new(&mut file, &meta)
+        .finish()
+        .unwrap();
+    let path = dir.join("t.parquet");
+    std::fs::write(&path, &file).unwrap();
+
+    // The oracle: the parquet crate's reader, which reads the footer back without null counts.
+    let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+    for (ri, rg) in reader.metadata().row_groups().iter().enumerate() {
+        let s = rg.column(0).statistics().unwrap();
+        assert_eq!(s.null_count_opt().is_none(), without.contains(&ri));
+        assert!(s.min_bytes_opt().is_some() && s.max_bytes_opt().is_some());
+    }
+    let rows = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(&path).unwrap(),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let (mut nulls, mut valid) = (0, 0);
+    for b in rows {
+        let b = b.unwrap();
+        nulls += b.column(0).null_count();
+        valid += b.num_rows() - b.column(0).null_count();
+    }
+    assert!(nulls > 0 && valid > 0);
+    (path.to_str().unwrap().to_string(), nulls, valid)
+}
+
+/// A column chunk without a null count has unknown nulls, not none: DataFusion answers
+/// `count(x)` from exact statistics as rows − nulls, so an exact 0 counted the NULLs too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_null_counts_are_absent_not_zero() {
+    for without in [&[0, 1, 2][..], &[1][..]] {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, nulls, valid) = write_without_null_counts(dir.path(), without);
+        let table = TamisTable::open(&path).unwrap();
+        let s = table.statistics().unwrap();
+        assert_eq!(s.num_rows, Precision::Exact(ROWS as usize));
+        let x = &s.column_statistics[0];
+        assert_eq!(x.null_count, Precision::Absent, "{without:?}");
+        // Min/max stay what the footer says, as bounds only.
+        assert!(
+            matches!(x.min_value, Precision::Inexact(_) | Precision::Absent),
+            "{:?}",
+            x.min_value
+        );
+        assert!(
+            matches!(x.max_value, Precision::Inexact(_) | Precision::Absent),
+            "{:?}",
+            x.max_value
+        );
+
+        let ctx = tamis_datafusion::sql::session(2, true);
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let count = |sql: &'static str| {
+            let ctx = ctx.clone();
+            async move {
+                let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+                let col = batches[0]
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<datafusion::arrow::array::Int64Array>()
+                    .unwrap()
+                    .value(0);
+                col as usize
+            }
+        };
+        assert_eq!(count("SELECT count(x) FROM t").await, valid, "{without:?}");
+        assert_eq!(count("SELECT count(*) FROM t").await, ROWS as usize);
+        // The scan's own pruning: a chunk without a null count may hold NULLs, and may not.
+        let q = "SELECT count(*) FROM t WHERE x IS NULL";
+        assert_eq!(count(q).await, nulls, "{without:?}");
+        let q = "SELECT count(*) FROM t WHERE x IS NOT NULL";
+        assert_eq!(count(q).await, valid, "{without:?}");
+    }
+}

@@ -690,10 +690,10 @@ fn verify_index_json(
 }
 
 /// Runs a SQL query over named tables (DataFusion on tamis scans) and returns the result as one
-/// stream. Errors: `tamis.errors.SqlError` with DataFusion's message on one line; a tamis
+/// stream; statements other than queries only with `allow_statements`. Errors: `tamis.errors.SqlError` with DataFusion's message on one line; a tamis
 /// error (missing file, corrupt file…) as its own class.
 #[pyfunction]
-#[pyo3(signature = (query, tables, storage_options=None, threads=None, runtime_filters=true))]
+#[pyo3(signature = (query, tables, storage_options=None, threads=None, runtime_filters=true, allow_statements=false))]
 fn sql(
     py: Python<'_>,
     query: String,
@@ -701,15 +701,18 @@ fn sql(
     storage_options: Option<HashMap<String, String>>,
     threads: Option<usize>,
     runtime_filters: bool,
+    allow_statements: bool,
 ) -> PyResult<ArrowStream> {
     let options = storage(&storage_options);
-    let threads = threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
-    let result = py
-        .detach(|| tamis_datafusion::sql::run(&query, &tables, &options, threads, runtime_filters));
+    let mut run = tamis_datafusion::sql::RunOptions {
+        runtime_filters,
+        allow_statements,
+        ..Default::default()
+    };
+    if let Some(threads) = threads {
+        run.threads = threads;
+    }
+    let result = py.detach(|| tamis_datafusion::sql::run(&query, &tables, &options, &run));
     match result {
         Ok((schema, batches)) => {
             let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);

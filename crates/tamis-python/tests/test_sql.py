@@ -17,6 +17,7 @@ import shutil
 import subprocess
 
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 
@@ -84,6 +85,40 @@ def test_sql_errors_are_one_line(small):
     assert "missing.parquet" in str(e.value)
     with pytest.raises(InvalidArgumentError):
         tamis.sql("SELECT 1", tables={"": d / "t.parquet"})
+
+
+@pytest.mark.parametrize("statement", [
+    "CREATE EXTERNAL TABLE e STORED AS CSV LOCATION '{t}'",
+    "CREATE TABLE c AS SELECT * FROM t",
+    "COPY (SELECT id FROM t) TO '{out}' STORED AS CSV",
+    "INSERT INTO t SELECT * FROM t",
+    "SET datafusion.execution.batch_size = 1",
+    "DROP TABLE t",
+    "CREATE VIEW v AS SELECT id FROM t",
+])
+def test_sql_refuses_statements_unless_allowed(small, tmp_path, statement):
+    d, _ = small
+    out = tmp_path / "out.csv"
+    query = statement.format(t=d / "t.parquet", out=out)
+    with pytest.raises(SqlError) as e:
+        tamis.sql(query, tables={"t": d / "t.parquet"})
+    message = str(e.value)
+    assert "\n" not in message and "allow_statements=True" in message, message
+    assert not out.exists()
+
+
+def test_sql_runs_queries_and_allowed_statements(small, tmp_path):
+    d, t = small
+    tables = {"t": d / "t.parquet"}
+    got = tamis.sql("WITH w AS (SELECT id FROM t WHERE id < 3) SELECT id FROM w ORDER BY id",
+                    tables=tables)
+    assert got.column("id").to_pylist() == [0, 1, 2]
+    plan = tamis.sql("EXPLAIN SELECT id FROM t WHERE id < 3", tables=tables)
+    assert any("TamisExec" in p for p in plan.column("plan").to_pylist())
+    out = tmp_path / "out.csv"
+    tamis.sql(f"COPY (SELECT id FROM t WHERE id < 10) TO '{out}' STORED AS CSV",
+              tables=tables, allow_statements=True)
+    assert sorted(pa_csv.read_csv(out).column("id").to_pylist()) == list(range(10))
 
 
 def _close(a, b) -> bool:

@@ -418,7 +418,8 @@ def verify_index(
 
 def sql(query: str, tables: Mapping[str, PathLike], *,
         storage_options: Optional[Mapping[str, Any]] = None,
-        threads: Optional[int] = None, runtime_filters: bool = True) -> pa.Table:
+        threads: Optional[int] = None, runtime_filters: bool = True,
+        allow_statements: bool = False) -> pa.Table:
     """Run a SQL query (joins, aggregates, subqueries) over Parquet tables and return the result
     as a :class:`pyarrow.Table`.
 
@@ -430,10 +431,15 @@ def sql(query: str, tables: Mapping[str, PathLike], *,
     keys are pushed into the other side's scan before it reads (min/max, key lists, Bloom
     filters); the result is the same without them.
 
+    Only queries run (``SELECT``, ``WITH``, ``VALUES``, ``EXPLAIN``): statements such as
+    ``CREATE EXTERNAL TABLE``, ``CREATE VIEW``, ``COPY … TO``, ``INSERT``, ``DROP`` or ``SET``
+    raise :class:`SqlError` unless ``allow_statements=True``, since they can read and write
+    files the tables do not name.
+
     Raises:
-        SqlError: the query does not parse, plan or run (a ``ValueError``); the message is
-            one line. Errors reading a table (missing or corrupt file…) raise tamis's class
-            for them, as :func:`scan` does.
+        SqlError: the query does not parse, plan or run, or is a statement not allowed (a
+            ``ValueError``); the message is one line. Errors reading a table (missing or
+            corrupt file…) raise tamis's class for them, as :func:`scan` does.
     """
     if not tables:
         raise InvalidArgumentError("invalid argument: tables must name at least one table")
@@ -444,7 +450,8 @@ def sql(query: str, tables: Mapping[str, PathLike], *,
         named.append((name, os.fspath(path)))
     storage = {k: str(v) for k, v in (storage_options or {}).items()}
     try:
-        stream = _tamis.sql(query, named, storage or None, threads, runtime_filters)
+        stream = _tamis.sql(query, named, storage or None, threads, runtime_filters,
+                            allow_statements)
     except SqlError as e:
         message = str(e)
         # A table that cannot be read: tamis's own class, as for `scan`.
