@@ -945,12 +945,11 @@ mod tests {
 
     #[test]
     fn a_refused_sidecar_lookup_reads_as_absent() {
-        let store = Arc::new(crate::io::object::Store::new(
-            Arc::new(Denying(InMemory::new())),
-            "s3://bucket".into(),
-            None,
-            None,
-        ));
+        let connect: crate::io::object::Connect =
+            Box::new(|| Ok(Arc::new(Denying(InMemory::new())) as Arc<dyn ObjectStore>));
+        let store = Arc::new(
+            crate::io::object::Store::new(connect, "s3://bucket".into(), None, None).unwrap(),
+        );
         let path = ObjectPath::from("d/k=1/t.parquet");
         let file = FileRef::Object {
             store,
