@@ -360,10 +360,10 @@ def test_object_keys_are_keys_everywhere(store, lineitem, tmp_path):
         assert _sorted(got).equals(_sorted(want)), key
     # Listed, then each file reopened by the location the listing gave (as executors do).
     ds = tamis.Dataset(f"s3://{BUCKET}/odd/", storage_options=options)
-    assert sorted(ds.files()) == sorted(f"s3://{BUCKET}/{k}" for k in ODD_KEYS)
+    assert sorted(ds.files) == sorted(f"s3://{BUCKET}/{k}" for k in ODD_KEYS)
     got = ds.scan(where=where, columns=["l_orderkey"])
     assert got.num_rows == want.num_rows * len(ODD_KEYS)
-    for f in ds.files():
+    for f in ds.files:
         assert tamis.scan(f, where=where, storage_options=options).num_rows == want.num_rows, f
     n = tamis.sql("SELECT count(*) AS n FROM t WHERE l_quantity < 10",
                   {"t": f"s3://{BUCKET}/{ODD_KEYS[0]}"}, storage_options=options)
