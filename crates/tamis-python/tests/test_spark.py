@@ -8,6 +8,7 @@ unless ``TAMIS_REQUIRE_SPARK=1`` (CI sets it) makes that a failure.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import decimal
 import os
@@ -398,7 +399,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_object_store_paths_read_on_executors(spark, typed):
+@contextlib.contextmanager
+def _s3_reader(spark, bucket):
+    """moto's S3 server on 127.0.0.1 with `bucket`, for the test's life: the boto3 client and a
+    tamis reader configured for it."""
     moto_server = pytest.importorskip("moto.server")
     boto3 = pytest.importorskip("boto3")
     port = _free_port()
@@ -408,35 +412,31 @@ def test_object_store_paths_read_on_executors(spark, typed):
         endpoint = f"http://127.0.0.1:{port}"
         s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
                           aws_secret_access_key="testing", region_name="us-east-1")
-        s3.create_bucket(Bucket="spark")
-        for p in sorted(Path(typed).glob("*.parquet")):
-            s3.put_object(Bucket="spark", Key=f"typed/{p.name}", Body=p.read_bytes())
+        s3.create_bucket(Bucket=bucket)
         reader = spark.read.format("tamis").option("maxPartitionBytes", "1")
         for k, v in {"endpoint": endpoint, "region": "us-east-1", "access_key_id": "testing",
                      "secret_access_key": "testing"}.items():
             reader = reader.option(f"storage.{k}", v)
+        yield s3, reader
+    finally:
+        server.stop()
+
+
+def test_object_store_paths_read_on_executors(spark, typed):
+    with _s3_reader(spark, "spark") as (s3, reader):
+        for p in sorted(Path(typed).glob("*.parquet")):
+            s3.put_object(Bucket="spark", Key=f"typed/{p.name}", Body=p.read_bytes())
         remote = reader.load("s3://spark/typed/")
         assert remote.rdd.getNumPartitions() > 3
         local = spark.read.parquet(typed)
         for where in ["i32 < 0", "s = 'AIR' AND d > DATE '2020-01-10'"]:
             assert same(rows(remote.where(where)), rows(local.where(where))), where
-    finally:
-        server.stop()
 
 
 def test_odd_object_keys_read_on_executors(spark, typed, tmp_path):
     """Keys with `%`, `:`, space, `#`, `?` and non-ASCII reach the executors as the same keys
     (Spark escapes `:` in partition directories as `%3A`, three characters of the key)."""
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                          aws_secret_access_key="testing", region_name="us-east-1")
-        s3.create_bucket(Bucket="odd")
+    with _s3_reader(spark, "odd") as (s3, reader):
         dirs = ["k=2024-01-01 00%3A00%3A00", "k=a#b", "k=a?b", "k=ünï cødé", "k=100%"]
         parts = sorted(Path(typed).glob("*.parquet"))
         copies = tmp_path / "copies"
@@ -444,17 +444,11 @@ def test_odd_object_keys_read_on_executors(spark, typed, tmp_path):
         for i, (d, p) in enumerate(zip(dirs, parts * 2)):
             s3.put_object(Bucket="odd", Key=f"t/{d}/{p.name}", Body=p.read_bytes())
             (copies / f"{i}.parquet").write_bytes(p.read_bytes())
-        reader = spark.read.format("tamis").option("maxPartitionBytes", "1")
-        for k, v in {"endpoint": endpoint, "region": "us-east-1", "access_key_id": "testing",
-                     "secret_access_key": "testing"}.items():
-            reader = reader.option(f"storage.{k}", v)
         remote = reader.load("s3://odd/t/")
         local = spark.read.parquet(str(copies))
         cols = local.columns
         where = "i32 < 0"
         assert same(rows(remote.where(where).select(*cols)), rows(local.where(where))), where
-    finally:
-        server.stop()
 
 
 # --------------------------------------------------------------------------------------------

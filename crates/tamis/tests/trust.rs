@@ -295,13 +295,13 @@ fn sidecars_replace_a_planted_link_and_never_tear() {
     assert_eq!(got, [(9, value(9))]);
 }
 
-/// A dictionary-encoded string column whose values all have `len` bytes, starting at `first`.
-fn write_strings(path: &Path, first: char) {
+/// `id` and the string column `s` (dictionary-encoded: the writer's default), 2 000 rows per
+/// row group.
+fn write_id_s(path: &Path, strings: Vec<&str>, compression: Compression) {
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("s", DataType::Utf8, false),
     ]));
-    let strings: Vec<String> = (0..ROWS).map(|i| format!("{first}{:03}", i % 50)).collect();
     let batch = RecordBatch::try_new(
         schema.clone(),
         vec![
@@ -311,12 +311,20 @@ fn write_strings(path: &Path, first: char) {
     )
     .unwrap();
     let props = WriterProperties::builder()
-        .set_compression(Compression::UNCOMPRESSED)
+        .set_compression(compression)
         .set_max_row_group_row_count(Some(2_000))
         .build();
     let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema, Some(props)).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
+}
+
+/// 50 distinct 4-byte strings starting with `first`, uncompressed: files of another `first`
+/// have the same length.
+fn write_strings(path: &Path, first: char) {
+    let strings: Vec<String> = (0..ROWS).map(|i| format!("{first}{:03}", i % 50)).collect();
+    let strings = strings.iter().map(String::as_str).collect();
+    write_id_s(path, strings, Compression::UNCOMPRESSED);
 }
 
 fn ids(ds: &tamis::Dataset, sql: &str) -> tamis::Result<Vec<i64>> {
@@ -380,27 +388,10 @@ fn copies_of_a_pinned_byte_string_count_against_the_memory_limit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.parquet");
     let long = "x".repeat(10_000);
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("s", DataType::Utf8, false),
-    ]));
     let strings: Vec<&str> = (0..ROWS)
         .map(|i| if i % 2 == 0 { long.as_str() } else { "short" })
         .collect();
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(Int64Array::from((0..ROWS).collect::<Vec<_>>())),
-            Arc::new(StringArray::from(strings)),
-        ],
-    )
-    .unwrap();
-    let props = WriterProperties::builder()
-        .set_max_row_group_row_count(Some(2_000))
-        .build();
-    let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    write_id_s(&path, strings, Compression::SNAPPY);
     index(&path, &["s"], IndexKind::Rows, None);
     let scan = |limit: usize| -> tamis::Result<Vec<(i64, usize)>> {
         let mut out = Vec::new();

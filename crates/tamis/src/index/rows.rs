@@ -375,11 +375,16 @@ pub fn value_scalar(column: &LeafColumn, bytes: &[u8]) -> Option<Scalar> {
 mod tests {
     use super::*;
 
-    fn int_column() -> LeafColumn {
+    /// The one leaf of `message t { optional <field>; }`.
+    fn column(field: &str) -> LeafColumn {
         use parquet::schema::{parser::parse_message_type, types::SchemaDescriptor};
-        let t = parse_message_type("message t { optional int64 k; }").unwrap();
+        let t = parse_message_type(&format!("message t {{ optional {field}; }}")).unwrap();
         let schema = SchemaDescriptor::new(std::sync::Arc::new(t));
         crate::schema::leaf_columns(&schema).remove(0)
+    }
+
+    fn int_column() -> LeafColumn {
+        column("int64 k")
     }
 
     #[test]
@@ -401,18 +406,11 @@ mod tests {
         assert_eq!(got, rows);
     }
 
-    fn double_column() -> LeafColumn {
-        use parquet::schema::{parser::parse_message_type, types::SchemaDescriptor};
-        let t = parse_message_type("message t { optional double f; }").unwrap();
-        let schema = SchemaDescriptor::new(std::sync::Arc::new(t));
-        crate::schema::leaf_columns(&schema).remove(0)
-    }
-
     #[test]
     fn equal_comparing_values_over_many_blocks_read_back() {
         // 600 NaN payloads (all equal in the domain order), -0.0 and 0.0, and numbers: what
         // tamis writes, it reads, and every lookup finds exactly its rows.
-        let col = double_column();
+        let col = column("double f");
         let mut values: Vec<(ValueBytes, Vec<u32>)> = (0..600u64)
             .map(|i| {
                 let nan = f64::from_bits(0x7ff8_0000_0000_0000 | (i + 1));
