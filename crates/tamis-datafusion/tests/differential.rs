@@ -3,12 +3,10 @@
 //! same rows.
 
 mod common;
-use common::oracle_table;
+use common::{oracle_table, query, rows};
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
@@ -123,30 +121,6 @@ async fn context(path: &str, partitions: usize) -> SessionContext {
         .unwrap();
     ctx.register_table("o", oracle_table(path)).unwrap();
     ctx
-}
-
-/// Rows as sorted strings.
-fn rows(batches: &[RecordBatch]) -> Vec<String> {
-    let opts = FormatOptions::default().with_null("NULL");
-    let mut out = Vec::new();
-    for b in batches {
-        let fmts: Vec<ArrayFormatter> = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
-            .collect();
-        for r in 0..b.num_rows() {
-            let row: Vec<String> = fmts.iter().map(|f| f.value(r).to_string()).collect();
-            out.push(row.join("|"));
-        }
-    }
-    out.sort();
-    out
-}
-
-async fn query(ctx: &SessionContext, sql: &str) -> Vec<String> {
-    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    rows(&df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}")))
 }
 
 fn literal(rng: &mut StdRng, column: &str) -> String {

@@ -4,11 +4,13 @@
 //! column NULL, the wider type, the partition key as a column); DataFusion evaluates every
 //! query over it itself.
 
+mod common;
+use common::query;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use parquet::arrow::ArrowWriter;
@@ -22,28 +24,6 @@ fn write(path: &Path, columns: Vec<(&str, tamis_arrow::array::ArrayRef)>) {
     let mut w = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
-}
-
-/// Rows as sorted strings.
-fn rows(batches: &[RecordBatch]) -> Vec<String> {
-    let opts = FormatOptions::default().with_null("NULL");
-    let mut out = Vec::new();
-    for b in batches {
-        let fmts: Vec<ArrayFormatter> = (b.columns().iter())
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
-            .collect();
-        for r in 0..b.num_rows() {
-            let row: Vec<String> = fmts.iter().map(|f| f.value(r).to_string()).collect();
-            out.push(row.join("|"));
-        }
-    }
-    out.sort();
-    out
-}
-
-async fn query(ctx: &SessionContext, sql: &str) -> Vec<String> {
-    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    rows(&df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}")))
 }
 
 /// `t` (tamis over `dir`) and `o` (the oracle's rows) in one session.
