@@ -26,13 +26,13 @@ pub fn run(path: &Path) -> CliResult<()> {
     let in_file = |e: tamis::Error| CliError::from(e.in_file(path.display()));
     // The footer's and page indexes' counts are checked before the parquet crate sizes
     // vectors by them; negative offsets or sizes would reach its page reader, which asserts.
-    tamis::scan::thrift_guard::check_file_footer(&file).map_err(in_file)?;
+    tamis::file::thrift_guard::check_file_footer(&file).map_err(in_file)?;
     let metadata = ParquetMetaDataReader::new()
         .with_page_index_policy(PageIndexPolicy::Skip)
         .parse_and_finish(&file)
         .map_err(unreadable)?;
     let leaves = metadata.file_metadata().schema_descr().num_columns();
-    tamis::scan::file::validate_footer(&metadata, leaves).map_err(in_file)?;
+    tamis::file::validate_footer(&metadata, leaves).map_err(in_file)?;
     check_page_indexes(&file, len, &metadata).map_err(in_file)?;
     let mut reader = ParquetMetaDataReader::new_with_metadata(metadata)
         .with_page_index_policy(PageIndexPolicy::Optional);
@@ -166,7 +166,7 @@ fn dictionary_size(data_page_offset: i64, dictionary_page_offset: i64) -> String
     }
 }
 
-/// Checks the bytes of every page index in the file (see `tamis::scan::thrift_guard`); a range
+/// Checks the bytes of every page index in the file (see `tamis::file::thrift_guard`); a range
 /// outside the file is left to the parquet crate's reader, which reports it.
 fn check_page_indexes(file: &File, len: u64, metadata: &ParquetMetaData) -> tamis::Result<()> {
     use std::io::{Read, Seek, SeekFrom};
@@ -181,7 +181,7 @@ fn check_page_indexes(file: &File, len: u64, metadata: &ParquetMetaData) -> tami
                 let mut bytes = vec![0u8; (r.end - r.start) as usize];
                 f.seek(SeekFrom::Start(r.start))?;
                 f.read_exact(&mut bytes)?;
-                tamis::scan::thrift_guard::check_page_index(&bytes).map_err(|e| {
+                tamis::file::thrift_guard::check_page_index(&bytes).map_err(|e| {
                     let mut e = e.in_row_group(i).in_column(col.column_path().string());
                     e.message = format!("reading the page index: {}", e.message);
                     e

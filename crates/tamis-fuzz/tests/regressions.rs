@@ -51,7 +51,7 @@ fn long_boolean_chains_are_refused_not_a_stack_overflow() {
         let e = tamis::Scan::open(&p).unwrap().filter(&long).err().unwrap();
         assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e}");
         assert!(e.to_string().contains("AND/OR operators"), "{e}");
-        let limit = vec!["i64 > 5"; tamis::expr::sql::MAX_BOOLEAN_OPERATORS + 1].join(op);
+        let limit = vec!["i64 > 5"; tamis::expr::MAX_BOOLEAN_OPERATORS + 1].join(op);
         let p = p.clone();
         let rows = std::thread::Builder::new()
             .stack_size(2 << 20)

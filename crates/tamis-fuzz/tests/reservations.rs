@@ -1,5 +1,5 @@
 //! Counts in metadata that the `parquet` crate sizes vectors by, checked before it decodes them
-//! (`tamis::scan::thrift_guard`). Each input below made it reserve gigabytes from a few bytes;
+//! (`tamis::file::thrift_guard`). Each input below made it reserve gigabytes from a few bytes;
 //! each is now a corrupt-file error naming the file, with at most 64 MiB live at the peak
 //! (measured by the counting global allocator).
 
@@ -151,7 +151,7 @@ fn page_over_the_memory_limit_is_refused_before_decompression() {
         let largest = s
             .headers
             .iter()
-            .filter_map(|&h| tamis::scan::thrift_guard::page_sizes(&s.bytes[h..]))
+            .filter_map(|&h| tamis::file::thrift_guard::page_sizes(&s.bytes[h..]))
             .map(|p| p.uncompressed)
             .max()
             .unwrap();

@@ -58,6 +58,8 @@
 //! the CLI's `kernels` command) and may change at any time.
 pub mod dataset;
 pub mod expr;
+#[doc(hidden)]
+pub mod file;
 pub mod index;
 pub mod io;
 pub mod optimize;
@@ -74,7 +76,6 @@ pub mod selection;
 #[doc(hidden)]
 pub mod values;
 
-pub(crate) mod arrow;
 pub(crate) mod column;
 pub(crate) mod error;
 pub(crate) mod levels;

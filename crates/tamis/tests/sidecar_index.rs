@@ -92,7 +92,7 @@ fn index(path: &Path, columns: &[&str]) -> tamis::index::build::IndexReport {
 
 fn index_kind(path: &Path, columns: &[&str], kind: IndexKind) -> tamis::index::build::IndexReport {
     let file = tamis::io::location::FileRef::Local(path.to_path_buf());
-    let opened = tamis::scan::file::OpenedFile::open_ref(&file).unwrap();
+    let opened = tamis::file::OpenedFile::open_ref(&file).unwrap();
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
     let options = tamis::index::build::IndexOptions { kind, fpp: 0.01 };
     let (bytes, report) = tamis::index::build::build_index(&opened, &columns, options).unwrap();

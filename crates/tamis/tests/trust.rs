@@ -54,7 +54,7 @@ fn write_plain(path: &Path) {
 
 fn index(path: &Path, columns: &[&str], kind: IndexKind, dir: Option<&Path>) -> String {
     let file = FileRef::Local(path.to_path_buf());
-    let opened = tamis::scan::file::OpenedFile::open_ref(&file).unwrap();
+    let opened = tamis::file::OpenedFile::open_ref(&file).unwrap();
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
     let options = IndexOptions { kind, fpp: 0.01 };
     let (bytes, _) = tamis::index::build::build_index(&opened, &columns, options).unwrap();

@@ -24,8 +24,8 @@ use parquet::column::page::Page;
 use parquet::compression::{create_codec, Codec, CodecOptions};
 
 use crate::error::{Error, Result};
+use crate::file::thrift_guard::PageSizes;
 use crate::io::recycle;
-use crate::scan::thrift_guard::PageSizes;
 
 thread_local! {
     static CODECS: RefCell<Vec<(Compression, Box<dyn Codec>)>> = const { RefCell::new(Vec::new()) };

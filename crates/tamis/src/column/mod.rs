@@ -11,8 +11,8 @@
 //! skipped by header (not decompressed).
 
 pub mod adapt;
+pub mod arrays;
 pub mod filter;
-pub mod header;
 mod inflate;
 pub mod pages;
 pub mod project;

@@ -25,9 +25,9 @@ use parquet::basic::Compression;
 use super::inflate::{inflate, SnappyChoice};
 use crate::budget::Budget;
 use crate::error::{Error, Result};
+use crate::file::thrift_guard::{page_sizes, PageSizes};
 use crate::io::{FetchedRanges, Reader};
 use crate::metrics::{add, MetricsCollector};
-use crate::scan::thrift_guard::{page_sizes, PageSizes};
 
 /// What a chunk reader does with the pages the fetcher yields.
 pub trait PageVisitor {
@@ -598,7 +598,7 @@ fn max_compression_ratio(codec: parquet::basic::Compression) -> Option<i64> {
 /// `tamis-fuzz`). The scan gets an error carrying the crate's panic message, which is not
 /// printed.
 fn guard<T>(call: impl FnOnce() -> parquet::errors::Result<T>) -> Result<T> {
-    match crate::scan::quiet::catch(call) {
+    match crate::error::quiet::catch(call) {
         Ok(r) => Ok(r?),
         Err(panic) => Err(Error::corrupt(format!(
             "malformed page header (the parquet crate's page reader cannot read it: {panic})"

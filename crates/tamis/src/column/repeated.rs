@@ -26,7 +26,7 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::schema::types::Type;
 
-use crate::arrow::{is_native_element, to_arrow};
+use super::arrays::{is_native_element, to_arrow};
 use crate::encoding;
 use crate::error::{Error, Result};
 use crate::io::Reader;

@@ -28,8 +28,8 @@ use crate::metrics::{add, MetricsCollector};
 use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
 
-use super::header::{data_page_head, DataPageHead, LevelLayout};
 use super::ColumnChunk;
+use crate::file::page_header::{data_page_head, DataPageHead, LevelLayout};
 
 /// Reads are aligned to this (the page size of file systems and SSDs).
 pub const BLOCK: u64 = 4096;

@@ -11,10 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
+use crate::file::OpenedFile;
 use crate::io::location::list;
 use crate::io::StorageOptions;
-use crate::scan::file::OpenedFile;
-use crate::scan::Scan;
 
 use super::plan::DatasetPlan;
 
@@ -76,11 +75,12 @@ impl Dataset {
         })
     }
 
-    /// A scan over the dataset (the same builder as [`Scan::open`] returns), reading no footer.
-    pub fn scan(&self) -> Scan {
-        // Scans since the last one may have grown what the files hold.
+    /// The plan a new scan starts from (`Dataset::scan`, defined with the scan that sits above
+    /// this layer): scans since the last one may have grown what the files hold, so the cache is
+    /// trimmed to its budget first.
+    pub(crate) fn plan_for_scan(&self) -> DatasetPlan {
         self.open.evict(None);
-        Scan::over(self.plan.clone())
+        self.plan.clone()
     }
 
     /// The files, their footers, schema and leaves (for statistics and planning).

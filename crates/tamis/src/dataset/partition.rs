@@ -499,7 +499,7 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorKind;
-    use crate::expr::sql::{parse_predicate, render};
+    use crate::expr::{parse_predicate, render::render};
     use crate::expr::{CmpOp, Leaf, LeafOp, Scalar};
 
     fn kv(k: &str, v: Option<&str>) -> (String, Option<String>) {

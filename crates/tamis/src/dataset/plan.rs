@@ -33,13 +33,14 @@ use super::partition::{
     PartitionValue,
 };
 use super::schema::{conform, unify, view_of, with_views, UnifiedSchema};
+use crate::column::arrays::is_widened;
 use crate::error::{Error, Result};
 use crate::expr::{bind, Expr, Predicate};
+use crate::file::OpenedFile;
 use crate::io::location::{FileRef, Listing};
 use crate::io::Identity;
 use crate::metrics::{add, MetricsCollector};
-use crate::prune::row_group::statistics_verdict_with_orders;
-use crate::scan::file::OpenedFile;
+use crate::prune::statistics::statistics_verdict_with_orders;
 use crate::schema::{leaf_columns, LeafColumn};
 
 /// Files kept open after reading their footers at [`DatasetPlan::open`] (the first ones, which
@@ -593,14 +594,6 @@ fn written_as(field: &Field) -> Result<Vec<LeafColumn>> {
             Error::internal(format!("column '{}' as a Parquet leaf: {e}", field.name()))
         })?;
     Ok(leaf_columns(&descr))
-}
-
-/// Whether `array` is the 64-bit-offset form of `target` (more than 2 GiB of values).
-pub fn is_widened(array: &DataType, target: &DataType) -> bool {
-    matches!(
-        (array, target),
-        (DataType::LargeUtf8, DataType::Utf8) | (DataType::LargeBinary, DataType::Binary)
-    )
 }
 
 /// Whether every data page of a chunk is dictionary-encoded (see

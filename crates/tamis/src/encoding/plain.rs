@@ -451,7 +451,7 @@ mod tests {
     use proptest::prelude::*;
 
     use crate::expr::eval::eval_dense;
-    use crate::expr::sql::tests::test_columns;
+    use crate::expr::tests::test_columns;
     use crate::expr::{to_scalar, CmpOp, KeyFilter, LikePattern, PhysicalRef, Scalar};
 
     fn column(name: &str) -> LeafColumn {

@@ -802,7 +802,7 @@ pub fn exact_text(unscaled: i128, scale: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::sql::tests::test_columns;
+    use crate::expr::tests::test_columns;
 
     fn column(name: &str) -> LeafColumn {
         test_columns().into_iter().find(|c| c.path == name).unwrap()

@@ -597,7 +597,7 @@ pub fn eval_scalar(op: &LeafOp, value: &Scalar) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::sql::tests::test_columns;
+    use crate::expr::tests::test_columns;
     use crate::expr::{to_scalar, LikePattern, PhysicalRef};
     use crate::values::ByteArrays;
     use proptest::prelude::*;

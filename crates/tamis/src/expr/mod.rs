@@ -21,16 +21,19 @@ pub mod compare;
 pub mod eval;
 pub mod key_filter;
 pub mod like;
+mod literal;
 pub mod parse;
 pub mod render;
-pub mod sql;
 pub mod tree;
 pub mod verdict;
 
 use std::cmp::Ordering;
 
+use crate::error::Result;
+
 pub use key_filter::KeyFilter;
 pub use like::LikePattern;
+pub use parse::MAX_BOOLEAN_OPERATORS;
 pub use tree::{col, lit, Expr, Literal};
 pub use verdict::Verdict;
 
@@ -349,3 +352,18 @@ pub fn to_scalar(column: &crate::schema::LeafColumn, v: PhysicalRef<'_>) -> Opti
         _ => return None,
     })
 }
+
+/// Parses `text` (a SQL boolean expression) and binds it to `columns`.
+pub fn parse_predicate(text: &str, columns: &[crate::schema::LeafColumn]) -> Result<Predicate> {
+    bind::bind(&parse::parse(text)?, columns)
+}
+
+/// A predicate implied by `text` that names only `columns` (see [`bind::bind_implied`]);
+/// `None` when nothing is left or the text does not parse. Used to prune a dataset's files by
+/// partition values before any footer is read, when the files' own columns are not known yet.
+pub fn parse_implied(text: &str, columns: &[crate::schema::LeafColumn]) -> Option<Predicate> {
+    bind::bind_implied(&parse::parse(text).ok()?, columns)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -11,8 +11,8 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use super::bind::{parse_f64, parse_number, parse_time, parse_timestamp};
 use super::compare::ArithOp;
+use super::literal::{parse_f64, parse_number, parse_time, parse_timestamp};
 use super::tree::{Column, Expr, Literal};
 use super::CmpOp;
 use crate::error::{Error, ErrorKind, Result};

@@ -2,7 +2,7 @@
 
 use chrono::{NaiveDate, NaiveTime};
 
-use super::bind::nanos_per;
+use super::literal::nanos_per;
 use super::{Leaf, LeafOp, Predicate, Scalar};
 use crate::schema::{LeafColumn, LogicalKind};
 

@@ -61,7 +61,7 @@ pub enum Literal {
 impl Literal {
     /// An exact number from its decimal text; an error if `text` is not a plain number.
     pub fn number(text: &str) -> Result<Literal> {
-        match super::bind::parse_number(text) {
+        match super::literal::parse_number(text) {
             Some(_) => Ok(Literal::Number(text.trim().to_string())),
             None => Err(Error::invalid(format!("`{text}` is not a number"))),
         }
@@ -203,7 +203,7 @@ pub enum Expr {
         text: String,
     },
     /// A literal the source wrote but that is invalid (`DATE '2020-13-01'`); binding reports
-    /// the error, so a part of a filter that is dropped (see [`super::sql::parse_implied`])
+    /// the error, so a part of a filter that is dropped (see [`super::parse_implied`])
     /// does not fail the whole.
     Invalid {
         kind: ErrorKind,

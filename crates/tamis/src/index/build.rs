@@ -17,7 +17,7 @@ use super::page_bloom::PageBlooms;
 use super::{DataFileIdentity, IndexBlob, Sidecar};
 use crate::error::{Error, Result};
 use crate::expr::Scalar;
-use crate::scan::file::OpenedFile;
+use crate::file::OpenedFile;
 
 /// What to build for a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

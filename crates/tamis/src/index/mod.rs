@@ -47,6 +47,7 @@ use object_store::path::Path as ObjectPath;
 
 use crate::error::{Error, Result};
 use crate::expr::Leaf;
+use crate::file::OpenedFile;
 use crate::io::location::FileRef;
 use crate::io::{ByteSource, FetchedRanges, Reader};
 use crate::schema::LeafColumn;
@@ -251,6 +252,44 @@ pub enum SidecarState {
     /// The store refused the lookup: read as absent (see [`Lookup::Denied`]).
     Denied(String),
     Usable(Arc<Sidecar>),
+}
+
+/// The sidecar index of an opened file, looked for once per file and directory: usable only if
+/// built for this very file (length, footer hash, and mtime or ETag), else `Stale`. A sidecar
+/// that cannot be parsed is an error naming it — never a silent fallback that would hide a
+/// broken deployment.
+pub fn sidecar_of(file: &OpenedFile, reader: &Reader, dir: Option<&Path>) -> Result<SidecarState> {
+    /// What the file keeps: the directory looked in (`None`: beside the file) and the finding.
+    type Found = (Option<std::path::PathBuf>, SidecarState);
+    let kept = file.sidecar.get().and_then(|k| k.downcast_ref::<Found>());
+    match kept {
+        Some((d, s)) if d.as_deref() == dir => return Ok(s.clone()),
+        _ => {}
+    }
+    let rows: Vec<u64> = (file.metadata.row_groups().iter())
+        .map(|rg| rg.num_rows().max(0) as u64)
+        .collect();
+    let state = match open_sidecar(&file.file, dir, &rows, file.leaves.len())? {
+        Lookup::Absent => SidecarState::Absent,
+        Lookup::Denied(why) => SidecarState::Denied(why),
+        Lookup::Found(sidecar) => {
+            let (bytes, requests) = sidecar.open_cost;
+            crate::metrics::add(&reader.stats().bytes, bytes);
+            crate::metrics::add(&reader.stats().requests, requests);
+            let id = file.source.identity();
+            let own = DataFileIdentity::of(reader, id.etag.clone(), id.modified_ns)?;
+            if sidecar.identity.as_ref().is_some_and(|i| i.matches(&own)) {
+                SidecarState::Usable(Arc::from(sidecar))
+            } else {
+                SidecarState::Stale(sidecar.location.clone())
+            }
+        }
+    };
+    // The first directory asked for is kept; another one (a second scan of a cached file with
+    // another `index_dir`) is read each time.
+    let found: Found = (dir.map(|d| d.to_path_buf()), state.clone());
+    let _ = file.sidecar.set(Box::new(found));
+    Ok(state)
 }
 
 impl Sidecar {

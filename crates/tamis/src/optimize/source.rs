@@ -84,7 +84,7 @@ fn open(path: &Path) -> Result<Input> {
         .metadata()
         .map_err(|e| Error::from(e).in_file(&name))?
         .len();
-    crate::scan::thrift_guard::check_file_footer(&file).map_err(|e| e.in_file(&name))?;
+    crate::file::thrift_guard::check_file_footer(&file).map_err(|e| e.in_file(&name))?;
     let meta = ArrowReaderMetadata::load(&file, Default::default())
         .map_err(|e| Error::from(e).in_file(&name))?;
     Ok(Input {

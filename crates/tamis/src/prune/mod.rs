@@ -46,7 +46,7 @@ pub mod bloom;
 pub mod bounds;
 pub mod dictionary;
 pub mod page_index;
-pub mod row_group;
+pub mod statistics;
 
 #[cfg(test)]
 pub(crate) mod test_util {

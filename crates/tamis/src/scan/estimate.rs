@@ -17,11 +17,11 @@ use std::sync::Arc;
 use parquet::basic::{ColumnOrder, Type as PhysicalType};
 use parquet::file::metadata::RowGroupMetaData;
 
-use crate::expr::{sql, CmpOp, Leaf, LeafOp, Predicate, Scalar};
+use crate::expr::{render::render, CmpOp, Leaf, LeafOp, Predicate, Scalar};
 use crate::metrics::FilterStep;
 use crate::prune::bounds::Bounds;
 use crate::prune::dictionary::matching_entries;
-use crate::prune::row_group::{chunk_bounds, file_column_order};
+use crate::prune::statistics::{chunk_bounds, file_column_order};
 use crate::schema::{Domain, LeafColumn};
 use crate::values::Values;
 
@@ -194,7 +194,7 @@ impl<'a> Estimates<'a> {
     /// The report line of a filter.
     pub fn step(&mut self, f: &Filter<'_>, negated: bool) -> (u64, FilterStep) {
         let step = FilterStep {
-            filter: sql::render(&f.predicate(), self.leaves),
+            filter: render(&f.predicate(), self.leaves),
             negated,
             bit_width: self.bits(f),
             estimated_selectivity: self.estimate(f),

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::io::Reader;
 use crate::selection::Bitmap;
 
-use super::file::OpenedFile;
+use crate::file::OpenedFile;
 
 /// The selected rows of top-level field `root` in row group `rg`.
 pub fn read_root(

@@ -7,16 +7,13 @@
 pub mod cost;
 pub mod estimate;
 pub mod fallback;
-pub mod file;
 mod fit;
 pub mod order;
 mod pinned;
-pub mod plan;
 mod pools;
 mod prefetch;
-pub(crate) mod quiet;
+pub mod pruning;
 pub mod row_group;
-pub mod thrift_guard;
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -36,12 +33,12 @@ use crate::dataset::{
 };
 use crate::dataset::{DatasetPlan, ScanFile};
 use crate::error::{Error, Result};
-use crate::expr::{bind, parse, sql, Expr, Predicate};
+use crate::expr::{bind, parse, render::render, Expr, Predicate};
 use crate::io::location::{list, Listing};
 use crate::io::{IoStats, Reader, StorageOptions};
 use crate::metrics::{add, MetricsCollector, ScanMetrics};
 
-use file::OpenedFile;
+use crate::file::OpenedFile;
 use order::{FilterOrder, Planner};
 use row_group::{scan_row_group, RowGroupJob};
 
@@ -176,6 +173,13 @@ impl Default for Pruning {
             sidecar_index: true,
             sub_page_reads: true,
         }
+    }
+}
+
+impl crate::dataset::Dataset {
+    /// A scan over the dataset (the same builder as [`Scan::open`] returns), reading no footer.
+    pub fn scan(&self) -> Scan {
+        Scan::over(self.plan_for_scan())
     }
 }
 
@@ -552,7 +556,7 @@ impl Scan {
     /// The bound predicate, rendered (for explain output).
     pub fn predicate_text(&self) -> Option<String> {
         let p = self.predicate.as_ref()?;
-        Some(sql::render(p, &self.dataset.get()?.leaves))
+        Some(render(p, &self.dataset.get()?.leaves))
     }
 
     /// The row groups the scan would read after pruning by partition values and footer
@@ -659,7 +663,7 @@ struct Shared {
 impl Shared {
     /// Row group `rg` of file `fi`, its batches handed to `emit` as they are made (until it
     /// returns false); a panic inside becomes an internal error naming the row group and
-    /// carrying the panic's message, which is not also printed ([`quiet`]).
+    /// carrying the panic's message, which is not also printed ([`crate::error::quiet`]).
     fn run_row_group(
         &self,
         (fi, rg, next_rg): (usize, usize, Option<usize>),
@@ -688,13 +692,14 @@ impl Shared {
             broken_index: self.broken_index,
             verify_index: self.verify_index,
         };
-        let result = quiet::catch(|| scan_row_group(&job, emit)).unwrap_or_else(|panic| {
-            Err(
-                Error::internal(format!("a row-group task panicked: {panic}"))
-                    .in_row_group(rg)
-                    .in_file(file.name()),
-            )
-        });
+        let result =
+            crate::error::quiet::catch(|| scan_row_group(&job, emit)).unwrap_or_else(|panic| {
+                Err(
+                    Error::internal(format!("a row-group task panicked: {panic}"))
+                        .in_row_group(rg)
+                        .in_file(file.name()),
+                )
+            });
         self.done.fetch_add(1, Relaxed);
         result
     }

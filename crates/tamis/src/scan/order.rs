@@ -334,9 +334,8 @@ mod tests {
     use parquet::schema::types::ColumnPath;
 
     use crate::dataset::FileOutput;
-    use crate::expr::sql;
+    use crate::file::OpenedFile;
     use crate::metrics::MetricsCollector;
-    use crate::scan::file::OpenedFile;
     use crate::scan::row_group::{scan_row_group, RowGroupJob};
     use crate::Scan;
 
@@ -463,7 +462,7 @@ mod tests {
         );
         let file = OpenedFile::open(&path).unwrap();
         assert_eq!(file.metadata.num_row_groups(), 2);
-        let predicate = sql::parse_predicate("a < 10 AND b = 7", &file.leaves).unwrap();
+        let predicate = crate::expr::parse_predicate("a < 10 AND b = 7", &file.leaves).unwrap();
         let schema = Arc::new(file.schema().project(&[0]).unwrap());
         let metrics = MetricsCollector::default();
         let reader = file.reader();

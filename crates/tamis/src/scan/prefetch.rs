@@ -23,7 +23,7 @@ use crate::selection::{Bitmap, Selection};
 
 use super::estimate::Estimates;
 use super::order::and_filters;
-use super::plan::{index_columns, page_candidates};
+use super::pruning::{index_columns, page_candidates};
 use super::row_group::RowGroupJob;
 
 /// When a row group's filters start: every filter column's candidate pages, the payload's when
@@ -146,7 +146,7 @@ fn next_row_group(job: &RowGroupJob<'_>) -> Vec<Range<u64>> {
     let orders = file.metadata.file_metadata().column_orders();
     let orders = orders.map(|o| o.as_slice());
     let p = if job.pruning.statistics {
-        crate::prune::row_group::statistics_verdict_with_orders(
+        crate::prune::statistics::statistics_verdict_with_orders(
             predicate,
             &file.leaves,
             rg_meta,

@@ -1,8 +1,8 @@
 //! One row group, start to finish: prune, filter, project. A sequencer — the logic lives in
-//! `scan/plan.rs` (pruning), `column/` and `encoding/`.
+//! `scan/pruning.rs` (pruning), `column/` and `encoding/`.
 //!
 //! ```text
-//! plan (plan.rs) ─► Skipped(level), or the conjuncts left and the candidate rows
+//! plan (pruning.rs) ─► Skipped(level), or the conjuncts left and the candidate rows
 //!           ─ filters in the cost model's order (order.rs), each only on rows still alive;
 //!             OR through De Morgan with the negate flag ─► selection
 //!           ─ payload columns: only pages holding a selected row ─► Arrow arrays
@@ -14,8 +14,8 @@ use std::time::Instant;
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType, SchemaRef};
 
-use crate::arrow::{is_native, to_arrow, widens_to_i128};
 use crate::budget::Budget;
+use crate::column::arrays::{is_native, to_arrow, widens_to_i128};
 use crate::column::filter::eval_conjunction;
 use crate::column::project::{project, Projected, Projection};
 use crate::column::repeated::{ListChunk, ListPlan};
@@ -31,12 +31,12 @@ use crate::selection::{Bitmap, Selection};
 
 use super::estimate::Estimates;
 use super::fallback;
-use super::file::OpenedFile;
 use super::order::{and_filters, or_filters, Filter, FilterKind, Planner};
 use super::pinned::{pinned_value, repeated};
-use super::plan::{plan, Pruned, RowGroupPlan};
 use super::prefetch;
+use super::pruning::{plan, Pruned, RowGroupPlan};
 use super::{BrokenIndex, Pruning};
+use crate::file::OpenedFile;
 
 /// What a row group task needs besides its file.
 pub struct RowGroupJob<'a> {

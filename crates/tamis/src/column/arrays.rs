@@ -13,8 +13,8 @@ use arrow::buffer::{NullBuffer, ScalarBuffer};
 use arrow::datatypes::*;
 use parquet::basic::Type as PhysicalType;
 
+use super::project::Projected;
 use crate::budget::Budget;
-use crate::column::project::Projected;
 use crate::error::{Error, Result};
 use crate::expr::i128_from_be;
 use crate::kernels::gather::take_short;
@@ -488,11 +488,19 @@ fn adapt(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
         // Already carries the target's time zone (set while building).
         return Ok(array);
     }
-    if crate::dataset::plan::is_widened(array.data_type(), target) {
+    if is_widened(array.data_type(), target) {
         // Over 2 GiB: kept wide for the stream to cut (`scan::fit`).
         return Ok(array);
     }
     Ok(arrow::compute::cast(&array, target)?)
+}
+
+/// Whether `array` is the 64-bit-offset form of `target` (more than 2 GiB of values).
+pub fn is_widened(array: &DataType, target: &DataType) -> bool {
+    matches!(
+        (array, target),
+        (DataType::LargeUtf8, DataType::Utf8) | (DataType::LargeBinary, DataType::Binary)
+    )
 }
 
 #[cfg(test)]

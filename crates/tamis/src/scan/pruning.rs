@@ -23,10 +23,10 @@ use crate::prune;
 use crate::selection::Bitmap;
 use crate::values::Values;
 
-use super::file::OpenedFile;
 use super::pinned::pinned_value;
 use super::row_group::{payload_leaves, speculative_payload, RowGroupJob};
 use super::BrokenIndex;
+use crate::file::OpenedFile;
 
 /// The structure that proved a row group holds no matching row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,7 @@ where
         None => Predicate::True,
         Some(p) => {
             let p = if job.pruning.statistics {
-                prune::row_group::statistics_verdict_with_orders(p, leaves, rg_meta, column_orders)
+                prune::statistics::statistics_verdict_with_orders(p, leaves, rg_meta, column_orders)
             } else {
                 p.clone()
             };
@@ -442,7 +442,10 @@ fn usable_sidecar(
     columns: &[usize],
     count_stale: bool,
 ) -> Result<Option<Arc<Sidecar>>> {
-    let sidecar = match readable(job, job.file.sidecar(job.reader, job.index_dir))? {
+    let sidecar = match readable(
+        job,
+        crate::index::sidecar_of(job.file, job.reader, job.index_dir),
+    )? {
         None | Some(SidecarState::Absent) => return Ok(None),
         Some(SidecarState::Denied(_)) => {
             job.metrics.warn(

@@ -24,13 +24,13 @@ use parquet::file::page_index::index_reader::{decode_column_index, decode_offset
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use crate::error::{Error, Result};
-use crate::index::{DataFileIdentity, Lookup, SidecarState};
 use crate::io::location::FileRef;
 use crate::io::{ByteSource, FetchedRanges, Reader};
-use crate::scan::thrift_guard::{
-    check_footer_in_tail, check_page_index, drop_mistyped_fields, footer_in_tail,
-};
 use crate::schema::{leaf_columns, LeafColumn};
+use thrift_guard::{check_footer_in_tail, check_page_index, drop_mistyped_fields, footer_in_tail};
+
+pub mod page_header;
+pub mod thrift_guard;
 
 /// Largest row group tamis scans: selections are bitmaps over a row group's rows (256 MiB at
 /// this size), and page value counts are checked against it before buffers are sized.
@@ -266,9 +266,9 @@ pub struct OpenedFile {
     pub location: String,
     /// Where the file is (its sidecar index is beside it).
     pub file: FileRef,
-    /// The sidecar index and the directory it was looked for in (`None`: beside the file),
-    /// looked for on first need (see [`OpenedFile::sidecar`]).
-    sidecar: OnceLock<(Option<std::path::PathBuf>, SidecarState)>,
+    /// What the sidecar index lookup found for this file, kept with it by `index/` (which sits
+    /// above this layer, hence the erased type): see `index::sidecar_of`.
+    pub(crate) sidecar: OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     pub source: Arc<dyn ByteSource>,
     /// The footer (without page index: see [`OpenedFile::chunk_index`]).
     pub metadata: Arc<ParquetMetaData>,
@@ -391,41 +391,6 @@ impl OpenedFile {
             held_bytes: AtomicU64::new(0),
             kept: Mutex::new(None),
         })
-    }
-
-    /// The sidecar index beside this file, read once: usable only if built for this very
-    /// file (length, footer hash, and mtime or ETag), else `Stale`. A sidecar that cannot be parsed is an
-    /// error naming it — never a silent fallback that would hide a broken deployment.
-    pub fn sidecar(&self, reader: &Reader, dir: Option<&std::path::Path>) -> Result<SidecarState> {
-        match self.sidecar.get() {
-            Some((d, s)) if d.as_deref() == dir => return Ok(s.clone()),
-            _ => {}
-        }
-        let rows: Vec<u64> = (self.metadata.row_groups().iter())
-            .map(|rg| rg.num_rows().max(0) as u64)
-            .collect();
-        let state = match crate::index::open_sidecar(&self.file, dir, &rows, self.leaves.len())? {
-            Lookup::Absent => SidecarState::Absent,
-            Lookup::Denied(why) => SidecarState::Denied(why),
-            Lookup::Found(sidecar) => {
-                let (bytes, requests) = sidecar.open_cost;
-                crate::metrics::add(&reader.stats().bytes, bytes);
-                crate::metrics::add(&reader.stats().requests, requests);
-                let id = self.source.identity();
-                let own = DataFileIdentity::of(reader, id.etag.clone(), id.modified_ns)?;
-                if sidecar.identity.as_ref().is_some_and(|i| i.matches(&own)) {
-                    SidecarState::Usable(Arc::from(sidecar))
-                } else {
-                    SidecarState::Stale(sidecar.location.clone())
-                }
-            }
-        };
-        // The first directory asked for is kept; another one (a second scan of a cached file
-        // with another `index_dir`) is read each time.
-        let _ = self
-            .sidecar
-            .set((dir.map(|d| d.to_path_buf()), state.clone()));
-        Ok(state)
     }
 
     pub fn schema(&self) -> &SchemaRef {

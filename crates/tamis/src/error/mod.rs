@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+pub(crate) mod quiet;
+
 /// What went wrong, by what the caller can do about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
