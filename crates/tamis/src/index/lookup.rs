@@ -1,0 +1,237 @@
+//! Where a data file's sidecar lives (beside it, or in an index directory), looking it up, and
+//! writing it atomically.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::file::OpenedFile;
+use crate::io::location::FileRef;
+use crate::io::Reader;
+
+use super::*;
+
+/// What a scan found beside a data file.
+#[derive(Debug, Clone)]
+pub enum SidecarState {
+    /// No sidecar, or not looked for.
+    Absent,
+    /// A sidecar built for another version of the file: not used.
+    Stale(String),
+    /// The store refused the lookup: read as absent (see [`Lookup::Denied`]).
+    Denied(String),
+    Usable(Arc<Sidecar>),
+}
+
+/// The sidecar index of an opened file, looked for once per file and directory: usable only if
+/// built for this very file (length, footer hash, and mtime or ETag), else `Stale`. A sidecar
+/// that cannot be parsed is an error naming it — never a silent fallback that would hide a
+/// broken deployment.
+pub fn sidecar_of(file: &OpenedFile, reader: &Reader, dir: Option<&Path>) -> Result<SidecarState> {
+    /// What the file keeps: the directory looked in (`None`: beside the file) and the finding.
+    type Found = (Option<std::path::PathBuf>, SidecarState);
+    let kept = file.sidecar.get().and_then(|k| k.downcast_ref::<Found>());
+    match kept {
+        Some((d, s)) if d.as_deref() == dir => return Ok(s.clone()),
+        _ => {}
+    }
+    let rows: Vec<u64> = (file.metadata.row_groups().iter())
+        .map(|rg| rg.num_rows().max(0) as u64)
+        .collect();
+    let state = match open_sidecar(&file.file, dir, &rows, file.leaves.len())? {
+        Lookup::Absent => SidecarState::Absent,
+        Lookup::Denied(why) => SidecarState::Denied(why),
+        Lookup::Found(sidecar) => {
+            let (bytes, requests) = sidecar.open_cost;
+            crate::metrics::add(&reader.stats().bytes, bytes);
+            crate::metrics::add(&reader.stats().requests, requests);
+            let id = file.source.identity();
+            let own = DataFileIdentity::of(reader, id.etag.clone(), id.modified_ns)?;
+            if sidecar.identity.as_ref().is_some_and(|i| i.matches(&own)) {
+                SidecarState::Usable(Arc::from(sidecar))
+            } else {
+                SidecarState::Stale(sidecar.location.clone())
+            }
+        }
+    };
+    // The first directory asked for is kept; another one (a second scan of a cached file with
+    // another `index_dir`) is read each time.
+    let found: Found = (dir.map(|d| d.to_path_buf()), state.clone());
+    let _ = file.sidecar.set(Box::new(found));
+    Ok(state)
+}
+
+/// The sidecar name of a data file named `name`: hidden, so readers of the directory skip it.
+pub fn sidecar_name(name: &str) -> String {
+    format!(".{name}{SIDECAR_SUFFIX}")
+}
+
+/// Where the sidecar of `file` is looked for, first to last: beside it (or, with `dir`, in that
+/// index directory) under [`sidecar_name`], then under the name tamis wrote before
+/// (`<name>.tamis.puffin`). Sidecars are written to the first.
+pub fn sidecar_refs(file: &FileRef, dir: Option<&Path>) -> Result<[FileRef; 2]> {
+    let name = match file {
+        FileRef::Local(p) => p.file_name().and_then(|n| n.to_str()).map(str::to_string),
+        FileRef::Object { path, .. } => path.filename().map(str::to_string),
+    };
+    let name = name.ok_or_else(|| {
+        Error::invalid("a data file without a (UTF-8) name has no sidecar").in_file(file.location())
+    })?;
+    let legacy = format!("{name}{SIDECAR_SUFFIX}");
+    if let Some(dir) = dir {
+        // The data file's full location in the name: files of one name in two directories
+        // keep two sidecars. Local paths are made absolute (not resolved through links), so
+        // that `data/x.parquet` and `/abs/data/x.parquet` find the same one.
+        let location = match file {
+            FileRef::Local(p) => std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string(),
+            FileRef::Object { .. } => file.location(),
+        };
+        let hash = twox_hash::XxHash64::oneshot(0, location.as_bytes());
+        let named = format!(".{name}.{hash:016x}{SIDECAR_SUFFIX}");
+        return Ok([
+            FileRef::Local(dir.join(named)),
+            FileRef::Local(dir.join(legacy)),
+        ]);
+    }
+    Ok(match file {
+        FileRef::Local(p) => [
+            FileRef::Local(p.with_file_name(sidecar_name(&name))),
+            FileRef::Local(p.with_file_name(legacy)),
+        ],
+        FileRef::Object { store, path, .. } => {
+            let sibling = |n: &str| {
+                let parts: Vec<_> = path.parts().collect();
+                let mut parts = parts[..parts.len().saturating_sub(1)].to_vec();
+                parts.push(n.into());
+                FileRef::Object {
+                    store: store.clone(),
+                    path: ObjectPath::from_iter(parts),
+                    size: None,
+                }
+            };
+            [sibling(&sidecar_name(&name)), sibling(&legacy)]
+        }
+    })
+}
+
+/// Writes `bytes` as the sidecar of `file`: beside it, or (local files) into the index directory
+/// `dir`, where a scan finds it with [`crate::Scan::index_dir`]. Returns where.
+pub fn write_sidecar(file: &FileRef, bytes: Vec<u8>, dir: Option<&Path>) -> Result<String> {
+    if dir.is_some() && file.is_remote() {
+        return Err(Error::invalid(
+            "--output applies to local files; object-store sidecars are written beside the data",
+        ));
+    }
+    let [target, _] = sidecar_refs(file, dir)?;
+    match &target {
+        FileRef::Local(path) => {
+            write_atomically(path, |f| f.write_all(&bytes))
+                .map_err(|e| Error::from(e).in_file(path.display()))?;
+            Ok(path.display().to_string())
+        }
+        FileRef::Object { store, path, .. } => {
+            // A PUT is atomic: readers see the old object or the new one.
+            let url = store.url(path);
+            crate::io::object::put(store, path, bytes).map_err(|e| e.in_file(&url))?;
+            Ok(url)
+        }
+    }
+}
+
+/// Writes a file through `write` into a new temporary file in `path`'s directory (created
+/// exclusively, so never through a planted link), syncs it, and renames it over `path`: a
+/// reader, or a crash mid-way, sees the old file or the new one, never a part. A symbolic link
+/// at `path` is replaced by the file, not followed.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tamis-tmp-")
+        .tempfile_in(dir)?;
+    write(tmp.as_file_mut())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// What a sidecar lookup found.
+#[derive(Debug)]
+pub enum Lookup {
+    Found(Box<Sidecar>),
+    Absent,
+    /// The store refused the lookup (S3 answers 403 for a missing key to a reader without
+    /// `s3:ListBucket`): read as absent, and said once.
+    Denied(String),
+}
+
+/// Opens the sidecar of `file` (see [`sidecar_refs`]): one read of its end, which holds the
+/// footer. `rows` are the data file's row counts per row group and `columns` its leaf count,
+/// which every blob is checked against.
+pub fn open_sidecar(
+    file: &FileRef,
+    dir: Option<&Path>,
+    rows: &[u64],
+    columns: usize,
+) -> Result<Lookup> {
+    let candidates = sidecar_refs(file, dir)?;
+    let attempt = |sidecar: &FileRef| -> Result<Lookup> {
+        if let FileRef::Local(p) = sidecar {
+            if !p.exists() {
+                return Ok(Lookup::Absent);
+            }
+        }
+        match sidecar.open() {
+            Ok((source, tail)) => {
+                Sidecar::open(source, tail, rows, columns).map(|s| Lookup::Found(Box::new(s)))
+            }
+            Err(e) if e.io_kind == Some(std::io::ErrorKind::NotFound) => Ok(Lookup::Absent),
+            Err(e)
+                if sidecar.is_remote()
+                    && e.io_kind == Some(std::io::ErrorKind::PermissionDenied) =>
+            {
+                Ok(Lookup::Denied(e.to_string()))
+            }
+            Err(e) => Err(e),
+        }
+    };
+    // Objects: both names at once, so a file without a sidecar costs one round trip, not two.
+    let results: Vec<Result<Lookup>> = if file.is_remote() {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = candidates
+                .iter()
+                .map(|c| s.spawn(move || attempt(c)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::internal("a sidecar lookup panicked")))
+                })
+                .collect()
+        })
+    } else {
+        let first = attempt(&candidates[0])?;
+        if !matches!(first, Lookup::Absent) {
+            return Ok(first);
+        }
+        vec![attempt(&candidates[1])]
+    };
+    let mut denied = None;
+    for r in results {
+        match r? {
+            Lookup::Found(s) => return Ok(Lookup::Found(s)),
+            Lookup::Denied(why) => denied = denied.or(Some(why)),
+            Lookup::Absent => {}
+        }
+    }
+    Ok(denied.map_or(Lookup::Absent, Lookup::Denied))
+}
