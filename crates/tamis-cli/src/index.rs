@@ -18,12 +18,12 @@ pub enum IndexKind {
     Rows,
 }
 
-impl From<IndexKind> for tamis::index::build::IndexKind {
+impl From<IndexKind> for tamis::index::IndexKind {
     fn from(k: IndexKind) -> Self {
         match k {
-            IndexKind::Auto => tamis::index::build::IndexKind::Auto,
-            IndexKind::PageBloom => tamis::index::build::IndexKind::PageBloom,
-            IndexKind::Rows => tamis::index::build::IndexKind::Rows,
+            IndexKind::Auto => tamis::index::IndexKind::Auto,
+            IndexKind::PageBloom => tamis::index::IndexKind::PageBloom,
+            IndexKind::Rows => tamis::index::IndexKind::Rows,
         }
     }
 }
@@ -65,11 +65,11 @@ pub fn run(args: &IndexArgs) -> Result<(), CliError> {
     if args.verify {
         return verify(args, &options);
     }
-    let reports = tamis::index::build::index_files(
+    let reports = tamis::index::index_files(
         &args.path,
         &options,
         &args.columns,
-        tamis::index::build::IndexOptions {
+        tamis::index::IndexOptions {
             kind: args.kind.into(),
             fpp: args.fpp,
         },
@@ -90,7 +90,7 @@ pub fn run(args: &IndexArgs) -> Result<(), CliError> {
 }
 
 fn verify(args: &IndexArgs, options: &tamis::io::StorageOptions) -> Result<(), CliError> {
-    let reports = tamis::index::build::verify_files(&args.path, options, args.output.as_deref())?;
+    let reports = tamis::index::verify_files(&args.path, options, args.output.as_deref())?;
     let mut bad = 0;
     for r in &reports {
         if r.problems.is_empty() {
@@ -115,12 +115,12 @@ fn verify(args: &IndexArgs, options: &tamis::io::StorageOptions) -> Result<(), C
 }
 
 /// One line per indexed column: what was built, its size, and why.
-pub fn print_columns(r: &tamis::index::build::IndexReport) {
+pub fn print_columns(r: &tamis::index::IndexReport) {
     for c in &r.columns {
         let kind = match c.kind {
-            tamis::index::build::IndexKind::Auto => "auto",
-            tamis::index::build::IndexKind::PageBloom => "page-bloom",
-            tamis::index::build::IndexKind::Rows => "rows",
+            tamis::index::IndexKind::Auto => "auto",
+            tamis::index::IndexKind::PageBloom => "page-bloom",
+            tamis::index::IndexKind::Rows => "rows",
         };
         println!("  {}: {kind}, {} bytes ({})", c.column, c.bytes, c.why);
     }

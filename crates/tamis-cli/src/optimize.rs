@@ -137,11 +137,11 @@ pub fn run(args: &OptimizeArgs) -> CliResult<()> {
         None
     } else {
         let output = args.output.to_string_lossy();
-        let reports = tamis::index::build::index_files(
+        let reports = tamis::index::index_files(
             &output,
             &Default::default(),
             &args.index,
-            tamis::index::build::IndexOptions {
+            tamis::index::IndexOptions {
                 kind: args.index_kind.into(),
                 fpp: args.index_fpp,
             },

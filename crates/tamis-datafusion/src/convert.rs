@@ -33,8 +33,8 @@ use datafusion::logical_expr::{
     expr::{InList, Like},
     Between, BinaryExpr, Expr, Operator,
 };
-use tamis::expr::tree::{self, Expr as T, Literal};
 use tamis::expr::CmpOp;
+use tamis::expr::{self as tree, Expr as T, Literal};
 
 /// A converted filter: the tamis tree and whether it selects exactly DataFusion's rows (else
 /// a superset).

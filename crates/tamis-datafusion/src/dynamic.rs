@@ -33,7 +33,7 @@ use datafusion::physical_expr::expressions::{
 };
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
-use tamis::expr::tree::{self, Expr as T, Literal};
+use tamis::expr::{self as tree, Expr as T, Literal};
 use tamis::expr::{CmpOp, KeyFilter};
 
 use crate::convert;

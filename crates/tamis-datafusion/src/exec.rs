@@ -443,7 +443,7 @@ impl ExecutionPlan for TamisExec {
             }
             for (name, tap) in &taps {
                 let keys = tap.filter(name, crate::sql::RUNTIME_FILTER_MAX_KEYS);
-                runtime_parts.extend(keys.map(|f| tamis::expr::tree::col(name).in_keys(f)));
+                runtime_parts.extend(keys.map(|f| tamis::expr::col(name).in_keys(f)));
             }
             // A filter that does not bind to the files (a type tamis reads otherwise) is left
             // to the join.
@@ -451,7 +451,7 @@ impl ExecutionPlan for TamisExec {
             parts.extend(
                 runtime_parts
                     .into_iter()
-                    .filter(|e| tamis::expr::bind::bind(e, &dataset.plan().leaves).is_ok()),
+                    .filter(|e| tamis::expr::bind(e, &dataset.plan().leaves).is_ok()),
             );
             let runtime = parts.len() - before;
             let scan = if parts.is_empty() {

@@ -132,7 +132,7 @@ impl TamisTable {
     /// Converts `filter` and checks it binds to the dataset's columns.
     fn pushable(&self, filter: &Expr) -> Option<convert::Converted> {
         let c = convert::convert(filter, &self.schema)?;
-        tamis::expr::bind::bind(&c.expr, &self.dataset.plan().leaves).ok()?;
+        tamis::expr::bind(&c.expr, &self.dataset.plan().leaves).ok()?;
         Some(c)
     }
 }

@@ -194,10 +194,10 @@ impl Fuzz {
             std::fs::create_dir_all(&side).expect("sidecar directory");
             // Under the name tamis writes in an index directory, or the name older tamis wrote
             // (still read); a stale one under the other name is removed first.
-            let data = tamis::io::location::FileRef::Local(seed.data.clone());
+            let data = tamis::io::FileRef::Local(seed.data.clone());
             let names = tamis::index::sidecar_refs(&data, Some(&side)).expect("sidecar names");
-            let path = |r: &tamis::io::location::FileRef| match r {
-                tamis::io::location::FileRef::Local(p) => p.clone(),
+            let path = |r: &tamis::io::FileRef| match r {
+                tamis::io::FileRef::Local(p) => p.clone(),
                 _ => unreachable!("a local data file has local sidecars"),
             };
             let pick = rng.random_range(0..2);
@@ -262,14 +262,14 @@ fn sidecar_seed(dir: &Path, sample: &Sample) -> SidecarSeed {
     std::fs::write(&data, &sample.bytes).expect("write the indexed file");
     let out = dir.join("built");
     std::fs::create_dir_all(&out).unwrap();
-    let reports = tamis::index::build::index_files(
+    let reports = tamis::index::index_files(
         data.to_str().unwrap(),
         &Default::default(),
         &["i64".to_string(), "s".to_string()],
         // Auto: each column gets the kind its data favours, so the corpus holds both blob
         // kinds when the columns differ in sortedness.
-        tamis::index::build::IndexOptions {
-            kind: tamis::index::build::IndexKind::Auto,
+        tamis::index::IndexOptions {
+            kind: tamis::index::IndexKind::Auto,
             fpp: 0.05,
         },
         Some(&out),

@@ -451,11 +451,8 @@ fn scan_files(
 ) -> PyResult<ArrowStream> {
     let stream = py
         .detach(|| {
-            let listing = tamis::io::location::named(
-                root.as_deref(),
-                &files,
-                &storage(&options.storage_options),
-            )?;
+            let listing =
+                tamis::io::named(root.as_deref(), &files, &storage(&options.storage_options))?;
             options.configure(Scan::open_listing(listing)?)
         })
         .map_err(|e| to_py_err(py, e))?;
@@ -644,7 +641,7 @@ fn optimize_json(
     py.detach(run).map_err(|e| to_py_err(py, e))
 }
 
-/// Runs `tamis::index::build::index_files` without the GIL; returns the reports as JSON.
+/// Runs `tamis::index::index_files` without the GIL; returns the reports as JSON.
 #[pyfunction]
 #[pyo3(signature = (path, columns, fpp=0.01, output=None, storage_options=None, kind="auto"))]
 fn index_json(
@@ -659,18 +656,18 @@ fn index_json(
     let options = storage(&storage_options);
     let run = || -> tamis::Result<String> {
         let out = output.as_deref().map(std::path::Path::new);
-        let index = tamis::index::build::IndexOptions {
+        let index = tamis::index::IndexOptions {
             kind: kind.parse()?,
             fpp,
         };
-        let reports = tamis::index::build::index_files(&path, &options, &columns, index, out)?;
+        let reports = tamis::index::index_files(&path, &options, &columns, index, out)?;
         serde_json::to_string(&reports)
             .map_err(|e| Error::internal(format!("cannot serialize the report: {e}")))
     };
     py.detach(run).map_err(|e| to_py_err(py, e))
 }
 
-/// Runs `tamis::index::build::verify_files` without the GIL; returns the reports as JSON.
+/// Runs `tamis::index::verify_files` without the GIL; returns the reports as JSON.
 #[pyfunction]
 #[pyo3(signature = (path, output=None, storage_options=None))]
 fn verify_index_json(
@@ -682,7 +679,7 @@ fn verify_index_json(
     let options = storage(&storage_options);
     let run = || -> tamis::Result<String> {
         let out = output.as_deref().map(std::path::Path::new);
-        let reports = tamis::index::build::verify_files(&path, &options, out)?;
+        let reports = tamis::index::verify_files(&path, &options, out)?;
         serde_json::to_string(&reports)
             .map_err(|e| Error::internal(format!("cannot serialize the report: {e}")))
     };

@@ -13,7 +13,7 @@ use crate::selection::Bitmap;
 use parquet::basic::Encoding;
 
 /// Bits needed to store levels up to `max_level` (0 for 0).
-pub fn level_bit_width(max_level: i16) -> u8 {
+pub(crate) fn level_bit_width(max_level: i16) -> u8 {
     if max_level <= 0 {
         0
     } else {
@@ -97,7 +97,7 @@ fn unsupported_encoding(encoding: Encoding) -> Error {
 /// Decodes `num_values` levels of a v1 data page, appending them to `out`; returns the bytes
 /// consumed, where the values (or the next levels) start.
 #[cfg(test)]
-pub fn decode_v1(
+pub(crate) fn decode_v1(
     data: &[u8],
     encoding: Encoding,
     max_level: i16,
@@ -131,7 +131,12 @@ pub fn decode_v1(
 /// Decodes `num_values` levels of a v2 data page (`data` is exactly the level section), appending
 /// them to `out`. Max level 0 pushes nothing, as in [`decode_v1`].
 #[cfg(test)]
-pub fn decode_v2(data: &[u8], max_level: i16, num_values: usize, out: &mut Vec<i16>) -> Result<()> {
+pub(crate) fn decode_v2(
+    data: &[u8],
+    max_level: i16,
+    num_values: usize,
+    out: &mut Vec<i16>,
+) -> Result<()> {
     check_max(max_level)?;
     if max_level == 0 {
         return Ok(());
@@ -151,7 +156,7 @@ pub fn decode_v2(data: &[u8], max_level: i16, num_values: usize, out: &mut Vec<i
 /// Validity of `num_values` levels: bit `i` set iff definition level `i` equals `max_def` (the
 /// value is present, fact ① of the paper). Returns the bitmap and the bytes the v1 level
 /// section takes. Max level 0 stores no levels: everything is valid, nothing is consumed.
-pub fn validity_v1(
+pub(crate) fn validity_v1(
     data: &[u8],
     encoding: Encoding,
     max_def: i16,
@@ -168,14 +173,14 @@ pub fn validity_v1(
 }
 
 /// [`validity_v1`] for the level section of a v2 data page (`data` is exactly that section).
-pub fn validity_v2(data: &[u8], max_def: i16, num_values: usize) -> Result<Bitmap> {
+pub(crate) fn validity_v2(data: &[u8], max_def: i16, num_values: usize) -> Result<Bitmap> {
     let mut maps = equal_v2(data, max_def, num_values, &[max_def.max(0) as u32])?;
     Ok(maps.pop().expect("one literal"))
 }
 
 /// Record starts of `num_values` levels: bit `i` set iff repetition level `i` is 0 (level `i`
 /// begins a new record, fact ② of the paper). Returns the bitmap and the bytes consumed.
-pub fn record_starts_v1(
+pub(crate) fn record_starts_v1(
     data: &[u8],
     encoding: Encoding,
     max_rep: i16,
@@ -186,7 +191,7 @@ pub fn record_starts_v1(
 }
 
 /// [`record_starts_v1`] for the level section of a v2 data page.
-pub fn record_starts_v2(data: &[u8], max_rep: i16, num_values: usize) -> Result<Bitmap> {
+pub(crate) fn record_starts_v2(data: &[u8], max_rep: i16, num_values: usize) -> Result<Bitmap> {
     let mut maps = equal_v2(data, max_rep, num_values, &[0])?;
     Ok(maps.pop().expect("one literal"))
 }
@@ -194,7 +199,7 @@ pub fn record_starts_v2(data: &[u8], max_rep: i16, num_values: usize) -> Result<
 /// One bitmap per literal over `num_values` v1 levels (bit `i` set iff level `i` equals the
 /// literal), in one pass over the encoded section; and the bytes the section takes. A column
 /// with max level 0 stores no levels: they are all 0.
-pub fn equal_v1(
+pub(crate) fn equal_v1(
     data: &[u8],
     encoding: Encoding,
     max_level: i16,
@@ -233,7 +238,7 @@ pub fn equal_v1(
 }
 
 /// [`equal_v1`] for the level section of a v2 data page (`data` is exactly that section).
-pub fn equal_v2(
+pub(crate) fn equal_v2(
     data: &[u8],
     max_level: i16,
     num_values: usize,
@@ -346,7 +351,7 @@ fn equal_hybrid(
 /// Bit `i` is set where `def_levels[i] == max_def`, i.e. where the value is present: the
 /// one-level-at-a-time reference the bit-parallel `validity_v1/v2` are tested against.
 #[cfg(test)]
-pub fn validity(def_levels: &[i16], max_def: i16) -> Bitmap {
+pub(crate) fn validity(def_levels: &[i16], max_def: i16) -> Bitmap {
     let mut b = Bitmap::new_zeroed(def_levels.len());
     for (i, &d) in def_levels.iter().enumerate() {
         if d == max_def {

@@ -56,6 +56,7 @@
 //! pushdown), [`index`] (sidecar indexes) and [`io`] (object-store options and sources).
 //! Modules marked hidden are public only for tamis's own crates (the fuzzer, the benchmarks,
 //! the CLI's `kernels` command) and may change at any time.
+#![warn(unreachable_pub)]
 pub mod dataset;
 pub mod expr;
 #[doc(hidden)]
@@ -63,7 +64,7 @@ pub mod file;
 pub mod index;
 pub mod io;
 pub mod optimize;
-pub mod scan;
+pub(crate) mod scan;
 
 #[doc(hidden)]
 pub mod budget;
@@ -88,4 +89,4 @@ pub use dataset::Dataset;
 pub use error::{Error, ErrorKind, Result};
 pub use metrics::{FilterStep, ScanMetrics};
 pub use scan::order::FilterOrder;
-pub use scan::{BrokenIndex, Canceller, Pruning, Scan, ScanStream};
+pub use scan::{BrokenIndex, Canceller, Pruning, RowGroupParts, Scan, ScanStream};

@@ -156,11 +156,11 @@ collector!(
 
 /// Adds `n` to a counter.
 #[inline]
-pub fn add(counter: &AtomicU64, n: u64) {
+pub(crate) fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Relaxed);
 }
 
 /// Adds the time elapsed since `start` to a nanosecond counter.
-pub fn add_elapsed(counter: &AtomicU64, start: std::time::Instant) {
+pub(crate) fn add_elapsed(counter: &AtomicU64, start: std::time::Instant) {
     add(counter, start.elapsed().as_nanos() as u64);
 }

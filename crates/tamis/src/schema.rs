@@ -129,7 +129,7 @@ impl LeafColumn {
 }
 
 /// All leaf columns of a schema, in column-chunk order.
-pub fn leaf_columns(schema: &SchemaDescriptor) -> Vec<LeafColumn> {
+pub(crate) fn leaf_columns(schema: &SchemaDescriptor) -> Vec<LeafColumn> {
     (0..schema.num_columns())
         .map(|i| {
             let descr = schema.column(i);

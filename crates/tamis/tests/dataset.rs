@@ -1006,7 +1006,7 @@ fn named_files_of_a_dataset_read_as_the_dataset_does() {
     let mut rows = Vec::new();
     for chunk in files.chunks(3) {
         let named: Vec<(String, Option<u64>)> = chunk.iter().map(|f| (f.clone(), None)).collect();
-        let listing = tamis::io::location::named(Some(root), &named, &Default::default()).unwrap();
+        let listing = tamis::io::named(Some(root), &named, &Default::default()).unwrap();
         let scan = tamis::Scan::open_listing(listing)
             .unwrap()
             .partition_types(&typed)
@@ -1029,7 +1029,7 @@ fn named_files_of_a_dataset_read_as_the_dataset_does() {
         .unwrap()
         .clone();
     let named = [(file.clone(), None)];
-    let listing = tamis::io::location::named(Some(root), &named, &Default::default()).unwrap();
+    let listing = tamis::io::named(Some(root), &named, &Default::default()).unwrap();
     let scan = tamis::Scan::open_listing(listing)
         .unwrap()
         .partition_types(&typed)
@@ -1037,10 +1037,10 @@ fn named_files_of_a_dataset_read_as_the_dataset_does() {
         .row_groups(vec![(file.clone(), 1..2)]);
     let (got, _) = scan_with(scan, None, None);
     assert_eq!(got.num_rows(), 16.min(rows_in_file(&file) - 16));
-    assert!(tamis::io::location::named(Some(root), &[], &Default::default()).is_err());
+    assert!(tamis::io::named(Some(root), &[], &Default::default()).is_err());
     // A file named twice is read once.
     let twice = [(file.clone(), None), (file.clone(), None)];
-    let listing = tamis::io::location::named(Some(root), &twice, &Default::default()).unwrap();
+    let listing = tamis::io::named(Some(root), &twice, &Default::default()).unwrap();
     assert_eq!(listing.files.len(), 1);
     let (got, _) = scan_with(tamis::Scan::open_listing(listing).unwrap(), None, None);
     assert_eq!(got.num_rows(), rows_in_file(&file));

@@ -37,7 +37,7 @@ fn open_files_are_bounded() {
     }
     let baseline = open_fds();
     let scan = tamis::Scan::open(dir.path().to_str().unwrap()).unwrap();
-    let bound = tamis::dataset::plan::KEEP_OPEN + 2 * 2 + 1 + 4;
+    let bound = tamis::dataset::KEEP_OPEN + 2 * 2 + 1 + 4;
     let mut peak = open_fds() - baseline;
     let mut stream = scan.threads(2).batch_size(1).batches().unwrap();
     let mut ids = Vec::new();

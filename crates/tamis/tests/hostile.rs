@@ -24,8 +24,11 @@ struct Counting;
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 
+// SAFETY: every call is forwarded to `System` with the caller's arguments unchanged, so this
+// allocator upholds `GlobalAlloc`'s contract exactly as `System` does; it only counts bytes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as received; the caller upholds `alloc`'s contract.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             let now = CURRENT.fetch_add(layout.size(), SeqCst) + layout.size();
@@ -34,10 +37,12 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` through this allocator, with this `layout`.
         unsafe { System.dealloc(ptr, layout) };
         CURRENT.fetch_sub(layout.size(), SeqCst);
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as received; the caller upholds `alloc_zeroed`'s contract.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             let now = CURRENT.fetch_add(layout.size(), SeqCst) + layout.size();
@@ -46,6 +51,8 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from `System` through this allocator with `layout`; the caller
+        // upholds `realloc`'s contract for `new_size`.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             if new_size >= layout.size() {

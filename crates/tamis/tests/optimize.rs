@@ -28,8 +28,8 @@ use parquet::file::properties::WriterProperties;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use tamis::optimize::bloom::{theoretical_bytes, BloomRequest};
 use tamis::optimize::{optimize, OptimizeOptions, OptimizeReport};
+use tamis::optimize::{theoretical_bytes, BloomRequest};
 use tamis::{ErrorKind, Pruning, Scan};
 
 fn schema() -> SchemaRef {

@@ -14,7 +14,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tamis::index::build::IndexKind;
+use tamis::index::IndexKind;
 
 const ROWS: usize = 6_000;
 
@@ -86,16 +86,16 @@ fn write(path: &Path, d: &Data) {
     w.close().unwrap();
 }
 
-fn index(path: &Path, columns: &[&str]) -> tamis::index::build::IndexReport {
+fn index(path: &Path, columns: &[&str]) -> tamis::index::IndexReport {
     index_kind(path, columns, IndexKind::PageBloom)
 }
 
-fn index_kind(path: &Path, columns: &[&str], kind: IndexKind) -> tamis::index::build::IndexReport {
-    let file = tamis::io::location::FileRef::Local(path.to_path_buf());
+fn index_kind(path: &Path, columns: &[&str], kind: IndexKind) -> tamis::index::IndexReport {
+    let file = tamis::io::FileRef::Local(path.to_path_buf());
     let opened = tamis::file::OpenedFile::open_ref(&file).unwrap();
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
-    let options = tamis::index::build::IndexOptions { kind, fpp: 0.01 };
-    let (bytes, report) = tamis::index::build::build_index(&opened, &columns, options).unwrap();
+    let options = tamis::index::IndexOptions { kind, fpp: 0.01 };
+    let (bytes, report) = tamis::index::build_index(&opened, &columns, options).unwrap();
     tamis::index::write_sidecar(&file, bytes, None).unwrap();
     report
 }

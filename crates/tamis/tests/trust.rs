@@ -14,8 +14,8 @@ use arrow::datatypes::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use tamis::index::build::{IndexKind, IndexOptions};
-use tamis::io::location::FileRef;
+use tamis::index::{IndexKind, IndexOptions};
+use tamis::io::FileRef;
 
 const ROWS: i64 = 4_000;
 
@@ -57,7 +57,7 @@ fn index(path: &Path, columns: &[&str], kind: IndexKind, dir: Option<&Path>) -> 
     let opened = tamis::file::OpenedFile::open_ref(&file).unwrap();
     let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
     let options = IndexOptions { kind, fpp: 0.01 };
-    let (bytes, _) = tamis::index::build::build_index(&opened, &columns, options).unwrap();
+    let (bytes, _) = tamis::index::build_index(&opened, &columns, options).unwrap();
     tamis::index::write_sidecar(&file, bytes, dir).unwrap()
 }
 
@@ -162,8 +162,7 @@ fn a_sidecar_of_other_data_pages_is_never_used() {
         // and a scan asked to verify reads right.
         set_mtime(&path, mtime);
         let reports =
-            tamis::index::build::verify_files(path.to_str().unwrap(), &Default::default(), None)
-                .unwrap();
+            tamis::index::verify_files(path.to_str().unwrap(), &Default::default(), None).unwrap();
         assert_eq!(reports.len(), 1);
         assert!(
             reports[0]
@@ -185,8 +184,7 @@ fn a_sidecar_of_other_data_pages_is_never_used() {
         // Rebuilt, it verifies and answers again.
         index(&path, &["v"], kind, None);
         let reports =
-            tamis::index::build::verify_files(path.to_str().unwrap(), &Default::default(), None)
-                .unwrap();
+            tamis::index::verify_files(path.to_str().unwrap(), &Default::default(), None).unwrap();
         assert!(reports[0].problems.is_empty(), "{:?}", reports[0]);
         assert!(reports[0].chunks > 0);
         let (got, m) = lookup(scan_of(&path).verify_index(true), &sql);

@@ -52,7 +52,7 @@ impl FromStr for Evaluation {
 
 /// How a partly alive page is evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageStrategy {
+pub(crate) enum PageStrategy {
     Whole,
     Selected,
 }
@@ -97,7 +97,7 @@ struct Costs {
 /// Measured costs per filter (keyed like the order planner's measured selectivities), shared by
 /// the row-group workers of a scan.
 #[derive(Debug, Default)]
-pub struct Adaptive {
+pub(crate) struct Adaptive {
     mode: Evaluation,
     costs: Mutex<HashMap<u64, Costs>>,
 }
@@ -110,7 +110,7 @@ fn units(strategy: PageStrategy, values: usize, alive: usize) -> f64 {
 }
 
 impl Adaptive {
-    pub fn new(mode: Evaluation) -> Adaptive {
+    pub(crate) fn new(mode: Evaluation) -> Adaptive {
         Adaptive {
             mode,
             ..Adaptive::default()
@@ -118,7 +118,7 @@ impl Adaptive {
     }
 
     /// The strategy for a page of `values` values of which `alive` are alive (0 < alive < values).
-    pub fn choose(&self, key: u64, values: usize, alive: usize) -> PageStrategy {
+    pub(crate) fn choose(&self, key: u64, values: usize, alive: usize) -> PageStrategy {
         match self.mode {
             Evaluation::Auto => {}
             Evaluation::Selected => return PageStrategy::Selected,
@@ -152,7 +152,7 @@ impl Adaptive {
     }
 
     /// Records what a page evaluated with `strategy` cost, from `start` until now.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         key: u64,
         strategy: PageStrategy,

@@ -82,7 +82,7 @@ fn arrow_unit(u: Unit) -> TimeUnit {
 }
 
 /// Whether tamis decodes this column itself for the given target Arrow type.
-pub fn is_native(leaf: &LeafColumn, target: &DataType) -> bool {
+pub(crate) fn is_native(leaf: &LeafColumn, target: &DataType) -> bool {
     if leaf.nested {
         return false;
     }
@@ -94,7 +94,7 @@ pub fn is_native(leaf: &LeafColumn, target: &DataType) -> bool {
 
 /// Whether tamis decodes this leaf itself as the elements of a list of `target` items (the
 /// leaf sits below the list, so it is nested; the element itself must be a primitive).
-pub fn is_native_element(leaf: &LeafColumn, target: &DataType) -> bool {
+pub(crate) fn is_native_element(leaf: &LeafColumn, target: &DataType) -> bool {
     native_type(leaf).is_some_and(|native| adaptable(&native, target))
 }
 
@@ -179,7 +179,7 @@ const MICROS_PER_DAY: i128 = 86_400_000_000;
 /// written (`290000-12-31T01:00:00+02:00` in `int96_from_spark.parquet`), as Spark and the crate
 /// read them (pyarrow reads another instant). Any other value outside the range is refused,
 /// saying which (as DuckDB does), never wrapped to another instant.
-pub fn int96_micros(words: [u32; 3]) -> Result<i64> {
+pub(crate) fn int96_micros(words: [u32; 3]) -> Result<i64> {
     let day = i128::from(words[2] as i32);
     let nanos = ((words[1] as i64) << 32) + words[0] as i64;
     let exact = day * MICROS_PER_DAY + i128::from(nanos / 1000) - JULIAN_MICROS_OF_EPOCH;
@@ -197,7 +197,7 @@ pub fn int96_micros(words: [u32; 3]) -> Result<i64> {
 }
 
 /// Builds the Arrow array of `target` type from projected values.
-pub fn to_arrow(
+pub(crate) fn to_arrow(
     leaf: &LeafColumn,
     mut projected: Projected,
     target: &DataType,
@@ -424,7 +424,7 @@ fn native_array(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
 
 /// Whether [`to_arrow`] builds this column as `Decimal128` from integers (so that a projection
 /// may widen them as it goes, [`crate::column::project::Projection::decimal128`]).
-pub fn widens_to_i128(leaf: &LeafColumn) -> bool {
+pub(crate) fn widens_to_i128(leaf: &LeafColumn) -> bool {
     matches!(leaf.physical, PhysicalType::INT32 | PhysicalType::INT64)
         && matches!(native_type(leaf), Some(DataType::Decimal128(..)))
 }
@@ -496,7 +496,7 @@ fn adapt(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
 }
 
 /// Whether `array` is the 64-bit-offset form of `target` (more than 2 GiB of values).
-pub fn is_widened(array: &DataType, target: &DataType) -> bool {
+pub(crate) fn is_widened(array: &DataType, target: &DataType) -> bool {
     matches!(
         (array, target),
         (DataType::LargeUtf8, DataType::Utf8) | (DataType::LargeBinary, DataType::Binary)

@@ -20,7 +20,7 @@ use super::{ColumnChunk, PageFrame};
 
 /// Rows of the row group that are in `mask` and satisfy every leaf (all on this chunk's column).
 /// `key` identifies the filter to the [`Adaptive`] policy (its measured page costs).
-pub fn eval_conjunction(
+pub(crate) fn eval_conjunction(
     chunk: &mut ColumnChunk<'_>,
     leaves: &[&Leaf],
     mask: &Bitmap,

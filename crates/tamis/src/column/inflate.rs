@@ -38,7 +38,7 @@ thread_local! {
 /// the output must have exactly the announced size.
 ///
 /// `snappy_choice` carries the chunk's choice of Snappy decoder from page to page.
-pub fn inflate(
+pub(super) fn inflate(
     mut page: Page,
     codec: Compression,
     sizes: Option<&PageSizes>,
@@ -124,7 +124,7 @@ pub fn inflate(
 /// sequential ids 13 % faster). `TAMIS_SNAPPY=snap` or `=cpp` fixes the decoder (read once),
 /// for comparisons. Without the feature, always `snap`.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct SnappyChoice(#[cfg(feature = "cpp-snappy")] Trial);
+pub(super) struct SnappyChoice(#[cfg(feature = "cpp-snappy")] Trial);
 
 /// Pages smaller than this are not timed (a timer's resolution and one cache miss would
 /// decide); they go to C++ Snappy until the chunk has chosen.

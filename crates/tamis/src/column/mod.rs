@@ -10,14 +10,14 @@
 //! Without an OffsetIndex the whole chunk is read once, and pages without needed rows are still
 //! skipped by header (not decompressed).
 
-pub mod adapt;
-pub mod arrays;
-pub mod filter;
+pub(crate) mod adapt;
+pub(crate) mod arrays;
+pub(crate) mod filter;
 mod inflate;
-pub mod pages;
-pub mod project;
-pub mod repeated;
-pub mod sparse;
+pub(crate) mod pages;
+pub(crate) mod project;
+pub(crate) mod repeated;
+pub(crate) mod sparse;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -41,7 +41,7 @@ use crate::values::Values;
 use pages::{ChunkPages, PageVisitor};
 
 /// Rows a page must be loaded for: a filter's alive bitmap or the final [`Selection`].
-pub trait RowSet {
+pub(crate) trait RowSet {
     fn any_in(&self, start: usize, end: usize) -> bool;
 }
 
@@ -59,7 +59,7 @@ impl RowSet for Selection {
 
 /// One data page of a flat column: decompressed, levels decoded, values still encoded.
 #[derive(Debug, Clone)]
-pub struct PageFrame {
+pub(crate) struct PageFrame {
     /// The page's number in its column chunk (data pages only), for errors.
     pub page: usize,
     pub first_row: usize,
@@ -76,7 +76,7 @@ pub struct PageFrame {
 }
 
 /// Pages of one column chunk, loaded on demand.
-pub struct ColumnChunk<'a> {
+pub(crate) struct ColumnChunk<'a> {
     pub leaf: &'a LeafColumn,
     /// The row group's memory budget: every decoded buffer is reserved here first.
     pub budget: &'a Budget,
@@ -91,7 +91,7 @@ pub struct ColumnChunk<'a> {
 }
 
 impl<'a> ColumnChunk<'a> {
-    pub fn new(
+    pub(crate) fn new(
         leaf: &'a LeafColumn,
         meta: &'a ColumnChunkMetaData,
         reader: &'a Reader,
@@ -111,24 +111,24 @@ impl<'a> ColumnChunk<'a> {
     }
 
     /// Bytes of this chunk fetched by a row group's batched reads.
-    pub fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
+    pub(crate) fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
         self.source.offer(fetched).map_err(|e| self.context(e))
     }
 
     /// The dictionary page's byte range, if the chunk has one.
-    pub fn dictionary_range(&self) -> Option<std::ops::Range<u64>> {
+    pub(crate) fn dictionary_range(&self) -> Option<std::ops::Range<u64>> {
         self.source.dictionary_range().ok().flatten()
     }
 
     /// Frees the loaded pages, and their fetched bytes, that end at or before row `row` (a
     /// projection that has passed them, range by range, needs them no more).
-    pub fn release_before(&mut self, row: usize) {
+    pub(crate) fn release_before(&mut self, row: usize) {
         self.pages.retain(|_, f| f.first_row + f.num_rows > row);
         self.source.forget_before(row);
     }
 
     /// Row ranges `(first_row, rows)` of the pages, if known without reading them.
-    pub fn page_layout(&self) -> Option<Vec<(usize, usize)>> {
+    pub(crate) fn page_layout(&self) -> Option<Vec<(usize, usize)>> {
         self.source.indexed_layout().or_else(|| self.layout.clone())
     }
 
@@ -138,7 +138,7 @@ impl<'a> ColumnChunk<'a> {
 
     /// The byte ranges [`ColumnChunk::ensure`] would read for `needed` (so a caller can batch
     /// several chunks' reads into one round trip, then [`ColumnChunk::offer`] the bytes).
-    pub fn missing_ranges(&self, needed: &impl RowSet) -> Result<Vec<std::ops::Range<u64>>> {
+    pub(crate) fn missing_ranges(&self, needed: &impl RowSet) -> Result<Vec<std::ops::Range<u64>>> {
         let wanted = self.wanted_pages(needed, |_| false);
         self.source
             .missing_ranges(&wanted, self.dictionary.is_none())
@@ -148,7 +148,7 @@ impl<'a> ColumnChunk<'a> {
     /// The byte ranges a projection of `selection` reads first: whole pages, or for pages read
     /// by blocks (`sub_page`, see [`sparse`]) their first round (for a remote source's one
     /// batched read of every payload column).
-    pub fn payload_ranges(
+    pub(crate) fn payload_ranges(
         &self,
         selection: &Selection,
         sub_page: bool,
@@ -185,12 +185,16 @@ impl<'a> ColumnChunk<'a> {
     }
 
     /// Makes sure every page holding a row set in `needed` is loaded.
-    pub fn ensure(&mut self, needed: &impl RowSet, metrics: &MetricsCollector) -> Result<()> {
+    pub(crate) fn ensure(
+        &mut self,
+        needed: &impl RowSet,
+        metrics: &MetricsCollector,
+    ) -> Result<()> {
         self.ensure_except(needed, |_| false, metrics)
     }
 
     /// [`ColumnChunk::ensure`] but for the pages `excluded` says (read by blocks instead).
-    pub fn ensure_except(
+    pub(crate) fn ensure_except(
         &mut self,
         needed: &impl RowSet,
         excluded: impl Fn(usize) -> bool,
@@ -260,7 +264,7 @@ impl<'a> ColumnChunk<'a> {
 
     /// Reads and decodes only the dictionary page (for dictionary pruning); `None` if the chunk
     /// has none.
-    pub fn load_dictionary(&mut self) -> Result<Option<Arc<Values>>> {
+    pub(crate) fn load_dictionary(&mut self) -> Result<Option<Arc<Values>>> {
         if self.dictionary.is_some() {
             return Ok(self.dictionary.clone());
         }
@@ -272,7 +276,7 @@ impl<'a> ColumnChunk<'a> {
     }
 
     /// The page's encoded values and the operations its encoding offers on them.
-    pub fn encoded<'f>(
+    pub(crate) fn encoded<'f>(
         &'f self,
         frame: &'f PageFrame,
     ) -> Result<(EncodedPage<'f>, Box<dyn PageEncoding + 'f>)> {
@@ -290,7 +294,7 @@ impl<'a> ColumnChunk<'a> {
     /// The dense decoded values of a page, and how many values this call decoded (0 when they
     /// were already decoded). They are kept on the page for every later filter and the
     /// projection.
-    pub fn decode_page(&self, frame: &PageFrame) -> Result<(Arc<Values>, usize)> {
+    pub(crate) fn decode_page(&self, frame: &PageFrame) -> Result<(Arc<Values>, usize)> {
         if let Some(v) = frame.decoded.get() {
             return Ok((v.clone(), 0));
         }

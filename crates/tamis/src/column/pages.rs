@@ -30,7 +30,7 @@ use crate::io::{FetchedRanges, Reader};
 use crate::metrics::{add, MetricsCollector};
 
 /// What a chunk reader does with the pages the fetcher yields.
-pub trait PageVisitor {
+pub(crate) trait PageVisitor {
     /// The chunk's dictionary page.
     fn dictionary(&mut self, page: Page) -> Result<()>;
     /// Sequential walks only: whether data page `i` (header `meta`) is to be decompressed.
@@ -45,7 +45,7 @@ pub trait PageVisitor {
 
 /// The offset index if it describes the chunk sensibly — pages start at increasing rows inside
 /// the row group, the first at row 0 — else `None` (fail open: read the chunk in order).
-pub fn usable_offset_index(
+pub(crate) fn usable_offset_index(
     offset_index: Option<&OffsetIndexMetaData>,
     rg_rows: usize,
 ) -> Option<&OffsetIndexMetaData> {
@@ -63,7 +63,7 @@ pub fn usable_offset_index(
 }
 
 /// Where one column chunk's pages are, and the bytes fetched so far.
-pub struct ChunkPages<'a> {
+pub(crate) struct ChunkPages<'a> {
     meta: &'a ColumnChunkMetaData,
     /// `meta` marked uncompressed, for the page readers when the chunk is compressed: they hand
     /// pages on as stored and [`inflate`] decompresses them with this thread's codec.
@@ -87,7 +87,7 @@ pub struct ChunkPages<'a> {
 }
 
 impl<'a> ChunkPages<'a> {
-    pub fn new(
+    pub(crate) fn new(
         meta: &'a ColumnChunkMetaData,
         reader: &'a Reader,
         offset_index: Option<&'a OffsetIndexMetaData>,
@@ -176,32 +176,32 @@ impl<'a> ChunkPages<'a> {
         page
     }
 
-    pub fn meta(&self) -> &'a ColumnChunkMetaData {
+    pub(crate) fn meta(&self) -> &'a ColumnChunkMetaData {
         self.meta
     }
 
     /// The gap below which neighbouring ranges are read as one (the source's).
-    pub fn coalesce_gap(&self) -> u64 {
+    pub(crate) fn coalesce_gap(&self) -> u64 {
         self.reader.coalesce_gap()
     }
 
     /// Bytes that arrive while the source serves one request's first byte (its cost model).
-    pub fn round_trip_bytes(&self) -> u64 {
+    pub(crate) fn round_trip_bytes(&self) -> u64 {
         self.reader.source().profile().round_trip_bytes()
     }
 
     /// Whether the byte at `offset` is in the page cache (`None`: cannot tell).
-    pub fn resident(&self, offset: u64) -> Option<bool> {
+    pub(crate) fn resident(&self, offset: u64) -> Option<bool> {
         self.reader.resident(offset)
     }
 
     /// The bytes fetched so far.
-    pub fn fetched(&self) -> &FetchedRanges {
+    pub(crate) fn fetched(&self) -> &FetchedRanges {
         &self.fetched
     }
 
     /// Reads those of `ranges` not fetched yet, in one batched read.
-    pub fn fetch(&mut self, ranges: &[Range<u64>]) -> Result<()> {
+    pub(crate) fn fetch(&mut self, ranges: &[Range<u64>]) -> Result<()> {
         let chunk = self.chunk_range()?;
         let missing: Vec<Range<u64>> = ranges
             .iter()
@@ -216,14 +216,14 @@ impl<'a> ChunkPages<'a> {
         Ok(())
     }
 
-    pub fn offset_index(&self) -> Option<&'a OffsetIndexMetaData> {
+    pub(crate) fn offset_index(&self) -> Option<&'a OffsetIndexMetaData> {
         self.offset_index
     }
 
     /// Forgets the fetched bytes of the data pages that end at or before row `row` (with an
     /// offset index; without one the chunk is walked whole and keeps its bytes). The dictionary
     /// page, once decoded, is not read again.
-    pub fn forget_before(&mut self, row: usize) {
+    pub(crate) fn forget_before(&mut self, row: usize) {
         let (Some(oi), Some(layout)) = (self.offset_index, self.indexed_layout()) else {
             return;
         };
@@ -236,7 +236,7 @@ impl<'a> ChunkPages<'a> {
     }
 
     /// Row ranges `(first_row, rows)` of the pages, from the offset index.
-    pub fn indexed_layout(&self) -> Option<Vec<(usize, usize)>> {
+    pub(crate) fn indexed_layout(&self) -> Option<Vec<(usize, usize)>> {
         let locs = self.offset_index?.page_locations();
         Some(
             locs.iter()
@@ -253,7 +253,7 @@ impl<'a> ChunkPages<'a> {
     }
 
     /// The chunk's byte range, checked against the file length.
-    pub fn chunk_range(&self) -> Result<Range<u64>> {
+    pub(crate) fn chunk_range(&self) -> Result<Range<u64>> {
         let (start, len) = self.meta.byte_range();
         match start.checked_add(len).filter(|&e| e <= self.reader.len()) {
             Some(end) => Ok(start..end),
@@ -265,7 +265,7 @@ impl<'a> ChunkPages<'a> {
 
     /// Where the dictionary page is, if the chunk has one: before the first data page (the
     /// offset index's, else the footer's `data_page_offset`).
-    pub fn dictionary_range(&self) -> Result<Option<Range<u64>>> {
+    pub(crate) fn dictionary_range(&self) -> Result<Option<Range<u64>>> {
         let chunk = self.chunk_range()?;
         let first_data = match self.offset_index {
             Some(oi) => oi.page_locations()[0].offset as u64,
@@ -289,7 +289,7 @@ impl<'a> ChunkPages<'a> {
 
     /// Bytes fetched elsewhere — a row group's batched reads of several chunks' dictionary and
     /// data pages: the parts inside this chunk are kept.
-    pub fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
+    pub(crate) fn offer(&mut self, fetched: &FetchedRanges) -> Result<()> {
         let chunk = self.chunk_range()?;
         let mine: Vec<(u64, Bytes)> = fetched
             .pieces()
@@ -310,7 +310,11 @@ impl<'a> ChunkPages<'a> {
 
     /// The byte ranges a fetch of the `wanted` pages (and the dictionary page, when
     /// `dictionary`) would still read; without an offset index, the whole chunk.
-    pub fn missing_ranges(&self, wanted: &[usize], dictionary: bool) -> Result<Vec<Range<u64>>> {
+    pub(crate) fn missing_ranges(
+        &self,
+        wanted: &[usize],
+        dictionary: bool,
+    ) -> Result<Vec<Range<u64>>> {
         let chunk = self.chunk_range()?;
         let Some(oi) = self.offset_index else {
             return Ok(if self.whole_chunk {
@@ -350,7 +354,7 @@ impl<'a> ChunkPages<'a> {
     }
 
     /// Reads only the dictionary page; `false` if the chunk has none where expected.
-    pub fn fetch_dictionary(&mut self, visitor: &mut impl PageVisitor) -> Result<bool> {
+    pub(crate) fn fetch_dictionary(&mut self, visitor: &mut impl PageVisitor) -> Result<bool> {
         let Some(range) = self.dictionary_range()? else {
             return Ok(false);
         };
@@ -377,7 +381,7 @@ impl<'a> ChunkPages<'a> {
     /// With an offset index: fetches the `wanted` pages (ascending), and the dictionary page
     /// when `dictionary` asks for it and it was not fetched yet, in one coalesced read; hands
     /// them to the visitor in order.
-    pub fn fetch_indexed(
+    pub(crate) fn fetch_indexed(
         &mut self,
         wanted: &[usize],
         dictionary: bool,
@@ -470,7 +474,7 @@ impl<'a> ChunkPages<'a> {
 
     /// Without an offset index: reads the whole chunk once and walks its pages in order; the
     /// visitor decides per header which to decompress.
-    pub fn walk(
+    pub(crate) fn walk(
         &mut self,
         visitor: &mut impl PageVisitor,
         metrics: &MetricsCollector,
@@ -607,7 +611,7 @@ fn guard<T>(call: impl FnOnce() -> parquet::errors::Result<T>) -> Result<T> {
 }
 
 /// A decoded dictionary page's bytes and value count, for the caller to decode.
-pub fn dictionary_parts(page: Page) -> Result<(Bytes, usize, parquet::basic::Encoding)> {
+pub(crate) fn dictionary_parts(page: Page) -> Result<(Bytes, usize, parquet::basic::Encoding)> {
     match page {
         Page::DictionaryPage {
             buf,

@@ -19,7 +19,7 @@ use super::{ColumnChunk, PageFrame};
 /// With [`Projection::dictionary_codes`], a column whose pages are all dictionary-encoded is
 /// kept as the dictionary and the selected values' codes instead of `values`
 /// ([`take_codes`](Self::take_codes)); the Arrow array is then one `take` from the dictionary.
-pub struct Projected {
+pub(crate) struct Projected {
     pub values: Option<Values>,
     pub validity: Vec<bool>,
     /// The dictionary `codes` index, while the column is kept as codes.
@@ -36,7 +36,7 @@ pub struct Projected {
 
 /// How a column is projected.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Projection {
+pub(crate) struct Projection {
     /// Pages that qualify are read by the blocks holding the selected values ([`sparse`]).
     pub sub_page: bool,
     /// The caller builds an Arrow array: a column of dictionary pages may stay codes (when it
@@ -49,7 +49,7 @@ pub struct Projection {
 }
 
 /// Decodes the rows set in `selection` (pages without a selected row are never read).
-pub fn project(
+pub(crate) fn project(
     chunk: &mut ColumnChunk<'_>,
     selection: &Selection,
     how: Projection,
@@ -114,7 +114,7 @@ pub fn project(
 
 impl Projected {
     /// Dense values and the validity of their rows.
-    pub fn new(values: Option<Values>, validity: Vec<bool>) -> Projected {
+    pub(crate) fn new(values: Option<Values>, validity: Vec<bool>) -> Projected {
         let total = validity.len();
         Projected {
             values,
@@ -129,13 +129,13 @@ impl Projected {
 
     /// The values widened to `i128`, when the projection asked for [`Projection::decimal128`];
     /// `values` is then `None`.
-    pub fn take_wide(&mut self) -> Option<Vec<i128>> {
+    pub(crate) fn take_wide(&mut self) -> Option<Vec<i128>> {
         self.wide.take()
     }
 
     /// The dictionary and the selected values' codes into it (one per valid row), when the
     /// column was kept as codes; `values` is then `None`.
-    pub fn take_codes(&mut self) -> Option<(Arc<Values>, Vec<u32>)> {
+    pub(crate) fn take_codes(&mut self) -> Option<(Arc<Values>, Vec<u32>)> {
         let dictionary = self.codes_of.take()?;
         Some((dictionary, std::mem::take(&mut self.codes)))
     }
@@ -153,7 +153,7 @@ impl Projected {
     /// Appends the values of `codes` (taken with [`take_codes`](Self::take_codes)) looked up in
     /// `dictionary`. The looked-up values were reserved in a budget as the codes were appended;
     /// `budget` takes what widening adds.
-    pub fn accept_codes(
+    pub(crate) fn accept_codes(
         &mut self,
         dictionary: &Values,
         codes: &[u32],

@@ -46,7 +46,7 @@ const MAX_PAGE_LEVELS: usize = 1 << 31;
 /// How the definition levels of a list column read: below `list_def` the list is null, at
 /// `list_def` it is empty, above it the level is an element, present at `max_def`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ListLevels {
+pub(crate) struct ListLevels {
     pub list_nullable: bool,
     pub element_nullable: bool,
     pub list_def: i16,
@@ -56,7 +56,7 @@ pub struct ListLevels {
 /// A list column tamis projects itself: its one leaf, its levels and the Arrow list field the
 /// `parquet` crate's reader gives it.
 #[derive(Debug, Clone)]
-pub struct ListPlan<'a> {
+pub(crate) struct ListPlan<'a> {
     pub leaf: &'a LeafColumn,
     pub levels: ListLevels,
     /// The element field of the target `List` / `LargeList`.
@@ -68,7 +68,7 @@ impl<'a> ListPlan<'a> {
     /// The plan for top-level field `root` (Parquet type `root_type`, Arrow field `field`), if it
     /// is a list of a natively decoded primitive with one repeated level: a standard 3-level
     /// LIST, a 2-level LIST of a repeated primitive, or a bare repeated primitive.
-    pub fn new(
+    pub(crate) fn new(
         leaves: &'a [LeafColumn],
         root: usize,
         root_type: &Type,
@@ -375,7 +375,7 @@ impl ListPlan<'_> {
 }
 
 /// One list column chunk of a row group, read for a selection.
-pub struct ListChunk<'a> {
+pub(crate) struct ListChunk<'a> {
     pub plan: ListPlan<'a>,
     pub meta: &'a ColumnChunkMetaData,
     pub reader: &'a Reader,
@@ -428,7 +428,11 @@ struct PageLevels {
 impl<'a> ListChunk<'a> {
     /// The selected rows of the column as the Arrow list array the `parquet` crate's reader
     /// would return.
-    pub fn project(&self, selection: &Bitmap, metrics: &MetricsCollector) -> Result<ArrayRef> {
+    pub(crate) fn project(
+        &self,
+        selection: &Bitmap,
+        metrics: &MetricsCollector,
+    ) -> Result<ArrayRef> {
         self.project_inner(selection, metrics)
             .map_err(|e| e.in_column(&self.plan.leaf.path))
     }

@@ -32,7 +32,7 @@ use super::ColumnChunk;
 use crate::file::page_header::{data_page_head, DataPageHead, LevelLayout};
 
 /// Reads are aligned to this (the page size of file systems and SSDs).
-pub const BLOCK: u64 = 4096;
+pub(crate) const BLOCK: u64 = 4096;
 
 /// The header and levels of a page without NULLs are assumed to fit in this many bytes when
 /// guessing where its values are (a header with statistics takes under 100).
@@ -46,7 +46,7 @@ const MAX_ROUNDS: usize = 4;
 
 /// One page to read by blocks.
 #[derive(Debug, Clone)]
-pub struct SparsePage {
+pub(crate) struct SparsePage {
     pub page: usize,
     /// The page's bytes in the file, header included.
     pub bytes: Range<u64>,
@@ -55,7 +55,7 @@ pub struct SparsePage {
 }
 
 /// The selected rows of one page: their validity (`None`: all present) and present values.
-pub struct PagePart {
+pub(crate) struct PagePart {
     pub validity: Option<Vec<bool>>,
     pub values: Values,
 }
@@ -121,7 +121,7 @@ fn push_blocks(out: &mut Vec<Range<u64>>, r: Range<u64>, within: &Range<u64>) {
 /// The pages of `chunk` holding a row of `selection` that are worth reading by blocks: not
 /// loaded yet, and their blocks (for a header up to [`HEAD`] bytes), as the source will read
 /// them (ranges closer than its coalescing gap read as one), under half the page.
-pub fn plan(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
+pub(crate) fn plan(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
     let (Some(width), Some(oi)) = (value_width(chunk), chunk.source.offset_index()) else {
         return Vec::new();
     };
@@ -202,7 +202,7 @@ fn guessed_ranges(
 }
 
 /// The byte ranges of the first round for `pages` (for a remote source's batched read).
-pub fn first_round(
+pub(crate) fn first_round(
     chunk: &ColumnChunk<'_>,
     pages: &[SparsePage],
     selection: &Selection,
@@ -228,7 +228,7 @@ pub fn first_round(
 /// Reads the selected rows of `pages` by blocks. Pages that turn out not to qualify (their
 /// header says compressed, not PLAIN, or disagrees with the offset index) are returned for the
 /// whole-page path.
-pub fn read(
+pub(crate) fn read(
     chunk: &mut ColumnChunk<'_>,
     pages: &[SparsePage],
     selection: &Selection,

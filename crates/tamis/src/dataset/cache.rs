@@ -18,7 +18,7 @@ use crate::io::StorageOptions;
 use super::plan::DatasetPlan;
 
 /// Metadata kept by default: footers, tails and page indexes of a few hundred large files.
-pub const DEFAULT_METADATA_BUDGET: u64 = 256 << 20;
+pub(super) const DEFAULT_METADATA_BUDGET: u64 = 256 << 20;
 
 /// Files kept open at most (file handles are the other bounded resource).
 const MAX_OPEN: usize = 1024;

@@ -12,14 +12,15 @@
 //! ```
 
 mod cache;
-pub mod partition;
-pub mod plan;
-pub mod schema;
+pub(crate) mod partition;
+pub(crate) mod plan;
+pub(crate) mod schema;
 
-pub use cache::{Dataset, OpenFiles};
-pub use partition::{
-    discover_partitions, parse_hive_path, partition_arrays, partition_leaves, partition_verdict,
-    PartitionSchema, PartitionValue, Partitions,
+pub use cache::Dataset;
+pub(crate) use partition::{
+    discover_partitions, parse_hive_path, partition_leaves, partition_verdict, Partitions,
 };
-pub use plan::{DatasetPlan, FileOutput, ScanFile};
-pub use schema::{unify, UnifiedSchema};
+pub use plan::DatasetPlan;
+#[doc(hidden)]
+pub use plan::KEEP_OPEN;
+pub(crate) use plan::{FileOutput, ScanFile};

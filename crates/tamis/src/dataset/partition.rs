@@ -35,13 +35,13 @@ use crate::schema::{leaf_columns, LeafColumn};
 use crate::values::{ByteArrays, Values};
 
 /// The directory value Hive (and pyarrow, Spark, DataFusion) write for a NULL partition value.
-pub const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
+pub(crate) const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
 
 /// The `key=value` directory segments of `relative_path` (relative to the dataset root, `/`
 /// separated), in path order. The last segment is the file name and is never a partition.
 /// Keys and values are percent-decoded (invalid UTF-8 after decoding is replaced, never an
 /// error); [`HIVE_NULL`] becomes `None`. Segments without `=` or with an empty key are ignored.
-pub fn parse_hive_path(relative_path: &str) -> Vec<(String, Option<String>)> {
+pub(crate) fn parse_hive_path(relative_path: &str) -> Vec<(String, Option<String>)> {
     let mut segments: Vec<&str> = relative_path.split('/').collect();
     segments.pop(); // the file name
     segments
@@ -82,13 +82,13 @@ pub struct PartitionSchema {
 
 /// The partition schema and, per file (in the order given), one value per field.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Partitions {
+pub(crate) struct Partitions {
     pub schema: PartitionSchema,
     pub values: Vec<Vec<PartitionValue>>,
 }
 
 /// The Arrow types a partition column may have.
-pub fn is_partition_type(t: &DataType) -> bool {
+pub(crate) fn is_partition_type(t: &DataType) -> bool {
     use DataType as D;
     matches!(
         t,
@@ -114,7 +114,7 @@ pub fn is_partition_type(t: &DataType) -> bool {
 /// the others are inferred from all their values: Int64 if every non-null value is an integer
 /// written canonically (so `007` or `+7`, which would not round-trip, stay strings), else Date32
 /// if every one is `YYYY-MM-DD`, else Utf8. A key whose values are all NULL is Utf8.
-pub fn discover_partitions(
+pub(crate) fn discover_partitions(
     relative_paths: &[&str],
     explicit: &[(String, DataType)],
 ) -> Result<Partitions> {
@@ -255,7 +255,11 @@ fn parse_value(raw: &str, t: &DataType) -> Option<PartitionValue> {
 }
 
 /// The value as a constant Arrow array of `rows` rows of type `t` (the value's field type).
-pub fn constant_array(value: &PartitionValue, t: &DataType, rows: usize) -> Result<ArrayRef> {
+pub(crate) fn constant_array(
+    value: &PartitionValue,
+    t: &DataType,
+    rows: usize,
+) -> Result<ArrayRef> {
     use DataType as D;
     use PartitionValue as V;
     let narrow = || Error::internal(format!("partition value {value:?} does not fit {t}"));
@@ -302,7 +306,8 @@ pub fn constant_array(value: &PartitionValue, t: &DataType, rows: usize) -> Resu
 }
 
 /// One file's partition columns as constant arrays of `rows` rows, in schema order.
-pub fn partition_arrays(
+#[cfg(test)]
+pub(crate) fn partition_arrays(
     schema: &PartitionSchema,
     values: &[PartitionValue],
     rows: usize,
@@ -320,7 +325,7 @@ pub fn partition_arrays(
 /// leaves they are appended to (predicates look leaves up by position) and `first_root` = the
 /// number of top-level fields before them. Each leaf is an optional flat column with the
 /// Parquet type the Arrow type maps to, so literals are converted exactly as for a file column.
-pub fn partition_leaves(
+pub(crate) fn partition_leaves(
     schema: &PartitionSchema,
     first_index: usize,
     first_root: usize,
@@ -406,7 +411,7 @@ fn one_entry(value: &PartitionValue, column: &LeafColumn) -> Option<Values> {
 /// between columns takes a constant side's value (see [`crate::expr::compare::Comparison::fold`]). Works for any
 /// column that is constant in a file: partition keys, and a column missing from the file (value
 /// [`PartitionValue::Null`]).
-pub fn partition_verdict(
+pub(crate) fn partition_verdict(
     pred: &Predicate,
     first_leaf: usize,
     leaves: &[LeafColumn],

@@ -38,7 +38,7 @@ pub struct UnifiedSchema {
 /// or differ by a widening of a top-level column ([`widen`]); a difference of anything else
 /// (including struct field names, or an integer inside a list widened) is an InvalidArgument
 /// error naming the column and two files.
-pub fn unify(schemas: &[(String, Schema)]) -> Result<UnifiedSchema> {
+pub(crate) fn unify(schemas: &[(String, Schema)]) -> Result<UnifiedSchema> {
     // Per output column: the merged field and the file it was first seen in.
     let mut fields: Vec<(Field, usize)> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
@@ -146,7 +146,7 @@ impl UnifiedSchema {
 /// item field names, or wider ([`widen`]), or the view form of its strings ([`with_views`]);
 /// unchanged (no copy) when the types are already equal. A value the target cannot hold (a
 /// millisecond timestamp beyond the years nanoseconds reach) is an error, never a NULL.
-pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
+pub(crate) fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
     if array.data_type() == target {
         return Ok(array.clone());
     }
@@ -161,7 +161,7 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
 /// (`Utf8View`, `BinaryView`), as DataFusion's own Parquet reader declares them: its operators
 /// compare and hash short values inside the 16-byte view, and a dictionary's entries are shared
 /// by every row instead of copied.
-pub fn with_views(schema: &Schema, viewed: &[bool]) -> Schema {
+pub(crate) fn with_views(schema: &Schema, viewed: &[bool]) -> Schema {
     let fields: Vec<FieldRef> = schema
         .fields()
         .iter()
@@ -175,7 +175,7 @@ pub fn with_views(schema: &Schema, viewed: &[bool]) -> Schema {
 }
 
 /// The view type that [`with_views`] gives a column of type `file` (`None`: it keeps `file`).
-pub fn view_of(file: &DataType) -> Option<DataType> {
+pub(crate) fn view_of(file: &DataType) -> Option<DataType> {
     match file {
         DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),
         DataType::Binary | DataType::LargeBinary => Some(DataType::BinaryView),
@@ -201,7 +201,7 @@ pub fn view_of(file: &DataType) -> Option<DataType> {
 /// * `string` / `large_string` / `string_view` (and the same for binary): the plain form, and a
 ///   dictionary hint is read as its values: Arrow hints in a file's metadata never split a
 ///   dataset.
-pub fn widen(a: &DataType, b: &DataType) -> Option<DataType> {
+pub(crate) fn widen(a: &DataType, b: &DataType) -> Option<DataType> {
     use DataType as D;
     if let Some(t) = merge(a, b) {
         return Some(t);

@@ -253,7 +253,7 @@ pub(crate) mod test_util {
     use proptest::prelude::*;
     use std::sync::Arc;
 
-    pub const ALL_TYPES: [PhysicalType; 8] = [
+    pub(crate) const ALL_TYPES: [PhysicalType; 8] = [
         PhysicalType::BOOLEAN,
         PhysicalType::INT32,
         PhysicalType::INT64,
@@ -287,7 +287,7 @@ pub(crate) mod test_util {
     }
 
     /// Encodes `values` with the parquet crate's encoder for `encoding`.
-    pub fn encode_values(
+    pub(crate) fn encode_values(
         encoding: Encoding,
         physical: PhysicalType,
         type_length: usize,
@@ -327,7 +327,7 @@ pub(crate) mod test_util {
     }
 
     /// Byte strings with shared prefixes, so DELTA_BYTE_ARRAY prefixes are exercised.
-    pub fn arb_strings() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    pub(crate) fn arb_strings() -> impl Strategy<Value = Vec<Vec<u8>>> {
         prop::collection::vec(
             prop_oneof![
                 prop::collection::vec(any::<u8>(), 0..20),
@@ -345,7 +345,7 @@ pub(crate) mod test_util {
     }
 
     /// Integers that are sometimes small and sometimes extreme, to get every delta bit width.
-    pub fn arb_i64s() -> impl Strategy<Value = Vec<i64>> {
+    pub(crate) fn arb_i64s() -> impl Strategy<Value = Vec<i64>> {
         prop::collection::vec(
             prop_oneof![any::<i64>(), -1000i64..1000, Just(i64::MIN), Just(i64::MAX)],
             0..400,
@@ -353,7 +353,7 @@ pub(crate) mod test_util {
     }
 
     /// `num` values of `physical` type with `type_length` bytes for FLBA.
-    pub fn arb_of(physical: PhysicalType, type_length: usize) -> BoxedStrategy<Values> {
+    pub(crate) fn arb_of(physical: PhysicalType, type_length: usize) -> BoxedStrategy<Values> {
         let n = 0usize..300;
         match physical {
             PhysicalType::BOOLEAN => prop::collection::vec(any::<bool>(), n)
@@ -393,7 +393,7 @@ pub(crate) mod test_util {
     }
 
     /// A physical type, type length and values of that type.
-    pub fn arb_values() -> impl Strategy<Value = (PhysicalType, usize, Values)> {
+    pub(crate) fn arb_values() -> impl Strategy<Value = (PhysicalType, usize, Values)> {
         (prop::sample::select(ALL_TYPES.to_vec()), 1usize..20)
             .prop_flat_map(|(p, tl)| arb_of(p, tl).prop_map(move |v| (p, tl, v)))
     }

@@ -26,7 +26,7 @@ pub fn bind(e: &Expr, columns: &[LeafColumn]) -> Result<Predicate> {
 /// A predicate implied by `e` that names only `columns`: the parts naming other columns (or
 /// that cannot be bound) are dropped where that only weakens it — a conjunct becomes TRUE, a
 /// disjunction with such a part is dropped whole. `None` when nothing is left.
-pub fn bind_implied(e: &Expr, columns: &[LeafColumn]) -> Option<Predicate> {
+pub(crate) fn bind_implied(e: &Expr, columns: &[LeafColumn]) -> Option<Predicate> {
     let bound = Binder { columns }.bind_implied(e, false)?;
     match bound.simplify(&mut |_| Verdict::Unknown) {
         Predicate::True => None,
@@ -54,7 +54,7 @@ fn describe(e: &Expr) -> &str {
 }
 
 /// The SQL type name of a column, for messages.
-pub fn type_name(c: &LeafColumn) -> String {
+pub(crate) fn type_name(c: &LeafColumn) -> String {
     let unit = |u: Unit| match u {
         Unit::Millis => "MILLIS",
         Unit::Micros => "MICROS",

@@ -66,7 +66,7 @@ impl<'a> Conjunction<'a> {
 const LINEAR_IN: usize = 8;
 
 /// Bit `i` set iff dense value `i` satisfies `op`.
-pub fn eval_dense(op: &LeafOp, column: &LeafColumn, values: &Values) -> Result<Bitmap> {
+pub(crate) fn eval_dense(op: &LeafOp, column: &LeafColumn, values: &Values) -> Result<Bitmap> {
     let n = values.len();
     match op {
         // Dense values are never null.
@@ -406,7 +406,7 @@ pub(crate) struct LeBytes<'a, T> {
 
 impl<'a, T: FromLe> LeBytes<'a, T> {
     /// `None` if `bytes` is shorter than `n` values.
-    pub fn new(bytes: &'a [u8], n: usize) -> Option<Self> {
+    pub(crate) fn new(bytes: &'a [u8], n: usize) -> Option<Self> {
         let needed = n.checked_mul(T::WIDTH)?;
         Some(LeBytes {
             bytes: bytes.get(..needed)?,
@@ -571,7 +571,8 @@ fn bytes_kernel<'a, K: Ord + Copy>(
 }
 
 /// Whether a (non-null) value satisfies `op`: the slow reference for [`eval_dense`].
-pub fn eval_scalar(op: &LeafOp, value: &Scalar) -> bool {
+#[cfg(test)]
+pub(crate) fn eval_scalar(op: &LeafOp, value: &Scalar) -> bool {
     match op {
         LeafOp::Cmp(c, lit) => value.compare(lit).is_some_and(|o| c.holds(o)),
         LeafOp::In { values, negated } => {

@@ -2,7 +2,7 @@
 //!
 //! A hash join builds its table from one side; the other side's scan only needs the rows
 //! whose key may be in that table. The keys are folded into a filter of 64-bit blocks: one
-//! hash picks a block, and [`BITS_PER_KEY`]-sized blocks hold the key's [`HASHES`] bits, so a
+//! hash picks a block, and [`BITS_PER_KEY`]-sized blocks hold the key's [`HASHES`](crate::kernels::key_probe::HASHES) bits, so a
 //! probe is one multiply-mix, one load and one compare (`block & mask == mask`) — one cache
 //! miss at most, however large the key set. The join above still checks every row, so false
 //! positives cost time, never rows.
@@ -18,20 +18,19 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Bits of filter per key: about 1% false positives for a 64-bit-block filter with
-/// [`HASHES`] bits per key (measured in the tests below).
-pub const BITS_PER_KEY: usize = 16;
+/// [`HASHES`](crate::kernels::key_probe::HASHES) bits per key (measured in the tests below).
+pub(crate) const BITS_PER_KEY: usize = 16;
 
 /// Bits set per key inside its block (the paper's k = 5; 6 gives fewer false positives at
 /// 16 bits per key and still fits the 36 low bits of one 64-bit hash).
-pub use crate::kernels::key_probe::HASHES;
 use crate::kernels::key_probe::{self, mix};
 
 /// A filter keeps probing until it has seen this many values…
-pub const ADAPT_MIN_PROBES: u64 = 1 << 16;
+pub(crate) const ADAPT_MIN_PROBES: u64 = 1 << 16;
 
 /// …and switches off if more than this share of them passed (paper 000 J3: with plain keys,
 /// probing stops paying above about 20% selected; with dictionary keys later).
-pub const ADAPT_MAX_PASS: f64 = 0.8;
+pub(crate) const ADAPT_MAX_PASS: f64 = 0.8;
 
 /// What kind of value the keys are: integers (any width, signed or not, dates) or byte
 /// strings.

@@ -16,25 +16,26 @@
 //! evaluating every leaf to true/false with SQL's unknown (NULL) mapped to false gives exactly the
 //! rows whose three-valued result is TRUE. A NULL value satisfies no leaf except `IS NULL`.
 
-pub mod bind;
-pub mod compare;
-pub mod eval;
-pub mod key_filter;
-pub mod like;
+pub(crate) mod bind;
+pub(crate) mod compare;
+pub(crate) mod eval;
+pub(crate) mod key_filter;
+pub(crate) mod like;
 mod literal;
-pub mod parse;
-pub mod render;
-pub mod tree;
-pub mod verdict;
+pub(crate) mod parse;
+pub(crate) mod render;
+pub(crate) mod tree;
+pub(crate) mod verdict;
 
 use std::cmp::Ordering;
 
 use crate::error::Result;
 
+pub use bind::bind;
 pub use key_filter::KeyFilter;
 pub use like::LikePattern;
 pub use parse::MAX_BOOLEAN_OPERATORS;
-pub use tree::{col, lit, Expr, Literal};
+pub use tree::{col, lit, Column, Expr, Literal};
 pub use verdict::Verdict;
 
 /// A comparison operator.

@@ -7,7 +7,7 @@ use super::{Leaf, LeafOp, Predicate, Scalar};
 use crate::schema::{LeafColumn, LogicalKind};
 
 /// A readable SQL-like form of a bound predicate (for explain output).
-pub fn render(p: &Predicate, columns: &[LeafColumn]) -> String {
+pub(crate) fn render(p: &Predicate, columns: &[LeafColumn]) -> String {
     match p {
         Predicate::True => "TRUE".into(),
         Predicate::False => "FALSE".into(),

@@ -191,19 +191,6 @@ fn verify_file(
     Ok(report)
 }
 
-/// The sidecar bytes (page Bloom filters at false-positive rate `fpp`) for `columns` of `file`.
-pub fn build_page_blooms(
-    file: &OpenedFile,
-    columns: &[String],
-    fpp: f64,
-) -> Result<(Vec<u8>, IndexReport)> {
-    let options = IndexOptions {
-        kind: IndexKind::PageBloom,
-        fpp,
-    };
-    build_index(file, columns, options)
-}
-
 /// The sidecar bytes for `columns` (leaf paths or top-level names of flat columns) of `file`.
 pub fn build_index(
     file: &OpenedFile,
@@ -380,7 +367,7 @@ fn pages_per_value<'a>(
 /// answered by its dictionary; page filters stay the small option there. Otherwise values are
 /// scattered over many pages: page filters would still read a page per occurrence, while the
 /// rows index selects the rows without reading the column at all.
-pub fn choose(
+pub(crate) fn choose(
     column: &crate::schema::LeafColumn,
     values: &HashMap<Vec<u8>, Vec<u32>>,
     rows: u64,
@@ -456,7 +443,7 @@ pub fn choose(
 /// TPC-H part key in about 30), always beside the same values that share its block, so a
 /// probe that collides in one page collides in others: on SF1 `l_partkey`, sized for 1% the
 /// measured rate was 1.9% over eight keys (up to 6.8% for one); sized for 0.5%, 1.1%.
-pub fn sized_filter(ndv: u64, fpp: f64) -> Sbbf {
+pub(crate) fn sized_filter(ndv: u64, fpp: f64) -> Sbbf {
     let fpp = fpp / 2.0;
     let bits = -8.0 * ndv as f64 / (1.0 - fpp.powf(1.0 / 8.0)).ln();
     let blocks = (bits / 256.0).ceil().max(1.0) as usize;

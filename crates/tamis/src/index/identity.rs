@@ -82,7 +82,7 @@ impl DataFileIdentity {
 
 /// The byte range of column chunk `column` of row group `rg` (first page to the chunk's end),
 /// checked against the file's length.
-pub fn chunk_range(
+pub(crate) fn chunk_range(
     metadata: &parquet::file::metadata::ParquetMetaData,
     file_len: u64,
     rg: usize,
@@ -102,7 +102,7 @@ pub fn chunk_range(
 }
 
 /// The content hash of a column chunk's bytes, as [`PROP_CHUNK_HASH`] records it.
-pub fn chunk_hash(bytes: &[u8]) -> u64 {
+pub(crate) fn chunk_hash(bytes: &[u8]) -> u64 {
     twox_hash::XxHash64::oneshot(0, bytes)
 }
 

@@ -14,13 +14,13 @@ use super::*;
 
 /// What a scan found beside a data file.
 #[derive(Debug, Clone)]
-pub enum SidecarState {
+pub(crate) enum SidecarState {
     /// No sidecar, or not looked for.
     Absent,
     /// A sidecar built for another version of the file: not used.
-    Stale(String),
+    Stale,
     /// The store refused the lookup: read as absent (see [`Lookup::Denied`]).
-    Denied(String),
+    Denied,
     Usable(Arc<Sidecar>),
 }
 
@@ -28,7 +28,11 @@ pub enum SidecarState {
 /// built for this very file (length, footer hash, and mtime or ETag), else `Stale`. A sidecar
 /// that cannot be parsed is an error naming it — never a silent fallback that would hide a
 /// broken deployment.
-pub fn sidecar_of(file: &OpenedFile, reader: &Reader, dir: Option<&Path>) -> Result<SidecarState> {
+pub(crate) fn sidecar_of(
+    file: &OpenedFile,
+    reader: &Reader,
+    dir: Option<&Path>,
+) -> Result<SidecarState> {
     /// What the file keeps: the directory looked in (`None`: beside the file) and the finding.
     type Found = (Option<std::path::PathBuf>, SidecarState);
     let kept = file.sidecar.get().and_then(|k| k.downcast_ref::<Found>());
@@ -41,7 +45,7 @@ pub fn sidecar_of(file: &OpenedFile, reader: &Reader, dir: Option<&Path>) -> Res
         .collect();
     let state = match open_sidecar(&file.file, dir, &rows, file.leaves.len())? {
         Lookup::Absent => SidecarState::Absent,
-        Lookup::Denied(why) => SidecarState::Denied(why),
+        Lookup::Denied(_) => SidecarState::Denied,
         Lookup::Found(sidecar) => {
             let (bytes, requests) = sidecar.open_cost;
             crate::metrics::add(&reader.stats().bytes, bytes);
@@ -51,7 +55,7 @@ pub fn sidecar_of(file: &OpenedFile, reader: &Reader, dir: Option<&Path>) -> Res
             if sidecar.identity.as_ref().is_some_and(|i| i.matches(&own)) {
                 SidecarState::Usable(Arc::from(sidecar))
             } else {
-                SidecarState::Stale(sidecar.location.clone())
+                SidecarState::Stale
             }
         }
     };
@@ -165,7 +169,7 @@ pub fn write_atomically(
 
 /// What a sidecar lookup found.
 #[derive(Debug)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     Found(Box<Sidecar>),
     Absent,
     /// The store refused the lookup (S3 answers 403 for a missing key to a reader without
@@ -176,7 +180,7 @@ pub enum Lookup {
 /// Opens the sidecar of `file` (see [`sidecar_refs`]): one read of its end, which holds the
 /// footer. `rows` are the data file's row counts per row group and `columns` its leaf count,
 /// which every blob is checked against.
-pub fn open_sidecar(
+pub(crate) fn open_sidecar(
     file: &FileRef,
     dir: Option<&Path>,
     rows: &[u64],

@@ -29,12 +29,14 @@
 //! killed `tamis index` leaves the old sidecar or none, and a symbolic link planted at the
 //! target is replaced, never followed.
 
-pub mod build;
+pub(crate) mod build;
 mod identity;
 mod lookup;
+#[doc(hidden)]
 pub mod page_bloom;
+#[doc(hidden)]
 pub mod puffin;
-pub mod rows;
+pub(crate) mod rows;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -53,11 +55,12 @@ use crate::selection::Bitmap;
 use page_bloom::PageBlooms;
 use rows::Fence;
 
-pub use identity::{chunk_hash, chunk_range, DataFileIdentity};
-pub use lookup::{
-    open_sidecar, sidecar_name, sidecar_of, sidecar_refs, write_atomically, write_sidecar, Lookup,
-    SidecarState,
+pub use build::{
+    build_index, index_files, verify_files, IndexKind, IndexOptions, IndexReport, VerifyReport,
 };
+pub(crate) use identity::{chunk_hash, chunk_range, DataFileIdentity};
+pub(crate) use lookup::{open_sidecar, sidecar_of, Lookup, SidecarState};
+pub use lookup::{sidecar_name, sidecar_refs, write_atomically, write_sidecar};
 
 /// Appended to a data file's name to name its sidecar (see [`sidecar_name`]).
 pub const SIDECAR_SUFFIX: &str = ".tamis.puffin";

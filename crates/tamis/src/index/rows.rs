@@ -30,17 +30,17 @@ use crate::expr::{to_scalar, CmpOp, Leaf, LeafOp, PhysicalRef, Scalar};
 use crate::schema::LeafColumn;
 use crate::selection::Bitmap;
 
-pub const BLOB_TYPE: &str = "tamis-rows-v1";
+pub(crate) const BLOB_TYPE: &str = "tamis-rows-v1";
 
 /// Distinct values per block: a lookup reads one block of about this many values.
-pub const BLOCK_VALUES: usize = 128;
+pub(crate) const BLOCK_VALUES: usize = 128;
 
 /// The bytes of one value as the blob stores it (its plain encoding).
-pub type ValueBytes = Vec<u8>;
+pub(crate) type ValueBytes = Vec<u8>;
 
 /// Builds a blob from each distinct value's ascending row ids (any order of values).
 /// Returns the blob and the length of its fence.
-pub fn encode(
+pub(crate) fn encode(
     column: &LeafColumn,
     mut values: Vec<(ValueBytes, Vec<u32>)>,
 ) -> Result<(Vec<u8>, usize)> {
@@ -102,7 +102,7 @@ fn fixed_width(column: &LeafColumn) -> Option<usize> {
 }
 
 /// A block's checksum, seeded by its offset so that a block moved in the blob does not pass.
-pub fn block_hash(offset: u64, block: &[u8]) -> u64 {
+pub(crate) fn block_hash(offset: u64, block: &[u8]) -> u64 {
     twox_hash::XxHash64::oneshot(offset, block)
 }
 
@@ -194,7 +194,7 @@ impl<'a> Cursor<'a> {
 
 /// One block as the fence describes it.
 #[derive(Debug, Clone)]
-pub struct BlockRef {
+pub(crate) struct BlockRef {
     pub range: Range<u64>,
     pub hash: u64,
     pub first: Scalar,
@@ -202,21 +202,22 @@ pub struct BlockRef {
 
 /// The decoded fence of a blob.
 #[derive(Debug, Clone)]
-pub struct Fence {
+pub(crate) struct Fence {
     pub blocks: Vec<BlockRef>,
-    pub distinct: u64,
-    /// Rows with a (non-null) value.
-    pub indexed_rows: u64,
 }
 
 impl Fence {
     /// Decodes the fence of a blob of `blob_len` bytes; blocks must follow the fence, in order,
     /// inside the blob, and their first values must ascend.
-    pub fn decode(bytes: &[u8], blob_len: u64, column: &LeafColumn) -> Result<Fence> {
+    pub(crate) fn decode(bytes: &[u8], blob_len: u64, column: &LeafColumn) -> Result<Fence> {
         let mut c = Cursor { bytes, at: 0 };
         let n = c.u32()? as usize;
         let distinct = c.u64()?;
+        // Rows with a (non-null) value: each distinct value is one of them.
         let indexed_rows = c.u64()?;
+        if distinct > indexed_rows {
+            return Err(bad("more distinct values than indexed rows"));
+        }
         // Each fence entry takes at least 20 bytes: a count the bytes cannot hold is corrupt.
         if n > bytes.len() / 20 {
             return Err(bad("more blocks than the fence holds"));
@@ -254,16 +255,12 @@ impl Fence {
         if c.at != bytes.len() || expected != blob_len {
             return Err(bad("fence and blocks do not fill the blob"));
         }
-        Ok(Fence {
-            blocks,
-            distinct,
-            indexed_rows,
-        })
+        Ok(Fence { blocks })
     }
 
     /// Blocks that may hold a value satisfying `leaf` (`None`: the leaf is not one the index
     /// answers). A block holds values from its first value up to the next block's first.
-    pub fn blocks_for(&self, leaf: &Leaf) -> Option<Vec<usize>> {
+    pub(crate) fn blocks_for(&self, leaf: &Leaf) -> Option<Vec<usize>> {
         let tests: Vec<(CmpOp, &Scalar)> = match &leaf.op {
             LeafOp::Cmp(CmpOp::NotEq, _) => return None,
             LeafOp::Cmp(op, lit) => vec![(*op, lit)],
@@ -304,7 +301,7 @@ impl Fence {
 
 /// Sets in `out` the rows of the values in `block` that satisfy `leaf`; `rows` is the row
 /// group's row count (every id is checked against it).
-pub fn block_rows(
+pub(crate) fn block_rows(
     block: &[u8],
     column: &LeafColumn,
     leaf: &Leaf,
@@ -359,7 +356,7 @@ fn satisfies(leaf: &Leaf, v: &Scalar) -> bool {
 }
 
 /// A stored value (its plain encoding) in the column's domain.
-pub fn value_scalar(column: &LeafColumn, bytes: &[u8]) -> Option<Scalar> {
+pub(crate) fn value_scalar(column: &LeafColumn, bytes: &[u8]) -> Option<Scalar> {
     let v = match column.physical {
         PhysicalType::INT32 => PhysicalRef::I32(i32::from_le_bytes(bytes.try_into().ok()?)),
         PhysicalType::INT64 => PhysicalRef::I64(i64::from_le_bytes(bytes.try_into().ok()?)),
@@ -460,8 +457,16 @@ mod tests {
             .collect();
         let (blob, fence_len) = encode(&col, values).unwrap();
         let fence = Fence::decode(&blob[..fence_len], blob.len() as u64, &col).unwrap();
-        assert_eq!(fence.distinct, 1000);
-        assert_eq!(fence.indexed_rows, 2000);
+        assert_eq!(
+            u64::from_le_bytes(blob[4..12].try_into().unwrap()),
+            1000,
+            "distinct"
+        );
+        assert_eq!(
+            u64::from_le_bytes(blob[12..20].try_into().unwrap()),
+            2000,
+            "indexed rows"
+        );
         let leaf = |op| Leaf { column: 0, op };
         let eq = leaf(LeafOp::Cmp(CmpOp::Eq, Scalar::Int(300)));
         let blocks = fence.blocks_for(&eq).unwrap();

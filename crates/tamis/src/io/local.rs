@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::UNIX_EPOCH;
 
@@ -28,7 +28,7 @@ const WILL_NEED_PIECE: u64 = 512 << 10;
 
 /// The identity of the file at `path` now, without opening it (a `stat`): what a kept file is
 /// checked against before a scan uses it again.
-pub fn current_identity(path: &Path) -> Result<Identity> {
+pub(crate) fn current_identity(path: &Path) -> Result<Identity> {
     let meta = std::fs::metadata(path).map_err(|e| Error::from(e).in_file(path.display()))?;
     Ok(identity_of(&meta))
 }
@@ -60,15 +60,14 @@ fn identity_of(meta: &std::fs::Metadata) -> Identity {
 
 /// A local file shared by all row-group workers of every scan that reads it.
 #[derive(Debug)]
-pub struct LocalFile {
+pub(crate) struct LocalFile {
     file: File,
-    path: PathBuf,
     location: String,
     identity: Identity,
 }
 
 impl LocalFile {
-    pub fn open(path: &Path) -> Result<Self> {
+    pub(crate) fn open(path: &Path) -> Result<Self> {
         let ctx = |e: std::io::Error| Error::from(e).in_file(path.display());
         let file = File::open(path).map_err(ctx)?;
         let meta = file.metadata().map_err(ctx)?;
@@ -81,14 +80,9 @@ impl LocalFile {
         let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::Random);
         Ok(LocalFile {
             file,
-            path: path.to_path_buf(),
             location: path.display().to_string(),
             identity: identity_of(&meta),
         })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Reads `r` into fresh, uninitialised memory: zero-filling a buffer the read overwrites

@@ -222,7 +222,7 @@ fn is_data_file(name: &str) -> bool {
 
 /// Expands a location into files: a file, a directory or prefix (every `*.parquet` below it),
 /// or a glob.
-pub fn list(location: &str, options: &StorageOptions) -> Result<Listing> {
+pub(crate) fn list(location: &str, options: &StorageOptions) -> Result<Listing> {
     if location.starts_with("file://") {
         let url =
             Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
@@ -419,7 +419,10 @@ fn literal_key(location: &str) -> Option<&str> {
 }
 
 /// The store for a URL (built once per bucket and settings) and the object path it names.
-pub fn store_for(location: &str, options: &StorageOptions) -> Result<(Arc<Store>, ObjectPath)> {
+pub(crate) fn store_for(
+    location: &str,
+    options: &StorageOptions,
+) -> Result<(Arc<Store>, ObjectPath)> {
     let url =
         Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
     let (scheme, path) = ObjectStoreScheme::parse(&url)
@@ -708,21 +711,6 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
             .collect(),
         root: Some(store.url(&path).trim_end_matches('/').to_string()),
     })
-}
-
-/// Opens one location as a byte source (for tools that take exactly one file).
-pub fn open_source(location: &str, options: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
-    let file = if is_url(location) && !location.starts_with("file://") {
-        let (store, path) = store_for(location, options)?;
-        FileRef::Object {
-            store,
-            path,
-            size: None,
-        }
-    } else {
-        FileRef::Local(PathBuf::from(location.trim_start_matches("file://")))
-    };
-    Ok(file.open()?.0)
 }
 
 #[cfg(test)]

@@ -10,14 +10,14 @@ use super::{ByteSource, Identity, IoProfile};
 use crate::error::{Error, Result};
 
 #[derive(Debug)]
-pub struct MemorySource {
+pub(crate) struct MemorySource {
     location: String,
     bytes: Bytes,
     identity: Identity,
 }
 
 impl MemorySource {
-    pub fn new(location: &str, bytes: Bytes) -> Self {
+    pub(crate) fn new(location: &str, bytes: Bytes) -> Self {
         MemorySource {
             location: location.to_string(),
             identity: Identity {

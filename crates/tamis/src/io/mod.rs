@@ -9,10 +9,10 @@
 //!               ──► FetchedRanges (serves the parquet crate's page reader from memory)
 //! ```
 
-pub mod local;
-pub mod location;
-pub mod memory;
-pub mod object;
+pub(crate) mod local;
+pub(crate) mod location;
+pub(crate) mod memory;
+pub(crate) mod object;
 pub(crate) mod recycle;
 
 use std::fmt;
@@ -26,7 +26,7 @@ use parquet::file::reader::{ChunkReader, Length};
 
 use crate::error::{Error, ErrorKind, Result};
 
-pub use location::{open_source, StorageOptions};
+pub use location::{named, FileRef, Listing, StorageOptions};
 
 /// Wanted byte ranges of a local file closer than this are fetched with one read that includes
 /// the gap.

@@ -217,7 +217,7 @@ impl Store {
 }
 
 /// Writes a whole object (a sidecar index: small, one PUT).
-pub fn put(store: &Store, path: &ObjectPath, bytes: Vec<u8>) -> Result<()> {
+pub(crate) fn put(store: &Store, path: &ObjectPath, bytes: Vec<u8>) -> Result<()> {
     let client = store.client()?;
     runtime()
         .block_on(client.inner.put(path, bytes.into()))
@@ -274,7 +274,7 @@ fn one_line(e: &object_store::Error) -> String {
 
 /// An object, pinned to the version (ETag) seen when it was opened.
 #[derive(Debug)]
-pub struct ObjectSource {
+pub(crate) struct ObjectSource {
     store: Arc<Store>,
     path: ObjectPath,
     location: String,
@@ -284,7 +284,7 @@ pub struct ObjectSource {
 impl ObjectSource {
     /// `path` as opened before (its identity known): no request. Every read still carries
     /// `If-Match` with the ETag, so a changed object is an error.
-    pub fn known(store: Arc<Store>, path: ObjectPath, identity: Identity) -> Self {
+    pub(crate) fn known(store: Arc<Store>, path: ObjectPath, identity: Identity) -> Self {
         ObjectSource {
             location: store.url(&path),
             store,
@@ -295,7 +295,7 @@ impl ObjectSource {
 
     /// Opens `path` with one request: its last `tail` bytes, which also give its size and ETag.
     /// Returns the source and the tail (the whole object when it is smaller).
-    pub fn open(store: Arc<Store>, path: ObjectPath, tail: u64) -> Result<(Self, Bytes)> {
+    pub(crate) fn open(store: Arc<Store>, path: ObjectPath, tail: u64) -> Result<(Self, Bytes)> {
         let location = store.url(&path);
         let never = AtomicBool::new(false);
         let (meta, bytes) =

@@ -28,7 +28,7 @@ struct Pool {
 
 /// A pooled buffer for `len` bytes: the smallest that holds them without wasting more than
 /// their size again, its contents (up to its length) an earlier page's; `None` if none fits.
-pub fn take(len: usize) -> Option<Vec<u8>> {
+pub(crate) fn take(len: usize) -> Option<Vec<u8>> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     let fits = |b: &Vec<u8>| b.capacity() >= len && b.capacity() / 2 <= len.max(4096);
     let best = (0..pool.buffers.len())
@@ -40,7 +40,7 @@ pub fn take(len: usize) -> Option<Vec<u8>> {
 }
 
 /// `buf[..len]` as `Bytes` that give `buf` back to the pool when the last of them is dropped.
-pub fn bytes(buf: Vec<u8>, len: usize) -> Bytes {
+pub(crate) fn bytes(buf: Vec<u8>, len: usize) -> Bytes {
     debug_assert!(len <= buf.len());
     Bytes::from_owner(Recycled { buf, len })
 }

@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 /// Default target false-positive probability (the spec's recommendation).
-pub const DEFAULT_FPP: f64 = 0.01;
+pub(crate) const DEFAULT_FPP: f64 = 0.01;
 
 /// A Bloom filter request from the command line: `col`, `col:fpp`, `auto` or `auto:fpp`.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +69,7 @@ impl BloomRequest {
 }
 
 /// A false-positive probability is usable if it lies strictly between 0 and 1.
-pub fn check_fpp(fpp: f64) -> Result<()> {
+pub(crate) fn check_fpp(fpp: f64) -> Result<()> {
     if fpp > 0.0 && fpp < 1.0 {
         Ok(())
     } else {
@@ -80,7 +80,9 @@ pub fn check_fpp(fpp: f64) -> Result<()> {
 }
 
 /// Smallest and largest bitset the writer produces.
+#[cfg(test)]
 const MIN_BYTES: usize = 32;
+#[cfg(test)]
 const MAX_BYTES: usize = 128 * 1024 * 1024;
 
 /// Bytes of bitset the sizing formula asks for `ndv` distinct values at `fpp` (before rounding).
@@ -91,7 +93,8 @@ pub fn theoretical_bytes(ndv: u64, fpp: f64) -> f64 {
 
 /// Bytes of bitset the parquet writer allocates: the theoretical size rounded up to a power of
 /// two, clamped to [32 B, 128 MiB].
-pub fn allocated_bytes(ndv: u64, fpp: f64) -> usize {
+#[cfg(test)]
+pub(crate) fn allocated_bytes(ndv: u64, fpp: f64) -> usize {
     let bytes = theoretical_bytes(ndv, fpp) as usize; // the writer truncates, then rounds up
     bytes.clamp(MIN_BYTES, MAX_BYTES).next_power_of_two()
 }
@@ -102,7 +105,7 @@ pub fn allocated_bytes(ndv: u64, fpp: f64) -> usize {
 /// block loads are Poisson(λ = ndv / blocks) and a probe of an absent value hits a block with j
 /// values with probability `(1 − (31/32)^j)^8`. This is higher than the `fill^8` estimate behind
 /// the sizing formula, because loaded blocks are fuller than average.
-pub fn expected_fpp(ndv: u64, bytes: usize) -> f64 {
+pub(crate) fn expected_fpp(ndv: u64, bytes: usize) -> f64 {
     let blocks = (bytes / 32).max(1) as f64;
     let lambda = ndv as f64 / blocks;
     if lambda == 0.0 {
@@ -126,7 +129,7 @@ pub fn expected_fpp(ndv: u64, bytes: usize) -> f64 {
 
 /// Whether a column can carry a useful Bloom filter at all: a flat (non-nested) column of a type
 /// with more than two values.
-pub fn filterable(field: &Field) -> std::result::Result<(), String> {
+pub(crate) fn filterable(field: &Field) -> std::result::Result<(), String> {
     let dt = match field.data_type() {
         DataType::Dictionary(_, v) => v.as_ref(),
         dt => dt,
@@ -171,7 +174,7 @@ fn equality_type(field: &Field) -> bool {
 
 /// What one pass over the output order measured about a column, row group by row group.
 #[derive(Debug, Clone, Default)]
-pub struct ColumnProfile {
+pub(crate) struct ColumnProfile {
     /// Distinct non-null values per row group.
     pub ndv: Vec<u64>,
     /// Rows per row group.
@@ -182,13 +185,13 @@ pub struct ColumnProfile {
 }
 
 impl ColumnProfile {
-    pub fn max_ndv(&self) -> u64 {
+    pub(crate) fn max_ndv(&self) -> u64 {
         self.ndv.iter().copied().max().unwrap_or(0)
     }
 }
 
 /// Measures [`ColumnProfile`]s of some columns over a stream of batches cut into row groups.
-pub struct Profiler {
+pub(crate) struct Profiler {
     columns: Vec<ColumnMeter>,
     rows_per_group: usize,
     rows_per_page: usize,
@@ -208,7 +211,7 @@ struct ColumnMeter {
 
 impl Profiler {
     /// Profiles the columns at `indices` of `fields`.
-    pub fn new(
+    pub(crate) fn new(
         fields: &[&Field],
         indices: &[usize],
         rows_per_group: usize,
@@ -239,7 +242,7 @@ impl Profiler {
     }
 
     /// Feeds the next rows of the output, in output order.
-    pub fn push(&mut self, columns: &[ArrayRef]) -> Result<()> {
+    pub(crate) fn push(&mut self, columns: &[ArrayRef]) -> Result<()> {
         let len = columns.first().map_or(0, |c| c.len());
         let mut offset = 0;
         while offset < len {
@@ -268,7 +271,7 @@ impl Profiler {
     }
 
     /// The profiles, in the order of the indices given to [`Profiler::new`].
-    pub fn finish(mut self) -> Vec<ColumnProfile> {
+    pub(crate) fn finish(mut self) -> Vec<ColumnProfile> {
         self.finish_group();
         self.columns.into_iter().map(|m| m.profile).collect()
     }
@@ -339,14 +342,14 @@ pub struct BloomChoice {
 
 /// Below this many distinct values per row group a chunk's dictionary (which tamis prunes with)
 /// is small and exact; a filter adds little.
-pub const AUTO_MIN_NDV: u64 = 1024;
+pub(crate) const AUTO_MIN_NDV: u64 = 1024;
 /// Distinct values per row per row group above which a column counts as high-cardinality.
-pub const AUTO_MIN_NDV_RATIO: f64 = 0.05;
+pub(crate) const AUTO_MIN_NDV_RATIO: f64 = 0.05;
 /// Page overlap below which the page index already prunes equality lookups to a few pages.
-pub const AUTO_MAX_PAGE_OVERLAP: f64 = 0.1;
+pub(crate) const AUTO_MAX_PAGE_OVERLAP: f64 = 0.1;
 
 /// The `auto` decision for one column from its profile.
-pub fn auto_choice(
+pub(crate) fn auto_choice(
     field: &Field,
     profile: &ColumnProfile,
     sort_key: bool,

@@ -13,10 +13,10 @@
 //! distinct values per output row group (and, for `auto`, cardinality and clustering), once to
 //! write. With a sort, the sorted runs are merged twice rather than stored a third time.
 
-pub mod bloom;
-pub mod sort;
-pub mod source;
-pub mod write;
+pub(crate) mod bloom;
+pub(crate) mod sort;
+pub(crate) mod source;
+pub(crate) mod write;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ use parquet::bloom_filter::Sbbf;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-pub use bloom::{BloomChoice, BloomRequest};
+pub use bloom::{theoretical_bytes, BloomChoice, BloomRequest};
 use sort::{SortKey, SortStats, Sorted};
 use source::Input;
 use write::{FilterSpec, Layout};

@@ -30,13 +30,13 @@ use crate::error::{Error, Result};
 const BATCH_ROWS: usize = 8192;
 
 /// A sort key: the columns (by index) and a converter to row format.
-pub struct SortKey {
+pub(crate) struct SortKey {
     columns: Vec<usize>,
     converter: RowConverter,
 }
 
 impl SortKey {
-    pub fn new(schema: &SchemaRef, columns: Vec<usize>) -> Result<SortKey> {
+    pub(crate) fn new(schema: &SchemaRef, columns: Vec<usize>) -> Result<SortKey> {
         let fields = columns
             .iter()
             .map(|&c| {
@@ -78,7 +78,7 @@ impl SortKey {
 }
 
 /// The sorted data: in memory (one run) or spilled runs to merge.
-pub enum Sorted {
+pub(crate) enum Sorted {
     InMemory(RecordBatch),
     Runs {
         schema: SchemaRef,
@@ -97,7 +97,7 @@ pub struct SortStats {
 
 /// Reads `input` in runs of about `memory_limit` bytes, sorts each, spills all but a lone run
 /// under `spill_parent`.
-pub fn sort(
+pub(crate) fn sort(
     schema: SchemaRef,
     input: impl Iterator<Item = Result<RecordBatch>>,
     key: &SortKey,
@@ -184,7 +184,7 @@ fn write_run(path: &Path, batch: &RecordBatch) -> Result<()> {
 
 impl Sorted {
     /// The sorted rows, in batches; can be called again to replay them.
-    pub fn batches<'a>(
+    pub(crate) fn batches<'a>(
         &'a self,
         key: &'a SortKey,
     ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + 'a>> {

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 const BATCH_ROWS: usize = 8192;
 
 /// An opened input file.
-pub struct Input {
+pub(crate) struct Input {
     pub path: PathBuf,
     pub metadata: Arc<ParquetMetaData>,
     pub schema: SchemaRef,
@@ -31,7 +31,7 @@ impl Input {
 
     /// Parquet key-value metadata other than the embedded Arrow schema (which the writer
     /// re-derives from the schema).
-    pub fn key_value_metadata(&self) -> Vec<KeyValue> {
+    pub(crate) fn key_value_metadata(&self) -> Vec<KeyValue> {
         self.metadata
             .file_metadata()
             .key_value_metadata()
@@ -45,7 +45,7 @@ impl Input {
     }
 
     /// Compressed bytes of each top-level column (all its leaves, all row groups).
-    pub fn column_bytes(&self) -> Vec<u64> {
+    pub(crate) fn column_bytes(&self) -> Vec<u64> {
         let descr = self.metadata.file_metadata().schema_descr();
         let mut out = vec![0u64; self.schema.fields().len()];
         for rg in self.metadata.row_groups() {
@@ -62,7 +62,7 @@ impl Input {
 
 /// Opens every input; fails naming the file if one cannot be read or its schema differs from
 /// the first one's (names, types and nullability; metadata may differ).
-pub fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
+pub(crate) fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
     if paths.is_empty() {
         return Err(Error::invalid("no input files"));
     }
@@ -125,7 +125,7 @@ fn check_same_schema(first: &Input, other: &Input) -> Result<()> {
 
 /// All rows of the inputs in file order, as batches of `schema` (the first file's schema, so
 /// that every batch carries the same metadata).
-pub fn read_all<'a>(
+pub(crate) fn read_all<'a>(
     inputs: &'a [Input],
     schema: &'a SchemaRef,
 ) -> impl Iterator<Item = Result<RecordBatch>> + 'a {

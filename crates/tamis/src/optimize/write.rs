@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 
 /// Layout settings of the output file.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub page_rows: usize,
     pub page_bytes: usize,
     pub dictionary_page_bytes: usize,
@@ -29,14 +29,14 @@ pub struct Layout {
 
 /// A Bloom filter to write: column, target fpp and the distinct values it is sized for.
 #[derive(Debug, Clone)]
-pub struct FilterSpec {
+pub(crate) struct FilterSpec {
     pub column: String,
     pub fpp: f64,
     pub ndv: u64,
 }
 
 /// The writer properties for `layout`, `filters` and `key_value_metadata`.
-pub fn writer_properties(
+pub(crate) fn writer_properties(
     layout: &Layout,
     filters: &[FilterSpec],
     key_value_metadata: Vec<KeyValue>,
@@ -66,7 +66,7 @@ pub fn writer_properties(
 
 /// Writes `batches` to `output` through a temporary file in the same directory; on any error
 /// the temporary file is removed and `output` is untouched.
-pub fn write_atomically(
+pub(crate) fn write_atomically(
     output: &Path,
     schema: &SchemaRef,
     props: WriterProperties,

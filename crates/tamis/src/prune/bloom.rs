@@ -24,7 +24,7 @@ use crate::schema::{Domain, LeafColumn};
 
 /// Detailed result of [`bloom_check`].
 #[derive(Debug, Clone)]
-pub struct BloomOutcome {
+pub(crate) struct BloomOutcome {
     /// The predicate with leaves proven absent replaced by `False`, simplified.
     pub predicate: Predicate,
     /// Filters that could not be read; their leaves were left unknown.
@@ -150,7 +150,7 @@ fn decimal_be(v: i128, width: usize) -> Option<Vec<u8>> {
 /// A missing filter keeps the row group. A filter that cannot be decoded keeps it too (the leaf
 /// stays unknown); an I/O error while reading one is returned, not hidden — see [`bloom_check`]
 /// for a variant that never fails and reports every error.
-pub fn bloom_verdict<R: ChunkReader>(
+pub(crate) fn bloom_verdict<R: ChunkReader>(
     pred: &Predicate,
     leaves: &[LeafColumn],
     rg: &RowGroupMetaData,
@@ -165,7 +165,7 @@ pub fn bloom_verdict<R: ChunkReader>(
 
 /// Like [`bloom_verdict`], but never fails: unreadable filters leave their leaves unknown and are
 /// listed in [`BloomOutcome::errors`].
-pub fn bloom_check<R: ChunkReader>(
+pub(crate) fn bloom_check<R: ChunkReader>(
     pred: &Predicate,
     leaves: &[LeafColumn],
     rg: &RowGroupMetaData,

@@ -29,7 +29,7 @@ use crate::schema::{Domain, LeafColumn, LogicalKind};
 
 /// What is known about the values of a column over a set of rows.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Bounds {
+pub(crate) struct Bounds {
     /// A lower bound of the non-null, non-NaN values.
     pub min: Option<Scalar>,
     /// An upper bound of the non-null, non-NaN values.
@@ -47,7 +47,7 @@ pub struct Bounds {
 
 impl Bounds {
     /// Bounds that know nothing.
-    pub fn unknown() -> Bounds {
+    pub(crate) fn unknown() -> Bounds {
         Bounds {
             min: None,
             max: None,
@@ -155,7 +155,7 @@ const NAN: Scalar = Scalar::Float(f64::NAN);
 /// The smallest byte string greater than every string starting with `prefix`, if any: `prefix`
 /// without its trailing `0xFF` bytes, last byte incremented. `None` if `prefix` is all `0xFF`
 /// (or empty).
-pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let keep = prefix.iter().rposition(|&b| b != 0xff)?;
     let mut out = prefix[..=keep].to_vec();
     out[keep] += 1;
@@ -163,7 +163,7 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The verdict of one leaf over a set of values described by `b`.
-pub fn leaf_verdict(op: &LeafOp, b: &Bounds) -> Verdict {
+pub(crate) fn leaf_verdict(op: &LeafOp, b: &Bounds) -> Verdict {
     let all_null = match (b.null_count, b.num_values) {
         (Some(n), Some(v)) => n == v,
         _ => false,
@@ -237,7 +237,11 @@ pub fn leaf_verdict(op: &LeafOp, b: &Bounds) -> Verdict {
 /// Whether min/max written under `order` (the file's column order, `None` if the caller does not
 /// know it) can be compared in tamis' domain of `column`. `deprecated` says the statistics came
 /// from the pre-2.4 `min` / `max` fields, which old writers filled with a *signed* comparison.
-pub fn min_max_trusted(column: &LeafColumn, order: Option<ColumnOrder>, deprecated: bool) -> bool {
+pub(crate) fn min_max_trusted(
+    column: &LeafColumn,
+    order: Option<ColumnOrder>,
+    deprecated: bool,
+) -> bool {
     let domain = column.domain();
     let float16 = column.logical == LogicalKind::Float16;
     // Types whose signed (legacy) order is the tamis order.
@@ -288,7 +292,7 @@ pub(crate) fn bound_scalar(column: &LeafColumn, v: PhysicalRef<'_>) -> Option<Sc
 /// Bounds of a column chunk from its footer statistics, inferring trust from the statistics
 /// alone (see [`stats_bounds_with_order`]).
 #[cfg(test)]
-pub fn stats_bounds(column: &LeafColumn, stats: &Statistics, num_values: u64) -> Bounds {
+pub(crate) fn stats_bounds(column: &LeafColumn, stats: &Statistics, num_values: u64) -> Bounds {
     stats_bounds_with_order(column, stats, num_values, None)
 }
 
@@ -299,7 +303,7 @@ pub fn stats_bounds(column: &LeafColumn, stats: &Statistics, num_values: u64) ->
 /// exactness comes from the statistics (`is_*_value_exact`, absent = inexact); fixed-width values
 /// cannot be truncated and are exact. NaN may occur in a float column unless the statistics carry
 /// `nan_count == 0`.
-pub fn stats_bounds_with_order(
+pub(crate) fn stats_bounds_with_order(
     column: &LeafColumn,
     stats: &Statistics,
     num_values: u64,

@@ -32,7 +32,7 @@ fn is_dict(e: Encoding) -> bool {
 ///   RLE_DICTIONARY, RLE, BIT_PACKED}` (levels use RLE / BIT_PACKED) with a dictionary encoding
 ///   in it, and the chunk has a dictionary page offset. A `PLAIN` in the list is ambiguous (the
 ///   dictionary page of v2 writers, or a fallback data page), so it answers `false`.
-pub fn chunk_is_all_dictionary(cc: &ColumnChunkMetaData) -> bool {
+pub(crate) fn chunk_is_all_dictionary(cc: &ColumnChunkMetaData) -> bool {
     if let Some(stats) = cc.page_encoding_stats() {
         let mut data_pages = 0;
         for s in stats {
@@ -73,7 +73,7 @@ pub fn chunk_is_all_dictionary(cc: &ColumnChunkMetaData) -> bool {
 ///
 /// Returns the simplified predicate and how many leaves were resolved to `AllMatch` (conjuncts
 /// that need no evaluation). Each dictionary is fetched and each leaf evaluated at most once.
-pub fn dictionary_verdict(
+pub(crate) fn dictionary_verdict(
     pred: &Predicate,
     leaves: &[LeafColumn],
     dictionaries: &dyn Fn(usize) -> Option<Values>,
@@ -123,7 +123,11 @@ pub fn dictionary_verdict(
 
 /// The dictionary entries satisfying every leaf (a conjunction on `column`): bit i is set iff
 /// entry i matches. Also used to estimate selectivities (`scan::order`).
-pub fn matching_entries(leaves: &[&Leaf], column: &LeafColumn, dict: &Values) -> Result<Bitmap> {
+pub(crate) fn matching_entries(
+    leaves: &[&Leaf],
+    column: &LeafColumn,
+    dict: &Values,
+) -> Result<Bitmap> {
     let mut acc = Bitmap::new_set(dict.len());
     for leaf in leaves {
         acc.and_inplace(&eval_dense(&leaf.op, column, dict)?);

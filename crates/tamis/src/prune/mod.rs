@@ -42,11 +42,11 @@
 //! Bloom filters: a missing or undecodable filter keeps the row group; an I/O error reading one
 //! is returned by [`bloom_verdict`]; [`bloom_check`] never fails and lists the errors.
 
-pub mod bloom;
-pub mod bounds;
-pub mod dictionary;
-pub mod page_index;
-pub mod statistics;
+pub(crate) mod bloom;
+pub(crate) mod bounds;
+pub(crate) mod dictionary;
+pub(crate) mod page_index;
+pub(crate) mod statistics;
 
 #[cfg(test)]
 pub(crate) mod test_util {
@@ -69,7 +69,7 @@ pub(crate) mod test_util {
     /// Columns: i32, i64, f32, f64, s (utf8), d (decimal(20,2) on FLBA(9)), day (date32),
     /// u (uint32), n (i32, every other row null). Row r holds: i32 = 2r, i64 = 2r, f32 = f64 =
     /// 2r + 0.5, s = "s{2r:05}", d = 2r (unscaled), day = 2r, u = 3_000_000_000 + 2r, n = r.
-    pub fn sample_file(rows: usize, props: WriterProperties) -> Bytes {
+    pub(crate) fn sample_file(rows: usize, props: WriterProperties) -> Bytes {
         let r = || (0..rows as i64).map(|r| 2 * r);
         let cols: Vec<(&str, ArrayRef)> = vec![
             (
@@ -125,7 +125,7 @@ pub(crate) mod test_util {
     }
 
     /// The file's metadata (with page indexes) and leaf columns.
-    pub fn open(bytes: &Bytes) -> (Arc<ParquetMetaData>, Vec<LeafColumn>) {
+    pub(crate) fn open(bytes: &Bytes) -> (Arc<ParquetMetaData>, Vec<LeafColumn>) {
         let opts = ReadOptionsBuilder::new().with_page_index().build();
         let reader = SerializedFileReader::new_with_options(bytes.clone(), opts).unwrap();
         let md = Arc::new(reader.metadata().clone());
@@ -133,7 +133,7 @@ pub(crate) mod test_util {
         (md, leaves)
     }
 
-    pub fn col(leaves: &[LeafColumn], name: &str) -> usize {
+    pub(crate) fn col(leaves: &[LeafColumn], name: &str) -> usize {
         leaves.iter().position(|l| l.path == name).unwrap()
     }
 }

@@ -24,7 +24,7 @@ use crate::schema::{Domain, LeafColumn};
 
 /// Candidate rows of a row group after page pruning.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PagePruning {
+pub(crate) struct PagePruning {
     /// Rows that may match: sorted, disjoint, non-adjacent, non-empty ranges.
     pub ranges: Vec<Range<usize>>,
     /// Pages of the indexed columns the predicate reads (each column counted once).
@@ -34,7 +34,7 @@ pub struct PagePruning {
 }
 
 /// Sorts, drops empty ranges and merges overlapping or adjacent ones.
-pub fn ranges_normalize(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+pub(crate) fn ranges_normalize(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
     ranges.retain(|r| r.start < r.end);
     ranges.sort_unstable_by_key(|r| r.start);
     let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
@@ -48,7 +48,7 @@ pub fn ranges_normalize(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
 }
 
 /// Rows in both `a` and `b` (each sorted and disjoint); normalised.
-pub fn ranges_intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+pub(crate) fn ranges_intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
     let (mut i, mut j) = (0, 0);
     let mut out = Vec::new();
     while i < a.len() && j < b.len() {
@@ -67,7 +67,7 @@ pub fn ranges_intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usi
 }
 
 /// Rows in `a` or `b`; normalised.
-pub fn ranges_union(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+pub(crate) fn ranges_union(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
     ranges_normalize(a.iter().chain(b).cloned().collect())
 }
 
@@ -210,7 +210,7 @@ fn column_pages(
 
 /// Candidate row ranges of the row group (sorted, disjoint, merged), or `None` if no leaf's
 /// column has a page index (nothing could be narrowed). See [`page_pruning`].
-pub fn page_ranges<'a>(
+pub(crate) fn page_ranges<'a>(
     pred: &Predicate,
     leaves: &[LeafColumn],
     rg_rows: usize,
@@ -223,7 +223,7 @@ pub fn page_ranges<'a>(
 /// [`page_ranges`] with page counts: `None` if no leaf's column has a usable page index;
 /// otherwise the candidate ranges (possibly all rows, possibly none) and, over the indexed
 /// columns the predicate reads, how many pages there are and how many share no candidate row.
-pub fn page_pruning<'a>(
+pub(crate) fn page_pruning<'a>(
     pred: &Predicate,
     leaves: &[LeafColumn],
     rg_rows: usize,

@@ -16,7 +16,7 @@ use crate::schema::LeafColumn;
 /// themselves (see [`super::bounds::min_max_trusted`]); prefer
 /// [`statistics_verdict_with_orders`] when the file metadata is at hand.
 #[cfg(test)]
-pub fn statistics_verdict(
+pub(crate) fn statistics_verdict(
     pred: &Predicate,
     leaves: &[LeafColumn],
     rg: &RowGroupMetaData,
@@ -27,7 +27,7 @@ pub fn statistics_verdict(
 /// [`statistics_verdict`] with the file's column orders (`FileMetaData::column_orders()`); a
 /// file without them is legacy (`ColumnOrder::UNDEFINED`: signed order, so statistics of
 /// strings, unsigned integers and byte-array decimals are ignored).
-pub fn statistics_verdict_with_orders(
+pub(crate) fn statistics_verdict_with_orders(
     pred: &Predicate,
     leaves: &[LeafColumn],
     rg: &RowGroupMetaData,
@@ -39,7 +39,7 @@ pub fn statistics_verdict_with_orders(
 }
 
 /// The column order of column `i` given the footer's list (`None`: legacy file, `UNDEFINED`).
-pub fn file_column_order(column_orders: Option<&[ColumnOrder]>, i: usize) -> ColumnOrder {
+pub(crate) fn file_column_order(column_orders: Option<&[ColumnOrder]>, i: usize) -> ColumnOrder {
     match column_orders {
         Some(orders) => orders.get(i).copied().unwrap_or(ColumnOrder::UNKNOWN),
         None => ColumnOrder::UNDEFINED,
@@ -72,7 +72,7 @@ fn verdict_impl(
 
 /// Bounds of one column chunk (unknown without statistics); `order` is the file's column order
 /// for it, `None` if unknown (trust inferred from the statistics).
-pub fn chunk_bounds(
+pub(crate) fn chunk_bounds(
     column: &LeafColumn,
     rg: &RowGroupMetaData,
     index: usize,

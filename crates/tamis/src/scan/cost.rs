@@ -11,11 +11,11 @@
 //! [`super::order::Planner`].
 
 /// Word width of the bit-parallel select (`w` in Eq. 1).
-pub const WORD_BITS: f64 = 64.0;
+pub(crate) const WORD_BITS: f64 = 64.0;
 
 /// What Eq. 1 knows about one filter.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FilterCost {
+pub(crate) struct FilterCost {
     /// Bits per value the select reads (`k`).
     pub bits: f64,
     /// Fraction of the input rows the filter keeps (`s`).
@@ -23,7 +23,7 @@ pub struct FilterCost {
 }
 
 /// Eq. 1 without the constant first-filter term: `Σ_{i≥2} k_i/w + Σ_{i≥2} Π_{j<i} s_j`.
-pub fn cost(sequence: &[FilterCost]) -> f64 {
+pub(crate) fn cost(sequence: &[FilterCost]) -> f64 {
     let mut total = 0.0;
     let mut passing = 1.0;
     for (i, f) in sequence.iter().enumerate() {
@@ -38,7 +38,7 @@ pub fn cost(sequence: &[FilterCost]) -> f64 {
 /// The order minimising [`cost`]: for each candidate first filter, the rest by ascending
 /// selectivity; the cheapest wins (ties: the earlier candidate, so equal filters keep their
 /// written order). Returns indices into `filters`.
-pub fn greedy_order(filters: &[FilterCost]) -> Vec<usize> {
+pub(crate) fn greedy_order(filters: &[FilterCost]) -> Vec<usize> {
     let n = filters.len();
     let mut rest: Vec<usize> = (0..n).collect();
     rest.sort_by(|&a, &b| filters[a].selectivity.total_cmp(&filters[b].selectivity));

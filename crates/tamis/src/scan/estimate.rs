@@ -29,15 +29,15 @@ use super::order::{and_filters, or_filters, Filter, FilterKind};
 
 /// Selectivity of `IS NULL` when the null count is unknown (and the null fraction assumed for
 /// other leaves).
-pub const DEFAULT_NULL_FRACTION: f64 = 0.1;
+pub(crate) const DEFAULT_NULL_FRACTION: f64 = 0.1;
 /// Selectivity of `=` without statistics or dictionary.
-pub const DEFAULT_EQ: f64 = 0.1;
+pub(crate) const DEFAULT_EQ: f64 = 0.1;
 /// Selectivity of one range comparison (`<`, `>=`, …) without usable min/max.
-pub const DEFAULT_RANGE: f64 = 0.5;
+pub(crate) const DEFAULT_RANGE: f64 = 0.5;
 /// Selectivity of a `LIKE` with a wildcard (`NOT LIKE`: the complement).
-pub const DEFAULT_LIKE: f64 = 0.1;
+pub(crate) const DEFAULT_LIKE: f64 = 0.1;
 /// Share of values a join-key filter is expected to pass before any scan has probed it.
-pub const DEFAULT_IN_KEYS: f64 = 0.1;
+pub(crate) const DEFAULT_IN_KEYS: f64 = 0.1;
 
 /// What one row group's metadata says about a column, for the estimates.
 #[derive(Debug)]
@@ -50,7 +50,7 @@ struct ColumnInfo {
 }
 
 /// Selectivity and bit-width estimates for one row group, before evaluating anything.
-pub struct Estimates<'a> {
+pub(crate) struct Estimates<'a> {
     leaves: &'a [LeafColumn],
     rg: &'a RowGroupMetaData,
     column_orders: Option<&'a [ColumnOrder]>,
@@ -61,7 +61,7 @@ pub struct Estimates<'a> {
 }
 
 impl<'a> Estimates<'a> {
-    pub fn new(
+    pub(crate) fn new(
         leaves: &'a [LeafColumn],
         rg: &'a RowGroupMetaData,
         column_orders: Option<&'a [ColumnOrder]>,
@@ -109,18 +109,22 @@ impl<'a> Estimates<'a> {
     }
 
     /// Bits per value the select reads for this filter (`k`).
-    pub fn bits(&mut self, f: &Filter<'_>) -> u32 {
+    pub(crate) fn bits(&mut self, f: &Filter<'_>) -> u32 {
         f.columns().into_iter().map(|c| self.info(c).bits).sum()
     }
 
     /// The estimate before any evaluation (no measurements).
-    pub fn estimate(&mut self, f: &Filter<'_>) -> f64 {
+    pub(crate) fn estimate(&mut self, f: &Filter<'_>) -> f64 {
         self.selectivity(f, &|_| None)
     }
 
     /// `measured(key)` where known, else the estimate; nested filters combine their children's
     /// selectivities assuming independence.
-    pub fn selectivity(&mut self, f: &Filter<'_>, measured: &dyn Fn(u64) -> Option<f64>) -> f64 {
+    pub(crate) fn selectivity(
+        &mut self,
+        f: &Filter<'_>,
+        measured: &dyn Fn(u64) -> Option<f64>,
+    ) -> f64 {
         if let Some(s) = measured(f.key) {
             return s;
         }
@@ -192,7 +196,7 @@ impl<'a> Estimates<'a> {
     }
 
     /// The report line of a filter.
-    pub fn step(&mut self, f: &Filter<'_>, negated: bool) -> (u64, FilterStep) {
+    pub(crate) fn step(&mut self, f: &Filter<'_>, negated: bool) -> (u64, FilterStep) {
         let step = FilterStep {
             filter: render(&f.predicate(), self.leaves),
             negated,
@@ -205,7 +209,7 @@ impl<'a> Estimates<'a> {
 }
 
 /// `ceil(log2(entries))`: the bit width of dictionary codes.
-pub fn code_width(entries: usize) -> u32 {
+pub(crate) fn code_width(entries: usize) -> u32 {
     if entries <= 1 {
         0
     } else {

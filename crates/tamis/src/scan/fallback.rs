@@ -13,7 +13,7 @@ use crate::selection::Bitmap;
 use crate::file::OpenedFile;
 
 /// The selected rows of top-level field `root` in row group `rg`.
-pub fn read_root(
+pub(crate) fn read_root(
     file: &OpenedFile,
     reader: &Reader,
     rg: usize,

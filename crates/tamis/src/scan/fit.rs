@@ -21,7 +21,7 @@ const MAX_BYTES: usize = i32::MAX as usize;
 
 /// Appends `batch`, in `schema`'s types, to `out`: as is when its schema is `schema`, else in
 /// pieces whose widened columns fit 32-bit offsets.
-pub fn push_fitted(
+pub(super) fn push_fitted(
     batch: RecordBatch,
     schema: &SchemaRef,
     out: &mut VecDeque<RecordBatch>,

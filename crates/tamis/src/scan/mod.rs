@@ -4,16 +4,16 @@
 //! pool; results are emitted in file order, so memory stays bounded by the window (each task
 //! holds one row group's survivors) and `limit` stops the scan early.
 
-pub mod cost;
-pub mod estimate;
-pub mod fallback;
+pub(crate) mod cost;
+pub(crate) mod estimate;
+pub(crate) mod fallback;
 mod fit;
-pub mod order;
+pub(crate) mod order;
 mod pinned;
 mod pools;
 mod prefetch;
-pub mod pruning;
-pub mod row_group;
+pub(crate) mod pruning;
+pub(crate) mod row_group;
 mod stream;
 
 use std::collections::VecDeque;

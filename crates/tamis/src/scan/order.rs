@@ -56,14 +56,14 @@ impl FromStr for FilterOrder {
 
 /// One step of a filter sequence.
 #[derive(Debug, Clone)]
-pub struct Filter<'p> {
+pub(crate) struct Filter<'p> {
     /// Stable identity across row groups (a hash of the content).
     pub key: u64,
     pub kind: FilterKind<'p>,
 }
 
 #[derive(Debug, Clone)]
-pub enum FilterKind<'p> {
+pub(crate) enum FilterKind<'p> {
     /// Leaves on one column, evaluated together in one pass.
     Column {
         column: usize,
@@ -102,7 +102,7 @@ impl<'p> Filter<'p> {
     }
 
     /// The filter as a predicate (for display).
-    pub fn predicate(&self) -> Predicate {
+    pub(crate) fn predicate(&self) -> Predicate {
         match &self.kind {
             FilterKind::Column { leaves, .. } if leaves.len() == 1 => {
                 Predicate::Leaf(leaves[0].clone())
@@ -139,7 +139,7 @@ fn hash_debug(h: &mut DefaultHasher, v: &impl std::fmt::Debug) {
 
 /// The filters of an AND's children, in written order: leaves grouped by column (at the
 /// position of the column's first leaf), every other child one filter.
-pub fn and_filters(children: &[Predicate]) -> Vec<Filter<'_>> {
+pub(crate) fn and_filters(children: &[Predicate]) -> Vec<Filter<'_>> {
     let mut groups: Vec<(usize, Vec<&Leaf>)> = Vec::new();
     let mut slots: Vec<std::result::Result<usize, &Predicate>> = Vec::new();
     for c in children {
@@ -169,7 +169,7 @@ pub fn and_filters(children: &[Predicate]) -> Vec<Filter<'_>> {
 
 /// The filters of an OR's children: one each (they are evaluated negated, so leaves on one
 /// column cannot share a pass).
-pub fn or_filters(children: &[Predicate]) -> Vec<Filter<'_>> {
+pub(crate) fn or_filters(children: &[Predicate]) -> Vec<Filter<'_>> {
     children.iter().map(Filter::node).collect()
 }
 
@@ -183,7 +183,7 @@ struct Counts {
 /// The scan-wide side of filter ordering, shared by the row-group tasks: the order mode, the
 /// selectivities measured so far, and the order chosen for the first row group (for explain).
 #[derive(Debug, Default)]
-pub struct Planner {
+pub(crate) struct Planner {
     mode: FilterOrder,
     measured: Mutex<HashMap<u64, Counts>>,
     /// The lowest ordinal's report.
@@ -201,7 +201,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Planner {
-    pub fn new(mode: FilterOrder) -> Planner {
+    pub(crate) fn new(mode: FilterOrder) -> Planner {
         Planner {
             mode,
             ..Planner::default()
@@ -209,17 +209,13 @@ impl Planner {
     }
 
     /// The same planner with partly alive pages evaluated as `evaluation` says.
-    pub fn with_evaluation(mut self, evaluation: Evaluation) -> Planner {
+    pub(crate) fn with_evaluation(mut self, evaluation: Evaluation) -> Planner {
         self.adaptive = Adaptive::new(evaluation);
         self
     }
 
-    pub fn mode(&self) -> FilterOrder {
-        self.mode
-    }
-
     /// The selectivity measured so far (rows passing / rows in), if the filter ran on any row.
-    pub fn measured(&self, key: u64) -> Option<f64> {
+    pub(crate) fn measured(&self, key: u64) -> Option<f64> {
         lock(&self.measured)
             .get(&key)
             .filter(|c| c.rows_in > 0)
@@ -227,7 +223,7 @@ impl Planner {
     }
 
     /// Adds one evaluation: `rows_passed` of `rows_in` rows satisfied the filter (un-negated).
-    pub fn record(&self, key: u64, rows_in: usize, rows_passed: usize) {
+    pub(crate) fn record(&self, key: u64, rows_in: usize, rows_passed: usize) {
         let mut m = lock(&self.measured);
         let c = m.entry(key).or_default();
         c.rows_in += rows_in as u64;
@@ -236,7 +232,7 @@ impl Planner {
 
     /// The evaluation order of a sequence (indices into `filters`); `negated` when each filter
     /// keeps the rows where it is not true (an OR's children), so it keeps `1 − s`.
-    pub fn order(
+    pub(crate) fn order(
         &self,
         filters: &[Filter<'_>],
         est: &mut Estimates<'_>,
@@ -273,12 +269,12 @@ impl Planner {
     }
 
     /// Whether the row group with this ordinal should report its order (none lower has).
-    pub fn wants_report(&self, ordinal: usize) -> bool {
+    pub(crate) fn wants_report(&self, ordinal: usize) -> bool {
         lock(&self.first).as_ref().is_none_or(|(o, _)| ordinal < *o)
     }
 
     /// Keeps `steps` as the reported order if no lower ordinal reported one.
-    pub fn offer_report(&self, ordinal: usize, steps: Vec<(u64, FilterStep)>) {
+    pub(crate) fn offer_report(&self, ordinal: usize, steps: Vec<(u64, FilterStep)>) {
         let mut first = lock(&self.first);
         if first.as_ref().is_none_or(|(o, _)| ordinal < *o) {
             *first = Some((ordinal, steps));
@@ -287,7 +283,7 @@ impl Planner {
 
     /// The order chosen for the first row group that evaluated filters, with each filter's
     /// selectivity measured over the whole scan so far.
-    pub fn report(&self) -> Vec<FilterStep> {
+    pub(crate) fn report(&self) -> Vec<FilterStep> {
         let first = lock(&self.first).clone();
         first
             .map(|(_, steps)| {

@@ -16,7 +16,7 @@ use crate::values::{ByteArrays, Values};
 
 /// The value every selected row has in `leaf`, when a top-level conjunct of `predicate` pins it
 /// and the value can be rebuilt exactly (see the module comment).
-pub fn pinned_value(predicate: Option<&Predicate>, leaf: &LeafColumn) -> Option<Scalar> {
+pub(super) fn pinned_value(predicate: Option<&Predicate>, leaf: &LeafColumn) -> Option<Scalar> {
     let conjuncts: &[Predicate] = match predicate? {
         Predicate::And(children) => children,
         p => std::slice::from_ref(p),
@@ -38,7 +38,7 @@ pub fn pinned_value(predicate: Option<&Predicate>, leaf: &LeafColumn) -> Option<
 
 /// `n` copies of `value` as `leaf`'s physical values, or `None` when the value is not one `leaf`
 /// stores exactly.
-pub fn repeated(leaf: &LeafColumn, value: &Scalar, n: usize) -> Option<Values> {
+pub(super) fn repeated(leaf: &LeafColumn, value: &Scalar, n: usize) -> Option<Values> {
     if leaf.nested {
         return None;
     }

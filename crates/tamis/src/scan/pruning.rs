@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! predicate ─ statistics ─ rows index ─ Bloom ─ dictionary ─► the conjuncts left
-//!           (False at any level ⇒ Skipped(level))
+//!           (False at any level ⇒ Skipped)
 //!           ─ page index ─ sidecar page Blooms ─ rows index ─► candidate rows
 //! ```
 
@@ -28,25 +28,15 @@ use super::row_group::{payload_leaves, speculative_payload, RowGroupJob};
 use super::BrokenIndex;
 use crate::file::OpenedFile;
 
-/// The structure that proved a row group holds no matching row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    Statistics,
-    /// The sidecar's rows index.
-    RowsIndex,
-    Bloom,
-    Dictionary,
-}
-
 /// What pruning decided for one row group.
-pub enum Pruned<'a> {
-    /// No row can match: the row group is skipped.
-    Skipped(Level),
+pub(crate) enum Pruned<'a> {
+    /// No row can match: the row group is skipped (the metrics count which level decided).
+    Skipped,
     Plan(Box<RowGroupPlan<'a>>),
 }
 
 /// A row group to read: which conjuncts remain, on which rows.
-pub struct RowGroupPlan<'a> {
+pub(crate) struct RowGroupPlan<'a> {
     /// The conjuncts left to evaluate (`True`: every candidate row matches). Statistics,
     /// the rows index and dictionaries replaced what they decided.
     pub predicate: Predicate,
@@ -63,7 +53,7 @@ pub struct RowGroupPlan<'a> {
 }
 
 /// Prunes the job's row group; `chunk` opens a column chunk of it.
-pub fn plan<'a, 'b>(
+pub(crate) fn plan<'a, 'b>(
     job: &RowGroupJob<'a>,
     chunk: &impl Fn(usize) -> ColumnChunk<'b>,
 ) -> Result<Pruned<'b>>
@@ -98,14 +88,14 @@ where
             if p == Predicate::False {
                 add(&m.row_groups_pruned_statistics, 1);
                 add_elapsed(&m.time_prune_ns, t);
-                return Ok(Pruned::Skipped(Level::Statistics));
+                return Ok(Pruned::Skipped);
             }
             // The sidecar's rows index answers its leaves exactly: their columns are not read.
             let (p, rows_by_index) = decide_by_rows_index(job, &p)?;
             if rows_by_index.as_ref().is_some_and(|r| r.count_ones() == 0) {
                 add(&m.row_groups_pruned_index, 1);
                 add_elapsed(&m.time_prune_ns, t);
-                return Ok(Pruned::Skipped(Level::RowsIndex));
+                return Ok(Pruned::Skipped);
             }
             by_rows_index = rows_by_index;
             // One read for what this row group's pruning and pages need from the file's
@@ -190,7 +180,7 @@ where
             if p == Predicate::False {
                 add(&m.row_groups_pruned_bloom, 1);
                 add_elapsed(&m.time_prune_ns, t);
-                return Ok(Pruned::Skipped(Level::Bloom));
+                return Ok(Pruned::Skipped);
             }
             for &c in &dict_columns {
                 if p.columns().contains(&c) {
@@ -223,7 +213,7 @@ where
             if p == Predicate::False {
                 add(&m.row_groups_pruned_dictionary, 1);
                 add_elapsed(&m.time_prune_ns, t);
-                return Ok(Pruned::Skipped(Level::Dictionary));
+                return Ok(Pruned::Skipped);
             }
             p
         }
@@ -447,7 +437,7 @@ fn usable_sidecar(
         crate::index::sidecar_of(job.file, job.reader, job.index_dir),
     )? {
         None | Some(SidecarState::Absent) => return Ok(None),
-        Some(SidecarState::Denied(_)) => {
+        Some(SidecarState::Denied) => {
             job.metrics.warn(
                 "a sidecar index lookup was refused by the store (access denied): read as if \
                  there were none (a reader without s3:ListBucket gets 403 for a missing key)"
@@ -455,7 +445,7 @@ fn usable_sidecar(
             );
             return Ok(None);
         }
-        Some(SidecarState::Stale(_)) => {
+        Some(SidecarState::Stale) => {
             if count_stale {
                 add(&job.metrics.row_groups_index_stale, 1);
             }

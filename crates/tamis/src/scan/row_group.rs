@@ -2,7 +2,7 @@
 //! `scan/pruning.rs` (pruning), `column/` and `encoding/`.
 //!
 //! ```text
-//! plan (pruning.rs) ─► Skipped(level), or the conjuncts left and the candidate rows
+//! plan (pruning.rs) ─► Skipped, or the conjuncts left and the candidate rows
 //!           ─ filters in the cost model's order (order.rs), each only on rows still alive;
 //!             OR through De Morgan with the negate flag ─► selection
 //!           ─ payload columns: only pages holding a selected row ─► Arrow arrays
@@ -39,7 +39,7 @@ use super::{BrokenIndex, Pruning};
 use crate::file::OpenedFile;
 
 /// What a row group task needs besides its file.
-pub struct RowGroupJob<'a> {
+pub(crate) struct RowGroupJob<'a> {
     pub file: &'a OpenedFile,
     /// The scan's reader of this file (counts bytes and requests, honours cancellation).
     pub reader: &'a Reader,
@@ -75,7 +75,7 @@ pub struct RowGroupJob<'a> {
 
 /// Runs the row group; hands the selected rows of the projected columns to `emit`, a range of
 /// rows at a time, in order, while `emit` returns true (false: the consumer is gone).
-pub fn scan_row_group(
+pub(crate) fn scan_row_group(
     job: &RowGroupJob<'_>,
     emit: &mut dyn FnMut(RecordBatch) -> bool,
 ) -> Result<()> {
@@ -122,7 +122,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         mut chunks,
         dicts,
     } = match plan(job, &chunk)? {
-        Pruned::Skipped(_) => return Ok(()),
+        Pruned::Skipped => return Ok(()),
         Pruned::Plan(plan) => *plan,
     };
 
@@ -344,7 +344,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
 
 /// Selected rows a row group decodes and hands on at a time by default (see the payload stage
 /// of [`run`]).
-pub const RANGE_ROWS: usize = 1 << 17;
+pub(crate) const RANGE_ROWS: usize = 1 << 17;
 
 /// Where ranges holding about `target` selected rows each end (the last at the row group's
 /// end), cut at multiples of 4 096 rows (or of `target`, when smaller).

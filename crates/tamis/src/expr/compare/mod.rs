@@ -21,7 +21,7 @@
 
 mod rows;
 
-pub use rows::ColumnRows;
+pub(crate) use rows::ColumnRows;
 use rows::{compare_into, eval_operand, rescaled, Vector};
 
 use std::fmt;
@@ -443,7 +443,7 @@ fn describe(o: &Operand, t: &Type, columns: &[LeafColumn]) -> String {
 }
 
 /// `unscaled × 10^-scale` as decimal text.
-pub fn exact_text(unscaled: i128, scale: u8) -> String {
+pub(crate) fn exact_text(unscaled: i128, scale: u8) -> String {
     let digits = unscaled.unsigned_abs().to_string();
     let sign = if unscaled < 0 { "-" } else { "" };
     let s = scale as usize;
