@@ -9,7 +9,7 @@
 //! Literals are converted once, at compile time, to the column's Arrow type by casting a
 //! one-element `StringArray` of the literal's text, so `DATE '1994-01-01'`, `0.05` against a
 //! `Decimal128(15,2)` column, integers, floats and timestamps all go through one well-tested path
-//! (arrow's own string parsing).
+//! (arrow's own string parsing); `X'…'` bytes are cast from a one-element `BinaryArray`.
 
 use arrow::array::{
     Array, ArrayRef, AsArray, BinaryArray, BooleanArray, RecordBatch, Scalar, StringArray,
