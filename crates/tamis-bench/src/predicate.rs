@@ -4,45 +4,24 @@
 //! `AND`s and every conjunct becomes its own `ArrowPredicate`, which only decodes the columns it
 //! references. Conjuncts run in written order, each on the rows the previous ones kept.
 //!
+//! The text is parsed by tamis's own front end ([`tamis::expr::parse`]), so this peer reads
+//! exactly the filters tamis reads; only the compilation to arrow kernels is this crate's.
 //! Literals are converted once, at compile time, to the column's Arrow type by casting a
 //! one-element `StringArray` of the literal's text, so `DATE '1994-01-01'`, `0.05` against a
 //! `Decimal128(15,2)` column, integers, floats and timestamps all go through one well-tested path
-//! (arrow's own string parsing).
+//! (arrow's own string parsing); `X'…'` bytes are cast from a one-element `BinaryArray`.
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, Scalar, StringArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, RecordBatch, Scalar, StringArray,
+};
 use arrow::compute::kernels::cmp::{eq, gt, gt_eq, lt, lt_eq, neq};
-use arrow::compute::kernels::comparison::{ilike, like, nilike, nlike};
+use arrow::compute::kernels::comparison::{like, nlike};
 use arrow::compute::{and_kleene, cast, is_not_null, is_null, not, or_kleene};
 use arrow::datatypes::{DataType, Schema};
 use arrow::error::ArrowError;
-use sqlparser::ast::{BinaryOperator, Expr, Ident, UnaryOperator, Value};
-use sqlparser::dialect::GenericDialect;
-use sqlparser::parser::Parser;
-use sqlparser::tokenizer::Token;
-
-/// A comparison operator, always read as `column <op> literal`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CmpOp {
-    Eq,
-    NotEq,
-    Lt,
-    LtEq,
-    Gt,
-    GtEq,
-}
-
-impl CmpOp {
-    /// The operator with its operands swapped, so `5 < col` can be evaluated as `col > 5`.
-    fn flip(self) -> Self {
-        match self {
-            CmpOp::Eq | CmpOp::NotEq => self,
-            CmpOp::Lt => CmpOp::Gt,
-            CmpOp::LtEq => CmpOp::GtEq,
-            CmpOp::Gt => CmpOp::Lt,
-            CmpOp::GtEq => CmpOp::LtEq,
-        }
-    }
-}
+use std::sync::Arc;
+use tamis::expr::tree::{Column as Name, Expr, Literal as Lit};
+use tamis::expr::CmpOp;
 
 /// A literal already cast to its column's (value) type; `None` is SQL `NULL`.
 pub type Literal = Option<ArrayRef>;
@@ -78,7 +57,6 @@ pub enum Pred {
         col: usize,
         pattern: ArrayRef,
         negated: bool,
-        case_insensitive: bool,
     },
     /// A bare boolean column used as a condition (`WHERE flag`).
     BoolColumn {
@@ -150,15 +128,13 @@ impl Pred {
                 col,
                 pattern,
                 negated,
-                case_insensitive,
             } => {
                 let column = batch.column(*col);
                 let pattern = Scalar::new(pattern.clone());
-                match (*negated, *case_insensitive) {
-                    (false, false) => like(column, &pattern),
-                    (true, false) => nlike(column, &pattern),
-                    (false, true) => ilike(column, &pattern),
-                    (true, true) => nilike(column, &pattern),
+                if *negated {
+                    nlike(column, &pattern)
+                } else {
+                    like(column, &pattern)
                 }
             }
             Pred::Columns { left, op, right } => {
@@ -236,20 +212,7 @@ pub struct Conjunct {
 /// Parses `sql` and compiles each top-level `AND` conjunct, in written order, against `schema`
 /// (the file's Arrow schema; column indices are its top-level fields = parquet root columns).
 pub fn compile_where(sql: &str, schema: &Schema) -> Result<Vec<Conjunct>, String> {
-    let dialect = GenericDialect {};
-    let mut parser = Parser::new(&dialect)
-        .try_with_sql(sql)
-        .map_err(|e| format!("cannot parse WHERE expression: {e}"))?;
-    let expr = parser
-        .parse_expr()
-        .map_err(|e| format!("cannot parse WHERE expression: {e}"))?;
-    let next = parser.peek_token();
-    if next.token != Token::EOF {
-        return Err(format!(
-            "unexpected '{}' after the WHERE expression",
-            next.token
-        ));
-    }
+    let expr = tamis::expr::parse::parse(sql).map_err(|e| e.message)?;
     let mut parts = Vec::new();
     split_conjuncts(&expr, &mut parts);
     let compiler = Compiler { schema };
@@ -267,19 +230,12 @@ pub fn compile_where(sql: &str, schema: &Schema) -> Result<Vec<Conjunct>, String
         .collect()
 }
 
-/// Flattens `a AND (b AND c)` into `[a, b, c]`, looking through parentheses.
+/// Flattens `a AND (b AND c)` into `[a, b, c]` (the parsed tree has no parentheses left).
 fn split_conjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
     match expr {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
+        Expr::And(left, right) => {
             split_conjuncts(left, out);
             split_conjuncts(right, out);
-        }
-        Expr::Nested(inner) if matches!(**inner, Expr::BinaryOp { .. } | Expr::Nested(_)) => {
-            split_conjuncts(inner, out)
         }
         other => out.push(other),
     }
@@ -327,35 +283,16 @@ struct Compiler<'a> {
 impl Compiler<'_> {
     fn pred(&self, expr: &Expr, roots: &mut Vec<usize>) -> Result<Pred, String> {
         match expr {
-            Expr::Nested(inner) => self.pred(inner, roots),
-            Expr::BinaryOp { left, op, right } => {
-                let cmp = match op {
-                    BinaryOperator::And => {
-                        return Ok(Pred::And(
-                            Box::new(self.pred(left, roots)?),
-                            Box::new(self.pred(right, roots)?),
-                        ))
-                    }
-                    BinaryOperator::Or => {
-                        return Ok(Pred::Or(
-                            Box::new(self.pred(left, roots)?),
-                            Box::new(self.pred(right, roots)?),
-                        ))
-                    }
-                    BinaryOperator::Eq => CmpOp::Eq,
-                    BinaryOperator::NotEq => CmpOp::NotEq,
-                    BinaryOperator::Lt => CmpOp::Lt,
-                    BinaryOperator::LtEq => CmpOp::LtEq,
-                    BinaryOperator::Gt => CmpOp::Gt,
-                    BinaryOperator::GtEq => CmpOp::GtEq,
-                    other => return Err(format!("unsupported operator '{other}' in '{expr}'")),
-                };
-                self.comparison(expr, left, cmp, right, roots)
-            }
-            Expr::UnaryOp {
-                op: UnaryOperator::Not,
-                expr: inner,
-            } => Ok(Pred::Not(Box::new(self.pred(inner, roots)?))),
+            Expr::And(left, right) => Ok(Pred::And(
+                Box::new(self.pred(left, roots)?),
+                Box::new(self.pred(right, roots)?),
+            )),
+            Expr::Or(left, right) => Ok(Pred::Or(
+                Box::new(self.pred(left, roots)?),
+                Box::new(self.pred(right, roots)?),
+            )),
+            Expr::Not(inner) => Ok(Pred::Not(Box::new(self.pred(inner, roots)?))),
+            Expr::Compare(left, op, right) => self.comparison(expr, left, *op, right, roots),
             Expr::Between {
                 expr: target,
                 negated,
@@ -386,46 +323,23 @@ impl Compiler<'_> {
                     negated: *negated,
                 })
             }
-            Expr::IsNull(target) | Expr::IsNotNull(target) => {
+            Expr::IsNull {
+                expr: target,
+                negated,
+            } => {
                 let column = self.required_column(target, expr, roots)?;
                 Ok(Pred::IsNull {
                     col: column.root,
-                    negated: matches!(expr, Expr::IsNotNull(_)),
+                    negated: *negated,
                 })
             }
             Expr::Like {
-                negated,
-                any,
                 expr: target,
                 pattern,
-                escape_char,
-            } => self.like(
-                expr,
-                target,
-                pattern,
-                *negated,
-                *any,
-                escape_char,
-                false,
-                roots,
-            ),
-            Expr::ILike {
+                escape,
                 negated,
-                any,
-                expr: target,
-                pattern,
-                escape_char,
-            } => self.like(
-                expr,
-                target,
-                pattern,
-                *negated,
-                *any,
-                escape_char,
-                true,
-                roots,
-            ),
-            Expr::Identifier(_) => {
+            } => self.like(expr, target, pattern, escape.as_deref(), *negated, roots),
+            Expr::Column(_) => {
                 let column = self.required_column(expr, expr, roots)?;
                 if column.value_type != DataType::Boolean {
                     return Err(format!(
@@ -435,6 +349,8 @@ impl Compiler<'_> {
                 }
                 Ok(Pred::BoolColumn { col: column.root })
             }
+            Expr::Unsupported { text, .. } => Err(format!("unsupported expression '{text}'")),
+            Expr::Invalid { message, .. } => Err(message.clone()),
             other => Err(format!("unsupported expression '{other}'")),
         }
     }
@@ -479,24 +395,18 @@ impl Compiler<'_> {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn like(
         &self,
         whole: &Expr,
         target: &Expr,
         pattern: &Expr,
+        escape: Option<&Expr>,
         negated: bool,
-        any: bool,
-        escape_char: &Option<Box<Expr>>,
-        case_insensitive: bool,
         roots: &mut Vec<usize>,
     ) -> Result<Pred, String> {
-        if any {
-            return Err(format!("LIKE ANY is not supported: '{whole}'"));
-        }
-        if let Some(escape) = escape_char {
+        if let Some(escape) = escape {
             // arrow's LIKE kernels use backslash as the escape character, nothing else.
-            if literal_text(escape)? != Some("\\".to_string()) {
+            if !matches!(escape, Expr::Literal(Lit::String(e)) if e == "\\") {
                 return Err(format!(
                     "only the '\\' ESCAPE character is supported: '{whole}'"
                 ));
@@ -512,32 +422,28 @@ impl Compiler<'_> {
                 column.name, column.value_type
             ));
         }
-        let is_string =
-            matches!(pattern, Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)));
-        if !is_string {
-            return Err(format!(
+        match pattern {
+            Expr::Literal(Lit::Null) => Err(format!("LIKE pattern must not be NULL: '{whole}'")),
+            Expr::Literal(Lit::String(_)) => {
+                let pattern = self.required_literal(pattern, &column, whole)?;
+                Ok(Pred::Like {
+                    col: column.root,
+                    pattern: pattern.expect("a string literal is not NULL"),
+                    negated,
+                })
+            }
+            _ => Err(format!(
                 "LIKE pattern must be a single-quoted string: '{whole}'"
-            ));
+            )),
         }
-        let Some(pattern) = self.required_literal(pattern, &column, whole)? else {
-            return Err(format!("LIKE pattern must not be NULL: '{whole}'"));
-        };
-        Ok(Pred::Like {
-            col: column.root,
-            pattern,
-            negated,
-            case_insensitive,
-        })
     }
 
     /// `Ok(None)` when `expr` is not a column reference at all.
     fn column(&self, expr: &Expr) -> Result<Option<Column>, String> {
-        let ident: &Ident = match expr {
-            Expr::Identifier(ident) => ident,
-            Expr::Nested(inner) => return self.column(inner),
-            _ => return Ok(None),
+        let Expr::Column(Name { path, exact }) = expr else {
+            return Ok(None);
         };
-        let root = resolve_column(self.schema, &ident.value, ident.quote_style.is_some())?;
+        let root = resolve_column(self.schema, path, *exact)?;
         let field = self.schema.field(root);
         let value_type = match field.data_type() {
             DataType::Dictionary(_, value) => value.as_ref().clone(),
@@ -569,57 +475,52 @@ impl Compiler<'_> {
         column: &Column,
         whole: &Expr,
     ) -> Result<Literal, String> {
-        match literal_text(expr) {
-            Ok(text) => cast_literal(text, column),
-            Err(_) => Err(format!("expected a literal, found '{expr}' in '{whole}'")),
+        match expr {
+            Expr::Literal(literal) => cast_literal(literal, column),
+            // An invalid literal (`DATE 'not-a-date'`): the front end's message, and the column.
+            Expr::Invalid { message, .. } => {
+                Err(format!("{message} (for column '{}')", column.name))
+            }
+            _ => Err(format!("expected a literal, found '{expr}' in '{whole}'")),
         }
     }
 }
 
-/// The text of a literal expression; `Ok(None)` for `NULL`.
-fn literal_text(expr: &Expr) -> Result<Option<String>, String> {
-    match expr {
-        Expr::Nested(inner) => literal_text(inner),
-        Expr::Value(v) => match &v.value {
-            Value::Number(n, _) => Ok(Some(n.clone())),
-            Value::Boolean(b) => Ok(Some(b.to_string())),
-            Value::Null => Ok(None),
-            other => other
-                .clone()
-                .into_string()
-                .map(Some)
-                .ok_or_else(|| format!("unsupported literal {other}")),
-        },
-        // DATE '…', TIMESTAMP '…': the cast to the column type does the parsing.
-        Expr::TypedString(typed) => typed
-            .value
-            .clone()
-            .into_string()
-            .map(Some)
-            .ok_or_else(|| format!("unsupported literal {typed}")),
-        Expr::UnaryOp {
-            op: op @ (UnaryOperator::Minus | UnaryOperator::Plus),
-            expr: inner,
-        } if matches!(**inner, Expr::Value(ref v) if matches!(v.value, Value::Number(..))) => {
-            let text = literal_text(inner)?.unwrap_or_default();
-            Ok(Some(if *op == UnaryOperator::Minus {
-                format!("-{text}")
-            } else {
-                text
-            }))
+/// The text a literal is cast from (and named by in errors). Typed literals (`DATE '…'`,
+/// `TIMESTAMP '…'`) were checked by the parser and are written back in ISO form.
+fn literal_text(literal: &Lit) -> String {
+    match literal {
+        Lit::Bool(b) => b.to_string(),
+        Lit::Number(n) => n.clone(),
+        Lit::Float(x) => x.to_string(),
+        Lit::String(s) => s.clone(),
+        Lit::Date(d) => d.format("%Y-%m-%d").to_string(),
+        Lit::Timestamp(t, offset) => {
+            let mut text = t.format("%Y-%m-%d %H:%M:%S%.f").to_string();
+            if let Some(seconds) = offset {
+                let sign = if *seconds < 0 { '-' } else { '+' };
+                let a = seconds.unsigned_abs();
+                text.push_str(&format!("{sign}{:02}:{:02}", a / 3600, a % 3600 / 60));
+            }
+            text
         }
-        other => Err(format!("not a literal: {other}")),
+        Lit::Time(t) => t.format("%H:%M:%S%.f").to_string(),
+        // `NULL` is not cast; bytes are cast as they are (`X'…'` names them).
+        Lit::Null | Lit::Binary(_) => literal.to_string(),
     }
 }
 
-/// Casts the literal's text to the column's value type; a failed or `NULL` cast is an error
-/// naming the column and literal.
-fn cast_literal(text: Option<String>, column: &Column) -> Result<Literal, String> {
-    let Some(text) = text else {
-        return Ok(None);
-    };
+/// Casts the literal (its text, or its bytes) to the column's value type; a failed or `NULL`
+/// cast is an error naming the column and literal.
+fn cast_literal(literal: &Lit, column: &Column) -> Result<Literal, String> {
     let target = &column.value_type;
     let name = &column.name;
+    let text = literal_text(literal);
+    let source: ArrayRef = match literal {
+        Lit::Null => return Ok(None),
+        Lit::Binary(bytes) => Arc::new(BinaryArray::from_vec(vec![bytes.as_slice()])),
+        _ => Arc::new(StringArray::from(vec![text.as_str()])),
+    };
     if let DataType::Decimal32(_, scale)
     | DataType::Decimal64(_, scale)
     | DataType::Decimal128(_, scale)
@@ -637,8 +538,7 @@ fn cast_literal(text: Option<String>, column: &Column) -> Result<Literal, String
             }
         }
     }
-    let array = StringArray::from(vec![text.as_str()]);
-    let value = cast(&array, target).map_err(|e| {
+    let value = cast(&source, target).map_err(|e| {
         format!("cannot convert literal '{text}' to {target} for column '{name}': {e}")
     })?;
     if value.is_null(0) {

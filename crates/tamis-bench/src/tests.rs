@@ -160,11 +160,6 @@ fn predicates_match_hand_written_filters() {
     check(p, "name NOT LIKE '%5'", |r| {
         r.name.as_deref().is_some_and(|n| !n.ends_with('5'))
     });
-    check(p, "name ILIKE 'N9_'", |r| {
-        r.name
-            .as_deref()
-            .is_some_and(|n| n.len() == 3 && n.starts_with("n9"))
-    });
     check(p, "name IN ('n1', 'n2', 'n14')", |r| {
         matches!(r.name.as_deref(), Some("n1" | "n2"))
     });
@@ -291,6 +286,8 @@ fn errors_name_the_problem() {
     assert!(err("id < 3 garbage").contains("garbage"));
     assert!(err("id <").contains("parse"));
     assert!(err("x").contains("condition"));
+    // tamis's front end has no ILIKE, so neither has this peer (the harness never sends it).
+    assert!(err("name ILIKE 'N9_'").contains("unsupported expression"));
 }
 
 #[test]

@@ -14,9 +14,11 @@ use arrow::array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 use arrow::ffi_stream::FFI_ArrowArrayStream;
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyOSError, PyPermissionError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyDict};
 use tamis::io::StorageOptions;
 use tamis::{Error, ErrorKind, Evaluation, FilterOrder, Scan, ScanMetrics, ScanStream};
 
@@ -58,11 +60,77 @@ fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
     }
 }
 
-/// The options of one scan, as `tamis.ScanOptions` hands them over (a dict with every key).
-#[derive(Clone, FromPyObject)]
-#[pyo3(from_item_all)]
+/// The keyword arguments of one Python wrapper, handed over as one dict keyed by parameter
+/// name (`ScanOptions`'s fields, `optimize`'s keywords).
+///
+/// The wrapper in `python/tamis/__init__.py` is the only place their names, order, defaults
+/// and documentation are written; this side reads each key once. A key the wrapper did not
+/// pass, or one nothing here reads, is a `TypeError` at once, so the two sides cannot drift
+/// apart silently.
+struct Keywords<'py> {
+    dict: Bound<'py, PyDict>,
+    read: Vec<&'static str>,
+}
+
+impl<'py> Keywords<'py> {
+    fn new(dict: Bound<'py, PyDict>) -> Self {
+        Keywords {
+            dict,
+            read: Vec::new(),
+        }
+    }
+
+    /// The value of `name`, which the wrapper must pass.
+    fn get<T: FromPyObjectOwned<'py>>(&mut self, name: &'static str) -> PyResult<T> {
+        match self.item(name)? {
+            Some(value) => extract(&value, name),
+            None => Err(PyTypeError::new_err(format!(
+                "tamis: the native side expects the keyword '{name}', which was not passed"
+            ))),
+        }
+    }
+
+    /// The value of `name`; `None` when it is absent or `None` (keys only some callers pass).
+    fn optional<T: FromPyObjectOwned<'py>>(&mut self, name: &'static str) -> PyResult<Option<T>> {
+        match self.item(name)? {
+            Some(value) => extract(&value, name),
+            None => Ok(None),
+        }
+    }
+
+    fn item(&mut self, name: &'static str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.read.push(name);
+        self.dict.get_item(name)
+    }
+
+    /// Fails on a key nothing read.
+    fn finish(self) -> PyResult<()> {
+        for key in self.dict.keys() {
+            let key: String = key.extract()?;
+            if !self.read.contains(&key.as_str()) {
+                return Err(PyTypeError::new_err(format!(
+                    "tamis: the native side does not know the keyword '{key}'"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `value` as a `T`; on failure, as pyo3 reports a bad argument of a native function: the
+/// conversion's error with a note naming the argument (Python 3.11+ shows notes).
+fn extract<'py, T: FromPyObjectOwned<'py>>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<T> {
+    value.extract::<T>().map_err(|e| {
+        let e: PyErr = e.into();
+        let note = format!("while processing '{name}'");
+        let _ = e.value(value.py()).call_method1("add_note", (note,));
+        e
+    })
+}
+
+/// The options of one scan, as `tamis.ScanOptions` hands them over (see [`Keywords`]).
+#[derive(Clone)]
 struct Request {
-    #[pyo3(item("where"))]
     filter: Option<String>,
     columns: Option<Vec<String>>,
     threads: Option<usize>,
@@ -82,16 +150,41 @@ struct Request {
     /// `"fail"` or `"ignore"`: what a sidecar index that cannot be read does.
     broken_index: Option<String>,
     /// Check indexed column chunks against the sidecar's content hashes before using it.
-    #[pyo3(default)]
-    verify_index: Option<bool>,
+    verify_index: bool,
     /// Object-store options (endpoint, region, credentials, …).
     storage_options: Option<HashMap<String, String>>,
     /// Only these row groups: `(file location, first, end)` (see `Scan::row_groups`).
-    #[pyo3(default)]
     row_groups: Option<Vec<(String, usize, usize)>>,
     /// Partition column types, as Arrow's `DataType` display text (`Int32`, `Utf8`, …).
-    #[pyo3(default)]
     partition_types: Option<Vec<(String, String)>>,
+}
+
+impl<'py> FromPyObject<'_, 'py> for Request {
+    type Error = PyErr;
+
+    fn extract(options: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        let mut kw = Keywords::new(options.cast::<PyDict>()?.to_owned());
+        let request = Request {
+            filter: kw.get("where")?,
+            columns: kw.get("columns")?,
+            threads: kw.get("threads")?,
+            limit: kw.get("limit")?,
+            batch_size: kw.get("batch_size")?,
+            filter_order: kw.get("filter_order")?,
+            disable_pruning: kw.get("disable_pruning")?,
+            evaluation: kw.get("evaluation")?,
+            memory_limit: kw.get("memory_limit")?,
+            index_dir: kw.get("index_dir")?,
+            broken_index: kw.get("broken_index")?,
+            verify_index: kw.get("verify_index")?,
+            storage_options: kw.get("storage_options")?,
+            // Not `ScanOptions` fields: the Spark source adds them for its partitions.
+            row_groups: kw.optional("row_groups")?,
+            partition_types: kw.optional("partition_types")?,
+        };
+        kw.finish()?;
+        Ok(request)
+    }
 }
 
 /// [`tamis::Pruning`] with the named structures switched off.
@@ -177,7 +270,7 @@ impl Request {
         if let Some(policy) = &self.broken_index {
             scan = scan.broken_index(policy.parse::<tamis::BrokenIndex>()?);
         }
-        scan = scan.verify_index(self.verify_index.unwrap_or(false));
+        scan = scan.verify_index(self.verify_index);
         if let Some(parts) = &self.row_groups {
             let parts = parts
                 .iter()
@@ -581,25 +674,27 @@ impl PyDataset {
     }
 }
 
-/// Runs `tamis::optimize::optimize` without the GIL; returns the report as JSON.
+/// Runs `tamis::optimize::optimize` without the GIL; returns the report as JSON. `options`
+/// holds `tamis.optimize`'s keywords (see [`Keywords`]).
 #[pyfunction]
-#[pyo3(signature = (inputs, output, sort_by=None, bloom_filters=None, page_rows=None, page_bytes=None, row_group_rows=None, compression=None, dictionary=true, memory_limit=None, temp_dir=None, dictionary_page_bytes=None))]
-#[allow(clippy::too_many_arguments)] // one per keyword of the Python function
 fn optimize_json(
     py: Python<'_>,
     inputs: Vec<String>,
     output: String,
-    sort_by: Option<Vec<String>>,
-    bloom_filters: Option<Vec<String>>,
-    page_rows: Option<usize>,
-    page_bytes: Option<usize>,
-    row_group_rows: Option<usize>,
-    compression: Option<String>,
-    dictionary: bool,
-    memory_limit: Option<usize>,
-    temp_dir: Option<String>,
-    dictionary_page_bytes: Option<usize>,
+    options: Bound<'_, PyDict>,
 ) -> PyResult<String> {
+    let mut kw = Keywords::new(options);
+    let sort_by: Option<Vec<String>> = kw.get("sort_by")?;
+    let bloom_filters: Option<Vec<String>> = kw.get("bloom_filters")?;
+    let page_rows: Option<usize> = kw.get("page_rows")?;
+    let page_bytes: Option<usize> = kw.get("page_bytes")?;
+    let row_group_rows: Option<usize> = kw.get("row_group_rows")?;
+    let compression: Option<String> = kw.get("compression")?;
+    let dictionary: bool = kw.get("dictionary")?;
+    let memory_limit: Option<usize> = kw.get("memory_limit")?;
+    let temp_dir: Option<String> = kw.get("temp_dir")?;
+    let dictionary_page_bytes: Option<usize> = kw.get("dictionary_page_bytes")?;
+    kw.finish()?;
     use tamis::optimize::{self, BloomRequest, OptimizeOptions};
     let run = || -> tamis::Result<String> {
         let sort_by = sort_by.unwrap_or_default();

@@ -132,25 +132,32 @@ class ScanOptions:
         return dataclasses.replace(self, **changes)
 
     def _native(self) -> Dict[str, Any]:
-        storage = self.storage_options
-        return {
-            "where": self.where,
-            "columns": _names(self.columns, "columns"),
-            "threads": self.threads,
-            "limit": self.limit,
-            "batch_size": self.batch_size,
-            "filter_order": self.filter_order,
-            "disable_pruning": _names(self.disable_pruning, "disable_pruning"),
-            "evaluation": self.evaluation,
-            "memory_limit": _size(self.memory_limit),
-            "index_dir": None if self.index_dir is None else str(self.index_dir),
-            "broken_index": self.broken_index,
-            "verify_index": bool(self.verify_index),
-            "storage_options": None if storage is None else {
-                str(k): (str(v).lower() if isinstance(v, bool) else str(v))
-                for k, v in storage.items()
-            },
-        }
+        """The fields as the native scan functions take them: a dict with every field, by name
+        (the native side refuses a missing or unknown one, so this class is their one list)."""
+        return {f.name: _TO_NATIVE.get(f.name, _same)(getattr(self, f.name))
+                for f in dataclasses.fields(self)}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _storage(options: Optional[Mapping[str, Any]]) -> Optional[Dict[str, str]]:
+    """Object-store options as strings (booleans as ``true``/``false``, as the crate reads them)."""
+    if options is None:
+        return None
+    return {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in options.items()}
+
+
+#: How a :class:`ScanOptions` field crosses to the native side, where not as it is.
+_TO_NATIVE = {
+    "columns": lambda v: _names(v, "columns"),
+    "disable_pruning": lambda v: _names(v, "disable_pruning"),
+    "memory_limit": _size,
+    "index_dir": lambda v: None if v is None else str(v),
+    "verify_index": bool,
+    "storage_options": _storage,
+}
 
 
 def _options(options: Optional[ScanOptions], where: Optional[str],
@@ -271,8 +278,7 @@ class Dataset:
 
     def __init__(self, path: PathLike, storage_options: Optional[Mapping[str, Any]] = None,
                  metadata_budget: Optional[int] = None) -> None:
-        storage = ScanOptions(storage_options=storage_options)._native()["storage_options"]
-        self._native = _tamis.Dataset(os.fspath(path), storage, metadata_budget)
+        self._native = _tamis.Dataset(os.fspath(path), _storage(storage_options), metadata_budget)
 
     @property
     def files(self) -> list:
@@ -356,14 +362,15 @@ def optimize(
     per column before and after, filters and their expected false-positive rates, and the reason
     for each ``auto`` decision) as a dict.
     """
+    # Every keyword but the first two goes to the native side by its name: this signature is
+    # the one list of them (the native side refuses a missing or unknown one).
+    options = {name: value for name, value in locals().items() if name not in ("inputs", "output")}
+    options["sort_by"] = _names(sort_by)
+    options["bloom_filters"] = _names(bloom_filters)
+    options["temp_dir"] = os.fspath(temp_dir) if temp_dir is not None else None
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    text = _tamis.optimize_json(
-        [os.fspath(p) for p in inputs], os.fspath(output), _names(sort_by),
-        _names(bloom_filters), page_rows, page_bytes, row_group_rows, compression, dictionary,
-        memory_limit, os.fspath(temp_dir) if temp_dir is not None else None,
-        dictionary_page_bytes,
-    )
+    text = _tamis.optimize_json([os.fspath(p) for p in inputs], os.fspath(output), options)
     return json.loads(text)
 
 
@@ -387,9 +394,7 @@ def index(
     column, from the data; each report's ``columns`` says what was chosen and why). Scans
     ignore a sidecar built for another version of the file. Returns one report per file.
     """
-    storage = None if storage_options is None else {
-        str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage_options.items()
-    }
+    storage = _storage(storage_options)
     text = _tamis.index_json(
         os.fspath(path), _names(columns, "columns"), float(fpp),
         os.fspath(output) if output is not None else None, storage, str(kind),
@@ -407,9 +412,7 @@ def verify_index(
     footer, mtime or ETag), holds readable blobs, and whether every column chunk it indexes
     still hashes to what was recorded. One report per file: ``file``, ``sidecar``,
     ``chunks`` (checked) and ``problems`` (empty when the sidecar is good)."""
-    storage = None if storage_options is None else {
-        str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage_options.items()
-    }
+    storage = _storage(storage_options)
     text = _tamis.verify_index_json(
         os.fspath(path), os.fspath(output) if output is not None else None, storage,
     )

@@ -1,8 +1,15 @@
-"""Type stubs of the native module; the documented API is in ``tamis/__init__.py``."""
+"""Type stubs of the native module; the documented API is in ``tamis/__init__.py``.
+
+Names, parameters and defaults here must match the native functions (``src/lib.rs``);
+``tests/test_stub.py`` compares them. A dict of options holds the keywords of the Python
+wrapper that calls the function (``ScanOptions``'s fields, ``optimize``'s keywords), which
+are written only there.
+"""
 
 from typing import Any, Dict, List, Optional, Tuple
 
 __version__: str
+DATAFUSION_FFI_MAJOR: int
 
 class ArrowStream:
     """Record batches behind the Arrow PyCapsule stream interface; can be exported once."""
@@ -13,30 +20,27 @@ class ArrowStream:
 class Dataset:
     def __init__(self, path: str, storage_options: Optional[Dict[str, str]] = None,
                  metadata_budget: Optional[int] = None) -> None: ...
+    def datafusion_table_provider(self, session: Any, runtime_filters: bool) -> Any: ...
     def files(self) -> List[str]: ...
+    def layout(
+        self,
+    ) -> Tuple[
+        Optional[str],
+        List[Tuple[str, str]],
+        List[Tuple[str, int, List[str], List[Tuple[int, int]]]],
+        List[str],
+    ]: ...
+    def row_groups_left(self, filter: Optional[str] = None) -> List[Tuple[str, List[int]]]: ...
     def scan_all(self, options: Dict[str, Any]) -> ArrowStream: ...
     def scan_stream(self, options: Dict[str, Any]) -> ArrowStream: ...
     def explain_json(self, options: Dict[str, Any]) -> str: ...
-    def datafusion_table_provider(self, session: Any, runtime_filters: bool) -> Any: ...
-
-DATAFUSION_FFI_MAJOR: int
 
 def scan_all(path: str, options: Dict[str, Any]) -> ArrowStream: ...
 def scan_stream(path: str, options: Dict[str, Any]) -> ArrowStream: ...
+def scan_files(root: Optional[str], files: List[Tuple[str, Optional[int]]],
+               options: Dict[str, Any]) -> ArrowStream: ...
 def explain_json(path: str, options: Dict[str, Any]) -> str: ...
-def optimize_json(
-    inputs: List[str],
-    output: str,
-    sort_by: Optional[List[str]] = None,
-    bloom_filters: Optional[List[str]] = None,
-    page_rows: Optional[int] = None,
-    page_bytes: Optional[int] = None,
-    row_group_rows: Optional[int] = None,
-    compression: Optional[str] = None,
-    dictionary: bool = True,
-    memory_limit: Optional[int] = None,
-    temp_dir: Optional[str] = None,
-) -> str: ...
+def optimize_json(inputs: List[str], output: str, options: Dict[str, Any]) -> str: ...
 def index_json(path: str, columns: List[str], fpp: float = 0.01, output: Optional[str] = None,
                storage_options: Optional[Dict[str, str]] = None, kind: str = "auto") -> str: ...
 def verify_index_json(path: str, output: Optional[str] = None,
