@@ -4,7 +4,7 @@
 //! `AND`s and every conjunct becomes its own `ArrowPredicate`, which only decodes the columns it
 //! references. Conjuncts run in written order, each on the rows the previous ones kept.
 //!
-//! The text is parsed by tamis's own front end ([`tamis::expr::parse`]), so this peer reads
+//! The text is parsed by tamis's own front end ([`tamis::expr::parse()`]), so this peer reads
 //! exactly the filters tamis reads; only the compilation to arrow kernels is this crate's.
 //! Literals are converted once, at compile time, to the column's Arrow type by casting a
 //! one-element `StringArray` of the literal's text, so `DATE '1994-01-01'`, `0.05` against a
@@ -20,7 +20,7 @@ use arrow::compute::{and_kleene, cast, is_not_null, is_null, not, or_kleene};
 use arrow::datatypes::{DataType, Schema};
 use arrow::error::ArrowError;
 use std::sync::Arc;
-use tamis::expr::tree::{Column as Name, Expr, Literal as Lit};
+use tamis::expr::{Column as Name, Expr, Literal as Lit};
 use tamis::expr::CmpOp;
 
 /// A literal already cast to its column's (value) type; `None` is SQL `NULL`.
@@ -212,7 +212,7 @@ pub struct Conjunct {
 /// Parses `sql` and compiles each top-level `AND` conjunct, in written order, against `schema`
 /// (the file's Arrow schema; column indices are its top-level fields = parquet root columns).
 pub fn compile_where(sql: &str, schema: &Schema) -> Result<Vec<Conjunct>, String> {
-    let expr = tamis::expr::parse::parse(sql).map_err(|e| e.message)?;
+    let expr = tamis::expr::parse(sql).map_err(|e| e.message)?;
     let mut parts = Vec::new();
     split_conjuncts(&expr, &mut parts);
     let compiler = Compiler { schema };

@@ -1,16 +1,28 @@
 //! tamis — a Parquet scan engine that pushes predicates down through every level of storage.
 //!
+//! The modules are layers, top to bottom; each uses only those below it (`tests/layers.rs`
+//! keeps it so), and the folders follow the data's path:
+//!
 //! ```text
-//! expr/      SQL → bound predicate (negation normal form)
-//! prune/     row groups by statistics, Bloom filters, dictionaries; pages by the page index
-//! dataset/   multi-file datasets: hive partitions, schema unification across files
-//! column/    page fetching (only pages with live rows), levels, filter and projection per chunk
-//! encoding/  our decoders over decompressed page bytes, one module per Parquet encoding
-//! scan/      the sequencer: row groups in parallel, batches streamed in file order;
-//!            filter ordering by the cost model, OR/NOT by De Morgan (scan/order.rs)
-//! arrow.rs   survivors → Arrow arrays
 //! optimize/  rewrite files for pushdown: page index, sized Bloom filters, sort order
-//! index/     sidecar indexes beside existing files (Puffin): page-level Bloom filters
+//! scan/      the sequencer: the builder, row groups in parallel, batches streamed in file
+//!            order; per row group the pruning sequence (pruning.rs), then filter and project
+//!            (row_group.rs), filters ordered by the cost model (order.rs)
+//! dataset/   many files: listing, hive partitions (pruning files), schema unification, the
+//!            open-file cache
+//! index/     sidecar indexes beside existing files (Puffin): page Bloom filters, rows index
+//! column/    a column chunk's pages: fetch (only pages with live rows), filter, project, and
+//!            the survivors as Arrow arrays (arrays.rs)
+//! prune/     row groups by statistics, Bloom filters, dictionaries; pages by the page index
+//! levels.rs  definition and repetition levels
+//! encoding/  our decoders over decompressed page bytes, one module per Parquet encoding
+//! expr/      predicates: SQL → Expr → bound Predicate (negation normal form), evaluation
+//! file/      an opened Parquet file: footer, page indexes, page headers, the Thrift guard
+//! schema.rs  leaf columns and their value domains
+//! io/        byte sources (local files, object stores), listings, a scan's counted reader
+//! metrics.rs, budget.rs, values.rs, selection.rs   what a scan did, memory, values, bitmaps
+//! kernels/   bit-parallel select, gathers: BMI2 / AVX-512 / portable, dispatched at run time
+//! error/     the error type; panics of third-party decoders caught as errors
 //! ```
 //!
 //! Start with [`Scan`]:

@@ -34,7 +34,7 @@ use crate::error::Result;
 pub use bind::bind;
 pub use key_filter::KeyFilter;
 pub use like::LikePattern;
-pub use parse::MAX_BOOLEAN_OPERATORS;
+pub use parse::{parse, MAX_BOOLEAN_OPERATORS};
 pub use tree::{col, lit, Column, Expr, Literal};
 pub use verdict::Verdict;
 
