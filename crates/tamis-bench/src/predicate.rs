@@ -20,8 +20,8 @@ use arrow::compute::{and_kleene, cast, is_not_null, is_null, not, or_kleene};
 use arrow::datatypes::{DataType, Schema};
 use arrow::error::ArrowError;
 use std::sync::Arc;
-use tamis::expr::{Column as Name, Expr, Literal as Lit};
 use tamis::expr::CmpOp;
+use tamis::expr::{Column as Name, Expr, Literal as Lit};
 
 /// A literal already cast to its column's (value) type; `None` is SQL `NULL`.
 pub type Literal = Option<ArrayRef>;

@@ -23,16 +23,38 @@ pub(super) const DEFAULT_METADATA_BUDGET: u64 = 256 << 20;
 /// Files kept open at most (file handles are the other bounded resource).
 const MAX_OPEN: usize = 1024;
 
-/// A dataset opened once for many scans.
+/// A dataset opened once for many scans: footers are read when it opens, and each scan
+/// reuses them (a file's page indexes and Bloom filters too, within a metadata budget).
 ///
-/// ```no_run
-/// # fn main() -> tamis::Result<()> {
-/// let ds = tamis::Dataset::open("data/tpch-sf1/lineitem.parquet")?;
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use arrow::array::{Int64Array, RecordBatch};
+/// use arrow::datatypes::{DataType, Field, Schema};
+///
+/// // A hive-partitioned directory: year=2024/ and year=2025/, keys 0..100 in each.
+/// let dir = tempfile::tempdir()?;
+/// let schema = Arc::new(Schema::new(vec![Field::new("key", DataType::Int64, false)]));
+/// for year in [2024, 2025] {
+///     let part = dir.path().join(format!("year={year}"));
+///     std::fs::create_dir(&part)?;
+///     let keys = Arc::new(Int64Array::from_iter_values(0..100));
+///     let batch = RecordBatch::try_new(schema.clone(), vec![keys])?;
+///     let file = std::fs::File::create(part.join("part-0.parquet"))?;
+///     let mut writer = parquet::arrow::ArrowWriter::try_new(file, schema.clone(), None)?;
+///     writer.write(&batch)?;
+///     writer.close()?;
+/// }
+///
+/// let ds = tamis::Dataset::open(dir.path().to_str().unwrap())?;
 /// for key in [1, 3, 5] {
-///     let rows: usize = ds.scan().filter(&format!("l_orderkey = {key}"))?.batches()?
+///     let mut stream = ds.scan().filter(&format!("key = {key} AND year = 2025"))?.batches()?;
+///     let rows: usize = (&mut stream)
 ///         .map(|b| b.map(|b| b.num_rows()))
 ///         .sum::<tamis::Result<usize>>()?;
-///     println!("{key}: {rows}");
+///     assert_eq!(rows, 1);
+///     // The partition value pruned the other file before any of its pages was read.
+///     assert_eq!(stream.metrics().files_pruned_partition, 1);
 /// }
 /// # Ok(()) }
 /// ```
@@ -44,6 +66,8 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// Opens a file, a directory (hive partitions discovered), a glob or an object-store URL,
+    /// reading every footer once.
     pub fn open(path: impl AsRef<str>) -> Result<Dataset> {
         Self::open_with(path, &StorageOptions::default(), None)
     }

@@ -61,7 +61,7 @@ fn check_operator_count(text: &str) -> Result<()> {
 }
 
 /// Parses `text`, one SQL boolean expression (a WHERE clause without `WHERE`).
-pub(crate) fn parse(text: &str) -> Result<Expr> {
+pub fn parse(text: &str) -> Result<Expr> {
     check_operator_count(text)?;
     let dialect = GenericDialect {};
     let perr = |e: sqlparser::parser::ParserError| {
