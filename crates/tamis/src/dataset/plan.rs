@@ -40,7 +40,7 @@ use crate::file::OpenedFile;
 use crate::io::location::{FileRef, Listing};
 use crate::io::Identity;
 use crate::metrics::{add, MetricsCollector};
-use crate::prune::statistics::statistics_verdict_with_orders;
+use crate::prune::statistics::{statistics_verdicts, LeafVerdicts};
 use crate::schema::{leaf_columns, LeafColumn};
 
 /// Files kept open after reading their footers at [`DatasetPlan::open`] (the first ones, which
@@ -328,6 +328,7 @@ impl DatasetPlan {
                 .column_orders()
                 .map(|o| o.as_slice());
             let mut row_groups = Vec::new();
+            let mut verdicts = Vec::new();
             for (rg, meta) in f.metadata.row_groups().iter().enumerate() {
                 if ranges
                     .as_ref()
@@ -335,17 +336,19 @@ impl DatasetPlan {
                 {
                     continue;
                 }
-                let pruned = statistics
-                    && predicate.as_ref().is_some_and(|p| {
-                        statistics_verdict_with_orders(p, &f.leaves, meta, column_orders)
-                            == Predicate::False
-                    });
-                if pruned {
-                    add(&metrics.row_groups_total, 1);
-                    add(&metrics.rows_total, meta.num_rows() as u64);
-                    add(&metrics.row_groups_pruned_statistics, 1);
-                } else {
-                    row_groups.push(rg);
+                let decided = (predicate.as_ref())
+                    .filter(|_| statistics)
+                    .map(|p| statistics_verdicts(p, &f.leaves, meta, column_orders));
+                match decided {
+                    Some((Predicate::False, _)) => {
+                        add(&metrics.row_groups_total, 1);
+                        add(&metrics.rows_total, meta.num_rows() as u64);
+                        add(&metrics.row_groups_pruned_statistics, 1);
+                    }
+                    _ => {
+                        row_groups.push(rg);
+                        verdicts.push(decided.map(|(_, v)| v));
+                    }
                 }
             }
             let output = self.output(fi, projection);
@@ -367,6 +370,7 @@ impl DatasetPlan {
                 output,
                 needed_leaves,
                 row_groups,
+                statistics: verdicts,
             });
         }
         add(&metrics.time_prune_ns, start.elapsed().as_nanos() as u64);
@@ -472,6 +476,9 @@ pub struct ScanFile {
     pub needed_leaves: Vec<usize>,
     /// Row groups not pruned by footer statistics.
     pub row_groups: Vec<usize>,
+    /// Per row group of `row_groups`, the statistics' verdicts on `predicate` (`None`: not
+    /// evaluated, statistics off or no predicate): the row group's scan replays them.
+    pub(crate) statistics: Vec<Option<LeafVerdicts>>,
 }
 
 impl ScanFile {

@@ -21,7 +21,7 @@ pub(crate) fn statistics_verdict(
     leaves: &[LeafColumn],
     rg: &RowGroupMetaData,
 ) -> Predicate {
-    verdict_impl(pred, leaves, rg, &|_| None)
+    verdict_impl(pred, leaves, rg, &|_| None, &mut |_| {})
 }
 
 /// [`statistics_verdict`] with the file's column orders (`FileMetaData::column_orders()`); a
@@ -33,9 +33,39 @@ pub(crate) fn statistics_verdict_with_orders(
     rg: &RowGroupMetaData,
     column_orders: Option<&[ColumnOrder]>,
 ) -> Predicate {
-    verdict_impl(pred, leaves, rg, &|i| {
-        Some(file_column_order(column_orders, i))
-    })
+    let order = |i| Some(file_column_order(column_orders, i));
+    verdict_impl(pred, leaves, rg, &order, &mut |_| {})
+}
+
+/// The statistics' verdicts on a predicate's leaves for one row group, in the order
+/// [`Predicate::simplify`] asks for them: taken once, when a scan binds its files (pruning row
+/// groups before any task starts), and replayed when the row group is scanned, so the same
+/// statistics are never evaluated twice.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LeafVerdicts(Box<[Verdict]>);
+
+impl LeafVerdicts {
+    /// `pred` simplified with the recorded verdicts: the predicate they were taken on gives
+    /// what [`statistics_verdict_with_orders`] gave. A leaf past the record reads as unknown,
+    /// which only keeps rows.
+    pub(crate) fn replay(&self, pred: &Predicate) -> Predicate {
+        let mut next = self.0.iter().copied();
+        pred.simplify(&mut |_| next.next().unwrap_or(Verdict::Unknown))
+    }
+}
+
+/// [`statistics_verdict_with_orders`], with the leaf verdicts recorded for
+/// [`LeafVerdicts::replay`].
+pub(crate) fn statistics_verdicts(
+    pred: &Predicate,
+    leaves: &[LeafColumn],
+    rg: &RowGroupMetaData,
+    column_orders: Option<&[ColumnOrder]>,
+) -> (Predicate, LeafVerdicts) {
+    let mut record = Vec::new();
+    let order = |i| Some(file_column_order(column_orders, i));
+    let simplified = verdict_impl(pred, leaves, rg, &order, &mut |v| record.push(v));
+    (simplified, LeafVerdicts(record.into_boxed_slice()))
 }
 
 /// The column order of column `i` given the footer's list (`None`: legacy file, `UNDEFINED`).
@@ -51,22 +81,24 @@ fn verdict_impl(
     leaves: &[LeafColumn],
     rg: &RowGroupMetaData,
     order: &dyn Fn(usize) -> Option<ColumnOrder>,
+    record: &mut dyn FnMut(Verdict),
 ) -> Predicate {
     if rg.num_rows() == 0 {
         return Predicate::False;
     }
     let mut cache: HashMap<usize, Bounds> = HashMap::new();
     pred.simplify(&mut |leaf| {
-        let Some(column) = leaves.get(leaf.column) else {
-            return Verdict::Unknown;
+        let verdict = match leaves.get(leaf.column) {
+            Some(column) if !column.nested => {
+                let bounds = cache
+                    .entry(leaf.column)
+                    .or_insert_with(|| chunk_bounds(column, rg, leaf.column, order(leaf.column)));
+                leaf_verdict(&leaf.op, bounds)
+            }
+            _ => Verdict::Unknown,
         };
-        if column.nested {
-            return Verdict::Unknown;
-        }
-        let bounds = cache
-            .entry(leaf.column)
-            .or_insert_with(|| chunk_bounds(column, rg, leaf.column, order(leaf.column)));
-        leaf_verdict(&leaf.op, bounds)
+        record(verdict);
+        verdict
     })
 }
 

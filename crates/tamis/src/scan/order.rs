@@ -470,6 +470,7 @@ mod tests {
                 rg,
                 next_rg: None,
                 predicate: Some(&predicate),
+                statistics: None,
                 output: &FileOutput::read(vec![0]),
                 schema: &schema,
                 metrics: &metrics,

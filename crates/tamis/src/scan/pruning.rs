@@ -80,10 +80,15 @@ where
     let predicate = match job.predicate {
         None => Predicate::True,
         Some(p) => {
-            let p = if job.pruning.statistics {
-                prune::statistics::statistics_verdict_with_orders(p, leaves, rg_meta, column_orders)
-            } else {
-                p.clone()
+            let p = match (job.pruning.statistics, job.statistics) {
+                (true, Some(verdicts)) => verdicts.replay(p),
+                (true, None) => prune::statistics::statistics_verdict_with_orders(
+                    p,
+                    leaves,
+                    rg_meta,
+                    column_orders,
+                ),
+                (false, _) => p.clone(),
             };
             if p == Predicate::False {
                 add(&m.row_groups_pruned_statistics, 1);

@@ -26,6 +26,7 @@ use crate::expr::compare::{ColumnRows, Comparison};
 use crate::expr::{Predicate, Scalar};
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed, MetricsCollector};
+use crate::prune::statistics::LeafVerdicts;
 use crate::schema::LeafColumn;
 use crate::selection::{Bitmap, Selection};
 
@@ -49,6 +50,8 @@ pub(crate) struct RowGroupJob<'a> {
     pub next_rg: Option<usize>,
     /// Bound to this file's leaves.
     pub predicate: Option<&'a Predicate>,
+    /// The footer statistics' verdicts on `predicate`, taken when the scan bound its files.
+    pub statistics: Option<&'a LeafVerdicts>,
     /// The file columns to read and how they become the output batch (`schema`).
     pub output: &'a FileOutput,
     pub schema: &'a SchemaRef,

@@ -57,6 +57,8 @@ impl Shared {
             rg,
             next_rg,
             predicate: plan.predicate.as_ref(),
+            statistics: (plan.row_groups.binary_search(&rg).ok())
+                .and_then(|i| plan.statistics.get(i)?.as_ref()),
             output: &plan.output,
             schema: &self.schema,
             metrics: &self.metrics,
