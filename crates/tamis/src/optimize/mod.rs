@@ -31,7 +31,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 pub use bloom::{theoretical_bytes, BloomChoice, BloomRequest};
-use sort::{SortKey, SortStats, Sorted};
+pub use sort::SortStats;
+use sort::{SortKey, Sorted};
 use source::Input;
 use write::{FilterSpec, Layout};
 
@@ -42,6 +43,8 @@ use write::{FilterSpec, Layout};
 pub struct OptimizeOptions {
     /// Sort (ascending, nulls last, stable) by these top-level columns.
     pub sort_by: Vec<String>,
+    /// Which columns get Bloom filters, and at what false-positive probability: named
+    /// columns, or `auto` to let the data decide (see [`BloomRequest`]).
     pub bloom_filters: Vec<BloomRequest>,
     /// Maximum rows per data page.
     pub page_rows: usize,
@@ -50,9 +53,11 @@ pub struct OptimizeOptions {
     /// Maximum bytes of a dictionary page (before compression); a column whose dictionary
     /// outgrows it continues in PLAIN pages.
     pub dictionary_page_bytes: usize,
+    /// Maximum rows per row group.
     pub row_group_rows: usize,
     /// `None`: the codec of the first input's first column chunk.
     pub compression: Option<Compression>,
+    /// Dictionary-encode every column (up to `dictionary_page_bytes`); `false`: PLAIN.
     pub dictionary: bool,
     /// Arrow bytes held in memory per sorted run.
     pub memory_limit: usize,
@@ -119,24 +124,29 @@ pub enum Phase {
     Sorting,
     /// Counting distinct values per row group for the Bloom filters.
     Measuring,
+    /// Writing the output file.
     Writing,
 }
 
 /// What changed for one top-level column.
 #[derive(Debug, Clone, Serialize)]
 pub struct ColumnReport {
+    /// The column's name in the schema.
     pub name: String,
-    /// Compressed bytes of its chunks in the inputs, and in the output.
+    /// Compressed bytes of its chunks in the inputs.
     pub bytes_before: u64,
+    /// Compressed bytes of its chunks in the output.
     pub bytes_after: u64,
     /// ColumnIndex + OffsetIndex bytes in the output.
     pub page_index_bytes: u64,
+    /// Its Bloom filters; `None`: none written.
     pub bloom: Option<BloomReport>,
 }
 
 /// The Bloom filters written for one column.
 #[derive(Debug, Clone, Serialize)]
 pub struct BloomReport {
+    /// The target false-positive probability.
     pub fpp: f64,
     /// Largest measured distinct count over row groups (what the filter is sized for).
     pub max_ndv: u64,
@@ -153,16 +163,27 @@ pub struct BloomReport {
 /// The outcome of [`optimize`].
 #[derive(Debug, Clone, Serialize)]
 pub struct OptimizeReport {
+    /// The input files, in the order they were read.
     pub inputs: Vec<PathBuf>,
+    /// The file written.
     pub output: PathBuf,
+    /// Rows written (all the inputs' rows).
     pub rows: u64,
+    /// Row groups of all inputs together.
     pub row_groups_before: usize,
+    /// Row groups of the output.
     pub row_groups_after: usize,
+    /// Size of all inputs together, in bytes.
     pub bytes_before: u64,
+    /// Size of the output, in bytes.
     pub bytes_after: u64,
+    /// The codec written, as the `parquet` crate prints it (`SNAPPY`, `ZSTD(ZstdLevel(3))`).
     pub compression: String,
+    /// The sort key ([`OptimizeOptions::sort_by`]); empty: the input order was kept.
     pub sorted_by: Vec<String>,
+    /// What the sort took; `None` without a sort.
     pub sort: Option<SortStats>,
+    /// One per top-level column, in schema order.
     pub columns: Vec<ColumnReport>,
     /// Every column considered for a Bloom filter, with the decision and the reason.
     pub bloom_choices: Vec<BloomChoice>,
