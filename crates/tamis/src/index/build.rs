@@ -48,7 +48,9 @@ impl std::str::FromStr for IndexKind {
 /// What to build: the kind and the page filters' false-positive rate.
 #[derive(Debug, Clone, Copy)]
 pub struct IndexOptions {
+    /// What to build (default [`IndexKind::Auto`]).
     pub kind: IndexKind,
+    /// Target false-positive probability of each page filter, in (0, 1) (default 0.01).
     pub fpp: f64,
 }
 
@@ -64,23 +66,35 @@ impl Default for IndexOptions {
 /// What was built for one column, and why.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ColumnReport {
+    /// The leaf column's dotted path.
     pub column: String,
+    /// What was built: page filters or a rows index (`Auto` only for a file without row
+    /// groups, where nothing was).
     pub kind: IndexKind,
+    /// Why: `asked for`, or `auto`'s reason.
     pub why: String,
+    /// Bytes of its blobs in the sidecar.
     pub bytes: u64,
 }
 
 /// What `tamis index` built for one file.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct IndexReport {
-    /// The data file and where its sidecar was written.
+    /// The data file's path or URL.
     pub file: String,
+    /// Where its sidecar was written.
     pub sidecar: String,
+    /// Time to read the file and write the sidecar, in milliseconds.
     pub time_ms: f64,
+    /// Size of the sidecar, in bytes.
     pub sidecar_bytes: u64,
+    /// Size of the data file, in bytes.
     pub data_bytes: u64,
+    /// Data pages given a Bloom filter.
     pub pages: u64,
+    /// Non-null values read from the indexed columns.
     pub values: u64,
+    /// One per indexed column, in the order asked.
     pub columns: Vec<ColumnReport>,
 }
 
@@ -110,6 +124,7 @@ pub fn index_files(
 /// What `tamis index --verify` found for one data file.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct VerifyReport {
+    /// The data file's path or URL.
     pub file: String,
     /// Where the sidecar was found (`None`: none found).
     pub sidecar: Option<String>,
