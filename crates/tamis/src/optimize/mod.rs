@@ -190,6 +190,50 @@ pub struct OptimizeReport {
 }
 
 /// Rewrites `inputs` (same schema) into one file at `output`. See the module docs.
+///
+/// `progress` is called with the phase, the rows done in it and the rows in all.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use arrow::array::{Int64Array, RecordBatch, StringArray};
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use tamis::optimize::{optimize, BloomRequest, OptimizeOptions};
+///
+/// // A file in no useful order: ids 0..10000 shuffled, a SKU per row.
+/// let dir = tempfile::tempdir()?;
+/// let input = dir.path().join("orders.parquet");
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("id", DataType::Int64, false),
+///     Field::new("sku", DataType::Utf8, false),
+/// ]));
+/// let ids = Int64Array::from_iter_values((0..10_000).map(|i| i * 7919 % 10_000));
+/// let skus = StringArray::from_iter_values((0..10_000).map(|i| format!("SKU-{:05}", i * 31 % 5000)));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(skus)])?;
+/// let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&input)?, schema, None)?;
+/// writer.write(&batch)?;
+/// writer.close()?;
+///
+/// // Sorted by id in pages of 4096 rows, with a Bloom filter on sku.
+/// let output = dir.path().join("orders-optimized.parquet");
+/// let options = OptimizeOptions {
+///     bloom_filters: vec![BloomRequest::Column { name: "sku".into(), fpp: 0.01 }],
+///     ..OptimizeOptions::sorted(vec!["id".into()])
+/// };
+/// let report = optimize(&[input], &output, &options, &mut |_phase, _done, _total| {})?;
+/// assert_eq!(report.rows, 10_000);
+/// assert_eq!(report.sorted_by, ["id"]);
+/// assert!(report.columns[0].page_index_bytes > 0);
+/// let bloom = report.columns[1].bloom.as_ref().expect("a filter on sku");
+/// assert_eq!(bloom.filters, 1); // one per row group
+///
+/// // A lookup on the sort key reads one page of id; the page index skips the other two.
+/// let mut stream = tamis::Scan::open(output.to_str().unwrap())?.filter("id = 4321")?.batches()?;
+/// let rows: usize = (&mut stream).map(|b| b.map(|b| b.num_rows())).sum::<tamis::Result<usize>>()?;
+/// assert_eq!(rows, 1);
+/// assert_eq!(stream.metrics().pages_pruned, 2);
+/// # Ok(()) }
+/// ```
 pub fn optimize(
     inputs: &[PathBuf],
     output: &Path,
