@@ -100,6 +100,50 @@ pub struct IndexReport {
 
 /// Builds and writes the sidecars of every file `path` names (file, directory, glob, object
 /// store prefix) for `columns`, beside each file or into `output` (local files).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use arrow::array::{Int64Array, RecordBatch};
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use tamis::index::{index_files, IndexKind, IndexOptions};
+///
+/// // Orders whose customer ids are scattered over the file: min/max prune nothing.
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("orders.parquet");
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("id", DataType::Int64, false),
+///     Field::new("customer", DataType::Int64, false),
+/// ]));
+/// let customer = |id: i64| id * 7919 % 1000;
+/// let ids = Int64Array::from_iter_values(0..10_000);
+/// let customers = Int64Array::from_iter_values((0..10_000).map(customer));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(customers)])?;
+/// let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path)?, schema, None)?;
+/// writer.write(&batch)?;
+/// writer.close()?;
+///
+/// // A rows index on customer, in a sidecar beside the file.
+/// let path = path.to_str().unwrap();
+/// let options = IndexOptions { kind: IndexKind::Rows, ..Default::default() };
+/// let reports = index_files(path, &Default::default(), &["customer".into()], options, None)?;
+/// assert_eq!(reports.len(), 1);
+/// assert_eq!(reports[0].columns[0].kind, IndexKind::Rows);
+/// assert!(reports[0].sidecar.ends_with(".orders.parquet.tamis.puffin"));
+///
+/// // A scan finds the sidecar: the index answers `customer = 42` without reading the column.
+/// let mut stream = tamis::Scan::open(path)?.filter("customer = 42")?.select(&["id"])?.batches()?;
+/// let mut ids = Vec::new();
+/// for batch in &mut stream {
+///     let batch = batch?;
+///     let column = batch.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+///     ids.extend(column.values().iter().copied());
+/// }
+/// let want: Vec<i64> = (0..10_000).filter(|&id| customer(id) == 42).collect();
+/// assert_eq!(ids, want);
+/// assert_eq!(stream.metrics().conjuncts_decided_index, 1);
+/// # Ok(()) }
+/// ```
 pub fn index_files(
     path: &str,
     options: &crate::io::StorageOptions,
