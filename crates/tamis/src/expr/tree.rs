@@ -6,7 +6,7 @@
 //! written, gets the same literal coercions and NULL semantics.
 //!
 //! ```
-//! use tamis::expr::tree::{col, lit, Literal};
+//! use tamis::expr::{col, lit, Literal};
 //! use chrono::NaiveDate;
 //!
 //! // l_shipdate >= DATE '1994-01-01' AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24
