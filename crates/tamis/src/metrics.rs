@@ -15,9 +15,15 @@ pub struct ScanMetrics {
     /// Files skipped by their partition values (or by columns they lack, NULL throughout)
     /// before any of their row groups was read.
     pub files_pruned_partition: u64,
+    /// Row groups of the scanned files that the scan reached, pruned or read (a limit or a
+    /// cancellation can stop it before the last).
     pub row_groups_total: u64,
+    /// Row groups skipped by their column chunks' statistics (min, max, null count).
     pub row_groups_pruned_statistics: u64,
+    /// Row groups skipped by their column chunks' Bloom filters (`=`, `IN`).
     pub row_groups_pruned_bloom: u64,
+    /// Row groups skipped because no entry of a fully dictionary-encoded chunk's dictionary
+    /// matches.
     pub row_groups_pruned_dictionary: u64,
     /// Row groups where pruning proved every row matches (no predicate evaluated).
     pub row_groups_fully_matched: u64,
@@ -47,9 +53,12 @@ pub struct ScanMetrics {
     /// Payload pages read by the 4 KiB blocks holding their selected rows, not whole
     /// (uncompressed PLAIN pages of fixed-width columns).
     pub pages_read_partially: u64,
+    /// Rows of the row groups counted in `row_groups_total`.
     pub rows_total: u64,
     /// Rows left after row-group and page pruning (evaluated by the filters).
     pub rows_candidate: u64,
+    /// Rows that satisfy the filter (all candidates without one), before a limit cuts the
+    /// output.
     pub rows_selected: u64,
     /// Values decoded by filters and payload columns (after skipping).
     pub values_decoded: u64,
@@ -58,15 +67,24 @@ pub struct ScanMetrics {
     pub values_in_place: u64,
     /// Partly alive filter pages the never-slower policy evaluated whole rather than selected.
     pub pages_evaluated_whole: u64,
+    /// Total size of the scanned files, in bytes: what reading them whole would cost.
     pub bytes_file: u64,
     /// Bytes actually read from the files (footers, indexes, Bloom filters, pages).
     pub bytes_read: u64,
     /// Read requests issued (system calls on local files, GETs on object stores).
     pub requests: u64,
+    /// Reading and decoding the files' footers, in nanoseconds.
     pub time_metadata_ns: u64,
+    /// Pruning files by partition values, row groups and pages by every index, in
+    /// nanoseconds summed over row groups (see `time_total_ns`).
     pub time_prune_ns: u64,
+    /// Evaluating the filter on the candidate rows, in nanoseconds summed over row groups.
     pub time_filter_ns: u64,
+    /// Reading and decoding the selected rows of the projected columns, in nanoseconds
+    /// summed over row groups.
     pub time_payload_ns: u64,
+    /// Wall-clock time from the start of the scan's stream to its end, in nanoseconds. The
+    /// other `time_*` counters add up row groups that run in parallel and can exceed it.
     pub time_total_ns: u64,
     /// The filter order chosen for the first row group that evaluated filters (its top-level
     /// sequence: an AND's filters, or an OR's children under the negate flag).

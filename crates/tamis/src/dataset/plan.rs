@@ -94,8 +94,11 @@ impl DatasetFile {
 /// A dataset: its files, schema and the leaves predicates bind to.
 #[derive(Clone)]
 pub struct DatasetPlan {
+    /// The files, in listing order, each with its footer.
     pub files: Vec<DatasetFile>,
+    /// The files' columns unified into one schema, and where each column is in each file.
     pub unified: UnifiedSchema,
+    /// The hive partition columns (`key=value` directories); empty when there are none.
     pub partitions: PartitionSchema,
     /// The unified file columns, then the partition columns.
     pub schema: SchemaRef,

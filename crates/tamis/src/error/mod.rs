@@ -44,25 +44,34 @@ impl ErrorKind {
 /// Where in the data an error happened; each part is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Context {
+    /// The file's path or URL.
     pub file: Option<String>,
+    /// The row group's number in its file, from 0.
     pub row_group: Option<usize>,
+    /// The column's dotted path (or its name in an option or a predicate).
     pub column: Option<String>,
+    /// The data page's number in its column chunk, from 0.
     pub page: Option<usize>,
 }
 
 /// The tamis error: a category, a message and where it happened.
 #[derive(Debug, Clone, thiserror::Error)]
 pub struct Error {
+    /// What the caller can do about it.
     pub kind: ErrorKind,
+    /// What was wrong, without the place (see [`Error::context`]); `Display` shows both.
     pub message: String,
+    /// Where it happened.
     pub context: Context,
     /// The operating system's error kind, for `Io` errors that came from one.
     pub io_kind: Option<std::io::ErrorKind>,
 }
 
+/// `Result` with tamis's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An error of `kind`, without context.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
@@ -71,18 +80,23 @@ impl Error {
             io_kind: None,
         }
     }
+    /// A [`ErrorKind::CorruptFile`] error.
     pub fn corrupt(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::CorruptFile, message)
     }
+    /// An [`ErrorKind::Unsupported`] error.
     pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unsupported, message)
     }
+    /// An [`ErrorKind::InvalidArgument`] error.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
     }
+    /// An [`ErrorKind::Internal`] error.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
     }
+    /// A [`ErrorKind::ResourceLimit`] error.
     pub fn resource(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::ResourceLimit, message)
     }
@@ -92,16 +106,19 @@ impl Error {
         self.context.file.get_or_insert_with(|| file.to_string());
         self
     }
+    /// Adds the row group unless one is already set.
     pub fn in_row_group(mut self, row_group: usize) -> Self {
         self.context.row_group.get_or_insert(row_group);
         self
     }
+    /// Adds the column unless one is already set.
     pub fn in_column(mut self, column: impl fmt::Display) -> Self {
         self.context
             .column
             .get_or_insert_with(|| column.to_string());
         self
     }
+    /// Adds the page unless one is already set.
     pub fn in_page(mut self, page: usize) -> Self {
         self.context.page.get_or_insert(page);
         self

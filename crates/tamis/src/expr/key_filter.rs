@@ -35,7 +35,7 @@ pub(crate) const ADAPT_MAX_PASS: f64 = 0.8;
 /// What kind of value the keys are: integers (any width, signed or not, dates) or byte
 /// strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyKind {
+pub(crate) enum KeyKind {
     Int,
     Bytes,
 }
@@ -158,7 +158,7 @@ impl KeyFilter {
         key_probe::probe(key_probe::wide(), &self.blocks, keys)
     }
 
-    pub fn kind(&self) -> KeyKind {
+    pub(crate) fn kind(&self) -> KeyKind {
         self.kind
     }
 

@@ -41,11 +41,17 @@ pub use verdict::Verdict;
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmpOp {
+    /// `=`
     Eq,
+    /// `<>` (also `!=`)
     NotEq,
+    /// `<`
     Lt,
+    /// `<=`
     LtEq,
+    /// `>`
     Gt,
+    /// `>=`
     GtEq,
 }
 
@@ -83,6 +89,7 @@ impl CmpOp {
             CmpOp::GtEq => ord != Ordering::Less,
         }
     }
+    /// The operator as SQL writes it (`<>` for [`CmpOp::NotEq`]).
     pub fn sql(self) -> &'static str {
         match self {
             CmpOp::Eq => "=",
@@ -98,6 +105,7 @@ impl CmpOp {
 /// A literal converted into a column's [`crate::schema::Domain`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scalar {
+    /// Domain::Bool.
     Bool(bool),
     /// Domain::Int: signed ints, dates (days), times and timestamps (column unit), decimals on
     /// INT32/INT64 (unscaled).
@@ -145,11 +153,24 @@ pub enum LeafOp {
     /// `column op literal`
     Cmp(CmpOp, Scalar),
     /// `column [NOT] IN (…)`; the list holds no NULL (binding folds those away).
-    In { values: Vec<Scalar>, negated: bool },
+    In {
+        /// The candidates, in the column's domain.
+        values: Vec<Scalar>,
+        /// `NOT IN`.
+        negated: bool,
+    },
     /// `column IS [NOT] NULL`
-    IsNull { negated: bool },
+    IsNull {
+        /// `IS NOT NULL`.
+        negated: bool,
+    },
     /// `column [NOT] LIKE pattern` (Domain::Bytes only)
-    Like { pattern: LikePattern, negated: bool },
+    Like {
+        /// The compiled pattern.
+        pattern: LikePattern,
+        /// `NOT LIKE`.
+        negated: bool,
+    },
     /// `column` may be one of a join's keys ([`KeyFilter`]; Domain::Int / UInt / Bytes). A
     /// superset test: true for every key and for a few other values, so a predicate holding
     /// it selects a superset of the rows that join (the join removes the rest).
@@ -168,18 +189,24 @@ impl LeafOp {
 pub struct Leaf {
     /// Leaf column index (see [`crate::schema::LeafColumn::index`]).
     pub column: usize,
+    /// What it tests (NOT already absorbed into it).
     pub op: LeafOp,
 }
 
 /// A bound predicate in negation normal form.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Predicate {
+    /// Every row.
     True,
+    /// No row.
     False,
+    /// A test on one column.
     Leaf(Leaf),
     /// A comparison between columns (or with arithmetic), evaluated row by row.
     Compare(std::sync::Arc<compare::Comparison>),
+    /// Rows satisfying every child.
     And(Vec<Predicate>),
+    /// Rows satisfying any child.
     Or(Vec<Predicate>),
 }
 
@@ -300,10 +327,15 @@ impl Predicate {
 /// One physical value, borrowed (from statistics, a page index or decoded values).
 #[derive(Debug, Clone, Copy)]
 pub enum PhysicalRef<'a> {
+    /// BOOLEAN.
     Bool(bool),
+    /// INT32 (also narrower integers, dates, decimals and times in milliseconds).
     I32(i32),
+    /// INT64.
     I64(i64),
+    /// FLOAT.
     F32(f32),
+    /// DOUBLE.
     F64(f64),
     /// BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY.
     Bytes(&'a [u8]),

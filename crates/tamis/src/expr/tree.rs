@@ -6,7 +6,7 @@
 //! written, gets the same literal coercions and NULL semantics.
 //!
 //! ```
-//! use tamis::expr::tree::{col, lit, Literal};
+//! use tamis::expr::{col, lit, Literal};
 //! use chrono::NaiveDate;
 //!
 //! // l_shipdate >= DATE '1994-01-01' AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24
@@ -42,19 +42,26 @@ pub struct Column {
 /// A typed literal, before conversion into a column's domain (the binder does that exactly).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
+    /// SQL's NULL: a comparison with it is never true.
     Null,
+    /// `TRUE` or `FALSE`.
     Bool(bool),
     /// A number given exactly, as decimal text with optional sign and exponent (`-1.5e3`):
     /// compared with integer and decimal columns without rounding.
     Number(String),
     /// A floating-point value (NaN and infinities included).
     Float(f64),
+    /// Text: its UTF-8 bytes for string and binary columns; parsed for the others (`'1994-01-01'`
+    /// for a date column, `'true'` for a boolean one).
     String(String),
+    /// Bytes (`X'0AFF'` in SQL), for binary (not string) columns.
     Binary(Vec<u8>),
+    /// A calendar date (`DATE '1994-01-01'`).
     Date(NaiveDate),
     /// A date-time and its UTC offset in seconds; `None`: without time zone (read as UTC for
     /// UTC-adjusted columns, as wall clock for local ones).
     Timestamp(NaiveDateTime, Option<i32>),
+    /// A time of day (`TIME '12:30:00'`).
     Time(NaiveTime),
 }
 
@@ -147,31 +154,44 @@ impl From<NaiveTime> for Literal {
 /// An unbound boolean expression over columns and literals.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
+    /// A column's value.
     Column(Column),
+    /// A constant.
     Literal(Literal),
     /// `left op right`: a column and a literal, or (see [`crate::expr::compare`]) columns,
     /// literals and arithmetic on both sides.
     Compare(Box<Expr>, CmpOp, Box<Expr>),
     /// `left + right`, `left - right`, `left * right` on numbers (inside a comparison).
     Arith(Box<Expr>, crate::expr::compare::ArithOp, Box<Expr>),
+    /// `left AND right`
     And(Box<Expr>, Box<Expr>),
+    /// `left OR right`
     Or(Box<Expr>, Box<Expr>),
+    /// `NOT expr` (binding pushes it down to the leaves).
     Not(Box<Expr>),
     /// `expr IS [NOT] NULL`
     IsNull {
+        /// The tested expression (a column).
         expr: Box<Expr>,
+        /// `IS NOT NULL`.
         negated: bool,
     },
     /// `expr IS [NOT] TRUE` / `expr IS [NOT] FALSE`
     IsBool {
+        /// The tested expression (a boolean column).
         expr: Box<Expr>,
+        /// `TRUE` or `FALSE`.
         value: bool,
+        /// `IS NOT`: a NULL value passes.
         negated: bool,
     },
     /// `expr [NOT] IN (list…)`
     InList {
+        /// The tested expression (a column).
         expr: Box<Expr>,
+        /// The candidates (literals).
         list: Vec<Expr>,
+        /// `NOT IN`.
         negated: bool,
     },
     /// `expr` may be one of a join's keys: a Bloom filter test that passes every key and a
@@ -179,34 +199,48 @@ pub enum Expr {
     /// of the exact rows; under NOT it binds to TRUE (the complement of a superset would drop
     /// rows).
     InKeys {
+        /// The tested expression (a column of integers or byte strings).
         expr: Box<Expr>,
+        /// The join's keys; shared, with its run-time counts, by every scan probing it.
         filter: std::sync::Arc<crate::expr::KeyFilter>,
     },
     /// `expr [NOT] BETWEEN low AND high`
     Between {
+        /// The tested expression.
         expr: Box<Expr>,
+        /// Lower bound, inclusive.
         low: Box<Expr>,
+        /// Upper bound, inclusive.
         high: Box<Expr>,
+        /// `NOT BETWEEN`.
         negated: bool,
     },
     /// `expr [NOT] LIKE pattern [ESCAPE escape]`
     Like {
+        /// The tested expression (a string or binary column).
         expr: Box<Expr>,
+        /// The pattern (a string literal): `%` any run, `_` any one character.
         pattern: Box<Expr>,
+        /// The escape character (a one-character string literal); `None`: no escape.
         escape: Option<Box<Expr>>,
+        /// `NOT LIKE`.
         negated: bool,
     },
     /// Something the source language has and tamis does not evaluate (a function call,
     /// arithmetic…): `kind` names it and `text` shows it; binding reports it as unsupported.
     Unsupported {
+        /// What it is, for the message (`"function call"`, `"subquery"`…).
         kind: String,
+        /// The source text of it.
         text: String,
     },
     /// A literal the source wrote but that is invalid (`DATE '2020-13-01'`); binding reports
     /// the error, so a part of a filter that is dropped (see [`super::parse_implied`])
     /// does not fail the whole.
     Invalid {
+        /// The kind of the error binding reports.
         kind: ErrorKind,
+        /// Its message.
         message: String,
     },
 }
@@ -249,46 +283,58 @@ impl Expr {
     fn cmp(self, op: CmpOp, other: impl Into<Expr>) -> Expr {
         Expr::Compare(Box::new(self), op, Box::new(other.into()))
     }
+    /// `self = other`.
     pub fn eq(self, other: impl Into<Expr>) -> Expr {
         self.cmp(CmpOp::Eq, other)
     }
+    /// `self <> other`.
     pub fn not_eq(self, other: impl Into<Expr>) -> Expr {
         self.cmp(CmpOp::NotEq, other)
     }
+    /// `self < other`.
     pub fn lt(self, other: impl Into<Expr>) -> Expr {
         self.cmp(CmpOp::Lt, other)
     }
+    /// `self <= other`.
     pub fn lt_eq(self, other: impl Into<Expr>) -> Expr {
         self.cmp(CmpOp::LtEq, other)
     }
+    /// `self > other`.
     pub fn gt(self, other: impl Into<Expr>) -> Expr {
         self.cmp(CmpOp::Gt, other)
     }
+    /// `self >= other`.
     pub fn gt_eq(self, other: impl Into<Expr>) -> Expr {
         self.cmp(CmpOp::GtEq, other)
     }
+    /// `self AND other`.
     pub fn and(self, other: Expr) -> Expr {
         Expr::And(Box::new(self), Box::new(other))
     }
+    /// `self OR other`.
     pub fn or(self, other: Expr) -> Expr {
         Expr::Or(Box::new(self), Box::new(other))
     }
+    /// `NOT self`.
     #[allow(clippy::should_implement_trait)]
     pub fn not(self) -> Expr {
         Expr::Not(Box::new(self))
     }
+    /// `self IS NULL`.
     pub fn is_null(self) -> Expr {
         Expr::IsNull {
             expr: Box::new(self),
             negated: false,
         }
     }
+    /// `self IS NOT NULL`.
     pub fn is_not_null(self) -> Expr {
         Expr::IsNull {
             expr: Box::new(self),
             negated: true,
         }
     }
+    /// `self IN (list…)`, or `self NOT IN (list…)` when `negated`.
     pub fn in_list<L: Into<Expr>>(self, list: impl IntoIterator<Item = L>, negated: bool) -> Expr {
         Expr::InList {
             expr: Box::new(self),
@@ -303,6 +349,7 @@ impl Expr {
             filter,
         }
     }
+    /// `self BETWEEN low AND high` (both bounds inclusive).
     pub fn between(self, low: impl Into<Expr>, high: impl Into<Expr>) -> Expr {
         Expr::Between {
             expr: Box::new(self),
@@ -311,6 +358,7 @@ impl Expr {
             negated: false,
         }
     }
+    /// `self NOT BETWEEN low AND high`.
     pub fn not_between(self, low: impl Into<Expr>, high: impl Into<Expr>) -> Expr {
         Expr::Between {
             expr: Box::new(self),
@@ -319,6 +367,7 @@ impl Expr {
             negated: true,
         }
     }
+    /// `self LIKE pattern` (`%` any run, `_` any one character; no escape).
     pub fn like(self, pattern: &str) -> Expr {
         Expr::Like {
             expr: Box::new(self),
@@ -327,6 +376,7 @@ impl Expr {
             negated: false,
         }
     }
+    /// `self NOT LIKE pattern`.
     pub fn not_like(self, pattern: &str) -> Expr {
         Expr::Like {
             expr: Box::new(self),

@@ -13,6 +13,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict of `a AND b` from those of `a` and `b` (over the same rows).
     pub fn and(self, other: Verdict) -> Verdict {
         match (self, other) {
             (Verdict::NoneMatch, _) | (_, Verdict::NoneMatch) => Verdict::NoneMatch,
@@ -20,6 +21,7 @@ impl Verdict {
             _ => Verdict::Unknown,
         }
     }
+    /// The verdict of `a OR b` from those of `a` and `b` (over the same rows).
     pub fn or(self, other: Verdict) -> Verdict {
         match (self, other) {
             (Verdict::AllMatch, _) | (_, Verdict::AllMatch) => Verdict::AllMatch,

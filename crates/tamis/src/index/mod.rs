@@ -87,19 +87,29 @@ const PROP_BLOB_HASH: &str = "tamis.xxh64";
 /// A blob of a sidecar as written: page filters or a rows index of one (row group, column).
 #[derive(Debug, Clone)]
 pub enum IndexBlob {
+    /// One Bloom filter per data page of the chunk.
     PageBloom {
+        /// Row group of the data file.
         row_group: usize,
+        /// Leaf column of the data file.
         column: usize,
+        /// The filters' encoding (each page's first row and bitset).
         blob: Vec<u8>,
         /// [`chunk_hash`] of the indexed column chunk.
         chunk_hash: u64,
     },
+    /// The chunk's sorted distinct values with their row ids.
     Rows {
+        /// Row group of the data file.
         row_group: usize,
+        /// Leaf column of the data file.
         column: usize,
+        /// The rows index's encoding: a fence (the blocks' directory), then the blocks of
+        /// values with their row ids.
         blob: Vec<u8>,
         /// Length of the blob's fence (its first bytes), read before any block.
         fence_len: usize,
+        /// xxHash64 of the indexed column chunk's bytes.
         chunk_hash: u64,
     },
 }
@@ -109,7 +119,10 @@ pub enum IndexBlob {
 /// and requests), checked against their checksums, and kept.
 #[derive(Debug)]
 pub struct Sidecar {
+    /// Its path or URL.
     pub location: String,
+    /// The data file it was built for (length, footer hash, mtime or ETag); `None` when the
+    /// sidecar records none: a scan then treats it as stale.
     pub identity: Option<DataFileIdentity>,
     source: Arc<dyn ByteSource>,
     /// What the open read: the end of the sidecar (footer and, often, every blob).
@@ -427,11 +440,12 @@ impl Sidecar {
         Ok(all)
     }
 
-    /// Whether the sidecar has page filters or a rows index for `(row group, column)`.
+    /// Whether the sidecar has page filters for `(row group, column)`.
     pub fn has_page_blooms(&self, rg: usize, column: usize) -> bool {
         self.page_bloom_blobs.contains_key(&(rg, column))
     }
 
+    /// Whether the sidecar has a rows index for `(row group, column)`.
     pub fn has_rows(&self, rg: usize, column: usize) -> bool {
         self.rows_blobs.contains_key(&(rg, column))
     }

@@ -30,10 +30,12 @@ use crate::error::{Error, ErrorKind, Result};
 pub struct StorageOptions(pub BTreeMap<String, String>);
 
 impl StorageOptions {
+    /// No options: the environment's settings apply.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Sets option `key` to `value` (see the module docs for the keys).
     pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.0.insert(key.into(), value.into());
         self
@@ -73,9 +75,14 @@ const TAMIS_KEYS: [&str; 3] = ["latency_ms", "bandwidth_mb_per_s", "max_requests
 /// One file of a dataset, before it is opened.
 #[derive(Debug, Clone)]
 pub enum FileRef {
+    /// A file on a local file system.
     Local(PathBuf),
+    /// An object in a store.
     Object {
+        /// The bucket (or HTTP host): its client, request limit and measured costs, shared by
+        /// its objects.
         store: Arc<Store>,
+        /// The object's path inside the store.
         path: ObjectPath,
         /// From the listing, when there was one (sizes the speculative footer read).
         size: Option<u64>,

@@ -48,7 +48,9 @@ pub const MAX_COALESCE_GAP: u64 = 1 << 20;
 /// share of a wait: the gap worth reading through is that product over the concurrency.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IoProfile {
+    /// Time from issuing a request to its first byte, in nanoseconds.
     pub first_byte_ns: u64,
+    /// Transfer rate of one request once its bytes flow, in bytes per second.
     pub bytes_per_sec: u64,
     /// Requests in flight at once (1: sequential).
     pub concurrency: u64,
@@ -84,6 +86,7 @@ impl IoProfile {
 /// What identifies one version of a file: a scan that sees another version mid-way fails.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Identity {
+    /// Length in bytes.
     pub len: u64,
     /// The object store's entity tag.
     pub etag: Option<String>,
@@ -99,8 +102,11 @@ pub struct Identity {
 /// replacement by rename changes the inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileStamp {
+    /// The device holding the file (`st_dev`).
     pub device: u64,
+    /// The file's inode number (`st_ino`).
     pub inode: u64,
+    /// Last status change (ctime), nanoseconds since the epoch.
     pub changed_ns: i64,
 }
 
@@ -108,6 +114,7 @@ pub struct FileStamp {
 pub trait ByteSource: Send + Sync + fmt::Debug {
     /// The path or URL, for errors and reports.
     fn location(&self) -> &str;
+    /// The version of the file this source reads, as found when it was opened.
     fn identity(&self) -> &Identity;
     /// Reads each range (in bounds, already coalesced) with one request; independent requests
     /// may run concurrently. Checks `cancel` before issuing each request.
@@ -134,7 +141,9 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
 /// Bytes and requests of one scan (or one open), shared by its readers.
 #[derive(Debug, Default)]
 pub struct IoStats {
+    /// Bytes read.
     pub bytes: AtomicU64,
+    /// Requests issued (system calls on local files, GETs on object stores).
     pub requests: AtomicU64,
 }
 
@@ -150,6 +159,7 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// A reader of `source` that counts into `stats` and issues no request once `cancel` is set.
     pub fn new(source: Arc<dyn ByteSource>, stats: Arc<IoStats>, cancel: Arc<AtomicBool>) -> Self {
         Reader {
             source,
@@ -197,18 +207,22 @@ impl Reader {
         &self.stats
     }
 
+    /// The source it reads.
     pub fn source(&self) -> &Arc<dyn ByteSource> {
         &self.source
     }
 
+    /// The file's length in bytes.
     pub fn len(&self) -> u64 {
         self.source.identity().len
     }
 
+    /// Whether the file has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The file's path or URL.
     pub fn location(&self) -> &str {
         self.source.location()
     }
@@ -407,11 +421,13 @@ pub struct FetchedRanges {
 }
 
 impl FetchedRanges {
+    /// `(offset, bytes)` pieces, in any order, of a file of `len` bytes.
     pub fn from_pieces(mut pieces: Vec<(u64, Bytes)>, len: u64) -> Self {
         pieces.sort_by_key(|(s, _)| *s);
         FetchedRanges { pieces, len }
     }
 
+    /// Takes the pieces out, by offset.
     pub fn into_pieces(self) -> Vec<(u64, Bytes)> {
         self.pieces
     }

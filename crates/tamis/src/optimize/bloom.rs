@@ -32,8 +32,20 @@ pub(crate) const DEFAULT_FPP: f64 = 0.01;
 /// A Bloom filter request from the command line: `col`, `col:fpp`, `auto` or `auto:fpp`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BloomRequest {
-    Column { name: String, fpp: f64 },
-    Auto { fpp: f64 },
+    /// A filter on one column, whatever its data.
+    Column {
+        /// A top-level column of the inputs.
+        name: String,
+        /// Target false-positive probability, in (0, 1).
+        fpp: f64,
+    },
+    /// A filter on each column not named by a `Column` request whose measured data favours
+    /// one: many distinct values, not clustered, not the sort key (otherwise its dictionary or
+    /// page min/max already prune).
+    Auto {
+        /// Target false-positive probability of the filters chosen, in (0, 1).
+        fpp: f64,
+    },
 }
 
 impl BloomRequest {
@@ -334,9 +346,11 @@ impl ColumnMeter {
 /// A column with its final decision: filter (at which fpp) or not, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct BloomChoice {
+    /// The top-level column.
     pub column: String,
     /// The fpp of the filter to write, or `None` when no filter is written.
     pub fpp: Option<f64>,
+    /// Why, in words (`requested`, or what `auto` measured).
     pub reason: String,
 }
 

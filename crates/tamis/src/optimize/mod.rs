@@ -31,7 +31,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 pub use bloom::{theoretical_bytes, BloomChoice, BloomRequest};
-use sort::{SortKey, SortStats, Sorted};
+pub use sort::SortStats;
+use sort::{SortKey, Sorted};
 use source::Input;
 use write::{FilterSpec, Layout};
 
@@ -42,6 +43,8 @@ use write::{FilterSpec, Layout};
 pub struct OptimizeOptions {
     /// Sort (ascending, nulls last, stable) by these top-level columns.
     pub sort_by: Vec<String>,
+    /// Which columns get Bloom filters, and at what false-positive probability: named
+    /// columns, or `auto` to let the data decide (see [`BloomRequest`]).
     pub bloom_filters: Vec<BloomRequest>,
     /// Maximum rows per data page.
     pub page_rows: usize,
@@ -50,9 +53,11 @@ pub struct OptimizeOptions {
     /// Maximum bytes of a dictionary page (before compression); a column whose dictionary
     /// outgrows it continues in PLAIN pages.
     pub dictionary_page_bytes: usize,
+    /// Maximum rows per row group.
     pub row_group_rows: usize,
     /// `None`: the codec of the first input's first column chunk.
     pub compression: Option<Compression>,
+    /// Dictionary-encode every column (up to `dictionary_page_bytes`); `false`: PLAIN.
     pub dictionary: bool,
     /// Arrow bytes held in memory per sorted run.
     pub memory_limit: usize,
@@ -119,24 +124,29 @@ pub enum Phase {
     Sorting,
     /// Counting distinct values per row group for the Bloom filters.
     Measuring,
+    /// Writing the output file.
     Writing,
 }
 
 /// What changed for one top-level column.
 #[derive(Debug, Clone, Serialize)]
 pub struct ColumnReport {
+    /// The column's name in the schema.
     pub name: String,
-    /// Compressed bytes of its chunks in the inputs, and in the output.
+    /// Compressed bytes of its chunks in the inputs.
     pub bytes_before: u64,
+    /// Compressed bytes of its chunks in the output.
     pub bytes_after: u64,
     /// ColumnIndex + OffsetIndex bytes in the output.
     pub page_index_bytes: u64,
+    /// Its Bloom filters; `None`: none written.
     pub bloom: Option<BloomReport>,
 }
 
 /// The Bloom filters written for one column.
 #[derive(Debug, Clone, Serialize)]
 pub struct BloomReport {
+    /// The target false-positive probability.
     pub fpp: f64,
     /// Largest measured distinct count over row groups (what the filter is sized for).
     pub max_ndv: u64,
@@ -153,22 +163,77 @@ pub struct BloomReport {
 /// The outcome of [`optimize`].
 #[derive(Debug, Clone, Serialize)]
 pub struct OptimizeReport {
+    /// The input files, in the order they were read.
     pub inputs: Vec<PathBuf>,
+    /// The file written.
     pub output: PathBuf,
+    /// Rows written (all the inputs' rows).
     pub rows: u64,
+    /// Row groups of all inputs together.
     pub row_groups_before: usize,
+    /// Row groups of the output.
     pub row_groups_after: usize,
+    /// Size of all inputs together, in bytes.
     pub bytes_before: u64,
+    /// Size of the output, in bytes.
     pub bytes_after: u64,
+    /// The codec written, as the `parquet` crate prints it (`SNAPPY`, `ZSTD(ZstdLevel(3))`).
     pub compression: String,
+    /// The sort key ([`OptimizeOptions::sort_by`]); empty: the input order was kept.
     pub sorted_by: Vec<String>,
+    /// What the sort took; `None` without a sort.
     pub sort: Option<SortStats>,
+    /// One per top-level column, in schema order.
     pub columns: Vec<ColumnReport>,
     /// Every column considered for a Bloom filter, with the decision and the reason.
     pub bloom_choices: Vec<BloomChoice>,
 }
 
 /// Rewrites `inputs` (same schema) into one file at `output`. See the module docs.
+///
+/// `progress` is called with the phase, the rows done in it and the rows in all.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use arrow::array::{Int64Array, RecordBatch, StringArray};
+/// use arrow::datatypes::{DataType, Field, Schema};
+/// use tamis::optimize::{optimize, BloomRequest, OptimizeOptions};
+///
+/// // A file in no useful order: ids 0..10000 shuffled, a SKU per row.
+/// let dir = tempfile::tempdir()?;
+/// let input = dir.path().join("orders.parquet");
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("id", DataType::Int64, false),
+///     Field::new("sku", DataType::Utf8, false),
+/// ]));
+/// let ids = Int64Array::from_iter_values((0..10_000).map(|i| i * 7919 % 10_000));
+/// let skus = StringArray::from_iter_values((0..10_000).map(|i| format!("SKU-{:05}", i * 31 % 5000)));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(skus)])?;
+/// let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&input)?, schema, None)?;
+/// writer.write(&batch)?;
+/// writer.close()?;
+///
+/// // Sorted by id in pages of 4096 rows, with a Bloom filter on sku.
+/// let output = dir.path().join("orders-optimized.parquet");
+/// let options = OptimizeOptions {
+///     bloom_filters: vec![BloomRequest::Column { name: "sku".into(), fpp: 0.01 }],
+///     ..OptimizeOptions::sorted(vec!["id".into()])
+/// };
+/// let report = optimize(&[input], &output, &options, &mut |_phase, _done, _total| {})?;
+/// assert_eq!(report.rows, 10_000);
+/// assert_eq!(report.sorted_by, ["id"]);
+/// assert!(report.columns[0].page_index_bytes > 0);
+/// let bloom = report.columns[1].bloom.as_ref().expect("a filter on sku");
+/// assert_eq!(bloom.filters, 1); // one per row group
+///
+/// // A lookup on the sort key reads one page of id; the page index skips the other two.
+/// let mut stream = tamis::Scan::open(output.to_str().unwrap())?.filter("id = 4321")?.batches()?;
+/// let rows: usize = (&mut stream).map(|b| b.map(|b| b.num_rows())).sum::<tamis::Result<usize>>()?;
+/// assert_eq!(rows, 1);
+/// assert_eq!(stream.metrics().pages_pruned, 2);
+/// # Ok(()) }
+/// ```
 pub fn optimize(
     inputs: &[PathBuf],
     output: &Path,

@@ -91,7 +91,9 @@ pub(crate) enum Sorted {
 /// Statistics of a sort, for the report.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SortStats {
+    /// Sorted runs the inputs were read in; 1: sorted in memory, nothing spilled.
     pub runs: usize,
+    /// Bytes of the runs spilled to temporary Parquet files (0 for a single run).
     pub spilled_bytes: u64,
 }
 
