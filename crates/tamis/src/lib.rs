@@ -68,7 +68,7 @@
 //! pushdown), [`index`] (sidecar indexes) and [`io`] (object-store options and sources).
 //! Modules marked hidden are public only for tamis's own crates (the fuzzer, the benchmarks,
 //! the CLI's `kernels` command) and may change at any time.
-#![warn(unreachable_pub)]
+#![warn(unreachable_pub, missing_docs)]
 pub mod dataset;
 pub mod expr;
 #[doc(hidden)]

@@ -109,6 +109,7 @@ pub struct ScanStream {
 }
 
 impl ScanStream {
+    /// The Arrow schema of the batches: the selected columns, partition columns included.
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
@@ -348,6 +349,9 @@ pub struct Canceller {
 }
 
 impl Canceller {
+    /// Stops the scan from any thread: row groups in flight stop at their next read, and the
+    /// stream's next item is an [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) error.
+    /// Calling it again does nothing.
     pub fn cancel(&self) {
         self.shared.cancelled.store(true, Relaxed);
     }
