@@ -73,7 +73,7 @@ impl Dataset {
     }
 
     /// Opens with object-store options and a metadata budget in bytes (default
-    /// [`DEFAULT_METADATA_BUDGET`]).
+    /// `DEFAULT_METADATA_BUDGET`).
     pub fn open_with(
         path: impl AsRef<str>,
         options: &StorageOptions,

@@ -127,7 +127,7 @@ impl DatasetPlan {
     }
 
     /// [`DatasetPlan::schema`] with its dictionary-encoded string and binary file columns as
-    /// views ([`with_views`]; see [`crate::Scan::string_views`]).
+    /// views (`with_views`; see [`crate::Scan::string_views`]).
     pub fn schema_with_views(&self) -> SchemaRef {
         let file_columns = self.unified.schema.fields().len();
         let viewed: Vec<bool> = (self.schema.fields().iter().enumerate())

@@ -184,8 +184,8 @@ impl KeyFilter {
     }
 
     /// Records that a scan probed `probed` values and `passed` of them passed; switches the
-    /// filter off once it has seen [`ADAPT_MIN_PROBES`] values and passed more than
-    /// [`ADAPT_MAX_PASS`] of them.
+    /// filter off once it has seen `ADAPT_MIN_PROBES` values and passed more than
+    /// `ADAPT_MAX_PASS` of them.
     pub fn observe(&self, probed: u64, passed: u64) {
         let p = self.probed.fetch_add(probed, Ordering::Relaxed) + probed;
         let k = self.passed.fetch_add(passed, Ordering::Relaxed) + passed;

@@ -102,7 +102,7 @@ impl CmpOp {
     }
 }
 
-/// A literal converted into a column's [`crate::schema::Domain`].
+/// A literal converted into a column's `Domain`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scalar {
     /// Domain::Bool.
@@ -187,7 +187,7 @@ impl LeafOp {
 /// A predicate on one leaf column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Leaf {
-    /// Leaf column index (see [`crate::schema::LeafColumn::index`]).
+    /// Leaf column index (see `index`).
     pub column: usize,
     /// What it tests (NOT already absorbed into it).
     pub op: LeafOp,
@@ -391,7 +391,7 @@ pub fn parse_predicate(text: &str, columns: &[crate::schema::LeafColumn]) -> Res
     bind::bind(&parse::parse(text)?, columns)
 }
 
-/// A predicate implied by `text` that names only `columns` (see [`bind::bind_implied`]);
+/// A predicate implied by `text` that names only `columns` (see `bind_implied`);
 /// `None` when nothing is left or the text does not parse. Used to prune a dataset's files by
 /// partition values before any footer is read, when the files' own columns are not known yet.
 pub fn parse_implied(text: &str, columns: &[crate::schema::LeafColumn]) -> Option<Predicate> {

@@ -158,7 +158,7 @@ pub enum Expr {
     Column(Column),
     /// A constant.
     Literal(Literal),
-    /// `left op right`: a column and a literal, or (see [`crate::expr::compare`]) columns,
+    /// `left op right`: a column and a literal, or (see `compare`) columns,
     /// literals and arithmetic on both sides.
     Compare(Box<Expr>, CmpOp, Box<Expr>),
     /// `left + right`, `left - right`, `left * right` on numbers (inside a comparison).

@@ -1,5 +1,5 @@
 //! Data page headers, read where tamis reads a page's bytes itself rather than through the
-//! `parquet` crate's page reader (sub-page reads, [`super::sparse`]).
+//! `parquet` crate's page reader (sub-page reads, `sparse`).
 //!
 //! The Thrift structures are Parquet's own definitions as generated and kept by the Polars
 //! project (`polars-parquet-format`, generated from `parquet.thrift`): nothing is decoded by

@@ -23,7 +23,7 @@ use crate::file::OpenedFile;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum IndexKind {
-    /// Per column, whichever the data favours (see [`choose`]).
+    /// Per column, whichever the data favours (see `choose`).
     Auto,
     /// One split-block Bloom filter per data page.
     PageBloom,

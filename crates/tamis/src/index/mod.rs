@@ -95,7 +95,7 @@ pub enum IndexBlob {
         column: usize,
         /// The filters' encoding (each page's first row and bitset).
         blob: Vec<u8>,
-        /// [`chunk_hash`] of the indexed column chunk.
+        /// `chunk_hash` of the indexed column chunk.
         chunk_hash: u64,
     },
     /// The chunk's sorted distinct values with their row ids.

@@ -120,7 +120,7 @@ impl PageBlooms {
 
 /// Rows of a row group of `rows` rows that may match `pred` by the page filters of its
 /// columns (`blooms`), or `None` when no leaf could use one. The result, pages-pruned count
-/// aside, is what [`crate::prune::page_index::page_ranges`] returns for the page index.
+/// aside, is what `page_ranges` returns for the page index.
 pub fn page_ranges(
     pred: &Predicate,
     leaves: &[LeafColumn],

@@ -176,7 +176,7 @@ impl Listing {
 
 /// A listing of files named one by one, without listing anything: an engine that planned a
 /// dataset elsewhere (a Spark driver) hands each worker the files of its part. `root` is the
-/// dataset's root as [`list`] returned it, so hive partition values are read as they were
+/// dataset's root as `list` returned it, so hive partition values are read as they were
 /// there; `sizes` are the files' lengths when known (they size the first footer read).
 pub fn named(
     root: Option<&str>,

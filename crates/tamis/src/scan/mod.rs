@@ -192,7 +192,7 @@ impl Scan {
     /// `key=value` directories below the root become typed partition columns (see
     /// [`Scan::partition_types`]). Without partitions every footer is read here, for the
     /// schema; with them, footers wait for [`Scan::filter`], so files its partition conjuncts
-    /// rule out are never opened (see [`crate::dataset::plan`] for which files stay open).
+    /// rule out are never opened (see `plan` for which files stay open).
     pub fn open(path: impl AsRef<str>) -> Result<Scan> {
         Self::open_with(path, &StorageOptions::default())
     }
@@ -491,8 +491,8 @@ impl Scan {
 
     /// What a sidecar index that cannot be read (truncated, a checksum mismatch, an unknown
     /// version) does: fail the scan naming it (default), or be ignored — the scan reads as if
-    /// there were none, counts it in [`ScanMetrics::row_groups_index_broken`] and keeps the
-    /// first error in [`ScanMetrics::warnings`]. Rows never change either way.
+    /// there were none, counts it in [`crate::ScanMetrics::row_groups_index_broken`] and keeps the
+    /// first error in [`crate::ScanMetrics::warnings`]. Rows never change either way.
     pub fn broken_index(mut self, policy: BrokenIndex) -> Scan {
         self.broken_index = policy;
         self
@@ -502,7 +502,7 @@ impl Scan {
     /// the content hash the sidecar recorded (off by default: it reads what the index saves).
     /// A sidecar always has to match the file's length, footer and mtime or ETag; this also
     /// catches a rewrite of data pages that kept all three. A mismatch reads as a stale index:
-    /// counted in [`ScanMetrics::row_groups_index_stale`], warned about, rows unchanged.
+    /// counted in [`crate::ScanMetrics::row_groups_index_stale`], warned about, rows unchanged.
     pub fn verify_index(mut self, verify: bool) -> Scan {
         self.verify_index = verify;
         self

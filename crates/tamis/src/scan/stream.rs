@@ -211,7 +211,7 @@ impl ScanStream {
     /// Runs the scan on the calling thread, handing each batch to `emit` as soon as it is made
     /// (`emit` returns false to stop early), instead of iterating. The iterator lets its
     /// worker pool decode up to two row groups per worker ahead of the consumer; this decodes
-    /// at most one range of a row group (see [`Scan::range_rows`]) ahead of `emit`, so a
+    /// at most one range of a row group (see [`super::Scan::range_rows`]) ahead of `emit`, so a
     /// consumer that paces itself (a bounded channel) reads rows still in cache. The row groups
     /// run one after another on one of the scan's threads, so reads are not overlapped with the
     /// consumer's work: meant for local files. Call it on a fresh stream, before any `next`.
