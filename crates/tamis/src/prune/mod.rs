@@ -7,8 +7,9 @@
 //! ```text
 //!  Predicate (NNF)                        per row group
 //!     │
-//!     ├─ row_group.rs   footer statistics (min/max/nulls)  → Predicate::False: skip the group
+//!     ├─ statistics.rs  footer statistics (min/max/nulls)  → Predicate::False: skip the group
 //!     │                 statistics_verdict                    Predicate::True: no filtering
+//!     │                 (taken once, when the scan binds its files; replayed per row group)
 //!     │
 //!     ├─ bloom.rs       Bloom filters, = and IN leaves      → a literal absent ⇒ leaf False
 //!     │                 bloom_verdict
