@@ -147,6 +147,75 @@ mod tests {
         leaf(column, LeafOp::Cmp(op, v))
     }
 
+    /// Replaying the verdicts recorded at bind gives exactly what evaluating the statistics
+    /// again gives, for random trees of AND / OR over leaves that statistics decide either way
+    /// or not at all (the short cuts of `simplify` included).
+    #[test]
+    fn replayed_verdicts_equal_evaluated_ones() {
+        let bytes = sample_file(500, WriterProperties::builder().build());
+        let (md, leaves) = open(&bytes);
+        let orders = md.file_metadata().column_orders().map(|o| o.as_slice());
+        let (i, s, n) = (col(&leaves, "i32"), col(&leaves, "s"), col(&leaves, "n"));
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        fn tree(
+            next: &mut dyn FnMut(u64) -> u64,
+            depth: u32,
+            i: usize,
+            s: usize,
+            n: usize,
+        ) -> Predicate {
+            let ops = [
+                CmpOp::Eq,
+                CmpOp::Lt,
+                CmpOp::Gt,
+                CmpOp::LtEq,
+                CmpOp::GtEq,
+                CmpOp::NotEq,
+            ];
+            match next(if depth == 0 { 3 } else { 5 }) {
+                0 => {
+                    let value = next(1200) as i64 - 100;
+                    cmp(i, ops[next(6) as usize], Scalar::Int(value))
+                }
+                1 => {
+                    let value = format!("s{:05}", next(1200));
+                    cmp(s, ops[next(6) as usize], Scalar::Bytes(value.into_bytes()))
+                }
+                2 => leaf(
+                    n,
+                    LeafOp::IsNull {
+                        negated: next(2) == 0,
+                    },
+                ),
+                k => {
+                    let children = (0..2 + next(3))
+                        .map(|_| tree(&mut *next, depth - 1, i, s, n))
+                        .collect();
+                    if k == 3 {
+                        Predicate::And(children)
+                    } else {
+                        Predicate::Or(children)
+                    }
+                }
+            }
+        }
+        for rg in md.row_groups() {
+            for _ in 0..500 {
+                let p = tree(&mut next, 3, i, s, n);
+                let evaluated = statistics_verdict_with_orders(&p, &leaves, rg, orders);
+                let (simplified, verdicts) = statistics_verdicts(&p, &leaves, rg, orders);
+                assert_eq!(simplified, evaluated, "{p:?}");
+                assert_eq!(verdicts.replay(&p), evaluated, "{p:?}");
+            }
+        }
+    }
+
     #[test]
     fn row_group_statistics() {
         let bytes = sample_file(500, WriterProperties::builder().build());
