@@ -18,6 +18,7 @@ use parquet::bloom_filter::Sbbf;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::reader::ChunkReader;
 
+use super::level::{Level, LevelKind, Narrowed, RowGroupView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{CmpOp, Leaf, LeafOp, Predicate, Scalar, Verdict};
 use crate::schema::{Domain, LeafColumn};
@@ -161,6 +162,22 @@ pub(crate) fn bloom_verdict<R: ChunkReader>(
         return Err(e);
     }
     Ok(outcome.predicate)
+}
+
+/// The Bloom filter level: `reader` serves the filters' bytes (from the row group's coalesced
+/// metadata read when it holds them).
+pub(crate) struct Bloom<'a, R> {
+    pub(crate) reader: &'a R,
+}
+
+impl<R: ChunkReader> Level for Bloom<'_, R> {
+    fn kind(&self) -> LevelKind {
+        LevelKind::Bloom
+    }
+
+    fn narrow(&mut self, rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+        bloom_verdict(p, rg.leaves, rg.metadata, self.reader).map(Narrowed::to)
+    }
 }
 
 /// Like [`bloom_verdict`], but never fails: unreadable filters leave their leaves unknown and are

@@ -8,6 +8,7 @@
 //! used ones).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use parquet::basic::{Encoding, PageType};
 use parquet::file::metadata::ColumnChunkMetaData;
@@ -18,6 +19,8 @@ use crate::expr::{Leaf, LeafOp, Predicate, Verdict};
 use crate::schema::LeafColumn;
 use crate::selection::Bitmap;
 use crate::values::Values;
+
+use super::level::{Level, LevelKind, Narrowed, RowGroupView};
 
 fn is_dict(e: Encoding) -> bool {
     matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY)
@@ -65,6 +68,50 @@ pub(crate) fn chunk_is_all_dictionary(cc: &ColumnChunkMetaData) -> bool {
         }
     }
     has_dict && cc.dictionary_page_offset().is_some()
+}
+
+/// The dictionary level: each filter column whose chunk is dictionary-encoded throughout has its
+/// dictionary loaded (through `load`: the chunk's dictionary page, decoded) once the levels
+/// before have left its conjuncts, and every leaf on it is evaluated once per entry.
+pub(crate) struct Dictionaries<'a> {
+    /// Filter columns whose chunks are dictionary-encoded throughout.
+    pub(crate) columns: &'a [usize],
+    /// Loads a column's dictionary (`None`: the chunk has none after all).
+    pub(crate) load: &'a mut dyn FnMut(usize) -> Result<Option<Arc<Values>>>,
+    /// The dictionaries loaded (the scan's estimates use them too).
+    pub(crate) loaded: HashMap<usize, Arc<Values>>,
+    /// Conjuncts every entry satisfies (they need no evaluation).
+    pub(crate) all_matched: usize,
+}
+
+impl Level for Dictionaries<'_> {
+    fn kind(&self) -> LevelKind {
+        LevelKind::Dictionary
+    }
+
+    fn narrow(&mut self, rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+        for &c in self.columns {
+            if p.columns().contains(&c) {
+                if let Some(d) = (self.load)(c)? {
+                    self.loaded.insert(c, d);
+                }
+            }
+        }
+        if self.loaded.is_empty() {
+            return Ok(Narrowed::to(p.clone()));
+        }
+        let dict_of = |c: usize| self.loaded.get(&c).map(|d| d.as_ref().clone());
+        // A required column holds no nulls; otherwise trust the statistics' null count.
+        let nulls = |c: usize| {
+            if !rg.leaves[c].optional() {
+                return Some(0);
+            }
+            (rg.metadata.column(c).statistics()).and_then(|s| s.null_count_opt())
+        };
+        let (p, all_matched) = dictionary_verdict(p, rg.leaves, &dict_of, &nulls)?;
+        self.all_matched += all_matched;
+        Ok(Narrowed::to(p))
+    }
 }
 
 /// `pred` simplified with dictionaries: `dictionaries(column)` gives the decoded dictionary of a

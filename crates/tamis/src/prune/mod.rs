@@ -25,6 +25,9 @@
 //!                       decode and evaluate only the remaining predicate on the remaining rows
 //! ```
 //!
+//! Each row-group level implements [`level::Level`] (the predicate and the row group's metadata
+//! in, the narrowed predicate and candidate rows out); the scan runs them as lists.
+//!
 //! All levels share [`bounds::leaf_verdict`]: a three-valued [`Verdict`](crate::expr::Verdict)
 //! of one leaf over a set of values described by [`Bounds`] (min, max, exactness, null count,
 //! possible NaN).
@@ -46,6 +49,7 @@
 pub(crate) mod bloom;
 pub(crate) mod bounds;
 pub(crate) mod dictionary;
+pub(crate) mod level;
 pub(crate) mod page_index;
 pub(crate) mod statistics;
 

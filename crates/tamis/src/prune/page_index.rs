@@ -20,7 +20,9 @@ use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use super::bounds::{bound_scalar, leaf_verdict, min_max_trusted, Bounds};
 use crate::expr::{PhysicalRef, Predicate, Verdict};
+use crate::file::OpenedFile;
 use crate::schema::{Domain, LeafColumn};
+use crate::selection::Bitmap;
 
 /// Candidate rows of a row group after page pruning.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,6 +208,19 @@ fn column_pages(
             })
             .collect(),
     )
+}
+
+/// The rows of row group `rg` that `p` leaves by its columns' page indexes (every row without
+/// them, or with `use_index` false).
+pub(crate) fn candidates(file: &OpenedFile, rg: usize, p: &Predicate, use_index: bool) -> Bitmap {
+    let rows = file.metadata.row_group(rg).num_rows() as usize;
+    let index = |c: usize| file.chunk_index(rg, c).filter(|_| use_index);
+    let column_index = |c: usize| index(c).and_then(|i| i.column.as_ref());
+    let offset_index = |c: usize| index(c).and_then(|i| i.offset.as_ref());
+    match page_ranges(p, &file.leaves, rows, &column_index, &offset_index) {
+        Some(ranges) => Bitmap::from_ranges(rows, &ranges),
+        None => Bitmap::new_set(rows),
+    }
 }
 
 /// Candidate row ranges of the row group (sorted, disjoint, merged), or `None` if no leaf's

@@ -6,6 +6,8 @@ use parquet::basic::ColumnOrder;
 use parquet::file::metadata::RowGroupMetaData;
 
 use super::bounds::{leaf_verdict, stats_bounds_with_order, Bounds};
+use super::level::{Level, LevelKind, Narrowed, RowGroupView};
+use crate::error::Result;
 use crate::expr::{Predicate, Verdict};
 use crate::schema::LeafColumn;
 
@@ -66,6 +68,26 @@ pub(crate) fn statistics_verdicts(
     let order = |i| Some(file_column_order(column_orders, i));
     let simplified = verdict_impl(pred, leaves, rg, &order, &mut |v| record.push(v));
     (simplified, LeafVerdicts(record.into_boxed_slice()))
+}
+
+/// The statistics level: the verdicts recorded when the scan bound the file, else the footer's
+/// statistics evaluated here.
+pub(crate) struct Statistics<'a> {
+    /// See [`LeafVerdicts`].
+    pub(crate) recorded: Option<&'a LeafVerdicts>,
+}
+
+impl Level for Statistics<'_> {
+    fn kind(&self) -> LevelKind {
+        LevelKind::Statistics
+    }
+
+    fn narrow(&mut self, rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+        Ok(Narrowed::to(match self.recorded {
+            Some(verdicts) => verdicts.replay(p),
+            None => statistics_verdict_with_orders(p, rg.leaves, rg.metadata, rg.column_orders),
+        }))
+    }
 }
 
 /// The column order of column `i` given the footer's list (`None`: legacy file, `UNDEFINED`).

@@ -23,8 +23,9 @@ use crate::selection::{Bitmap, Selection};
 
 use super::estimate::Estimates;
 use super::order::and_filters;
-use super::pruning::{index_columns, page_candidates};
+use super::pruning::index_columns;
 use super::row_group::RowGroupJob;
+use crate::prune::page_index::candidates as page_candidates;
 
 /// When a row group's filters start: every filter column's candidate pages, the payload's when
 /// nearly all of them will hold a survivor, and the next row group's filter pages, in one

@@ -3,10 +3,14 @@
 //! ([`super::row_group`]) carries out.
 //!
 //! ```text
-//! predicate ─ statistics ─ rows index ─ Bloom ─ dictionary ─► the conjuncts left
-//!           (False at any level ⇒ Skipped)
+//! predicate ─ statistics ─ rows index ─┬─ one coalesced read ─┬─ Bloom ─ dictionary ─► conjuncts left
+//!           (False, or no row, at any level ⇒ Skipped, counted under that level)
 //!           ─ page index ─ sidecar page Blooms ─ rows index ─► candidate rows
 //! ```
+//!
+//! The row-group levels implement [`crate::prune::level::Level`] and run as two lists, before
+//! and after the one read of the metadata regions they need (page indexes, Bloom filters,
+//! dictionary pages, and on remote sources the filter pages the page index leaves).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,13 +24,16 @@ use crate::index::{Sidecar, SidecarState};
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed};
 use crate::prune;
+use crate::prune::bloom::Bloom;
+use crate::prune::dictionary::Dictionaries;
+use crate::prune::level::{self, Level, LevelKind, Narrowed, Outcome, RowGroupView};
+use crate::prune::statistics::Statistics;
 use crate::selection::Bitmap;
 use crate::values::Values;
 
 use super::pinned::pinned_value;
 use super::row_group::{payload_leaves, speculative_payload, RowGroupJob};
 use super::BrokenIndex;
-use crate::file::OpenedFile;
 
 /// What pruning decided for one row group.
 pub(crate) enum Pruned<'a> {
@@ -80,29 +87,31 @@ where
     let predicate = match job.predicate {
         None => Predicate::True,
         Some(p) => {
-            let p = match (job.pruning.statistics, job.statistics) {
-                (true, Some(verdicts)) => verdicts.replay(p),
-                (true, None) => prune::statistics::statistics_verdict_with_orders(
-                    p,
-                    leaves,
-                    rg_meta,
-                    column_orders,
-                ),
-                (false, _) => p.clone(),
+            let view = RowGroupView {
+                leaves,
+                metadata: rg_meta,
+                column_orders,
             };
-            if p == Predicate::False {
-                add(&m.row_groups_pruned_statistics, 1);
-                add_elapsed(&m.time_prune_ns, t);
-                return Ok(Pruned::Skipped);
+            // Levels that need no read of the file's metadata regions: statistics, and the
+            // sidecar's rows index, which answers its leaves exactly (their columns are then
+            // not read at all).
+            let mut statistics = Statistics {
+                recorded: job.statistics,
+            };
+            let mut rows_index = RowsIndex { job };
+            let mut levels: Vec<&mut dyn Level> = Vec::with_capacity(2);
+            if job.pruning.statistics {
+                levels.push(&mut statistics);
             }
-            // The sidecar's rows index answers its leaves exactly: their columns are not read.
-            let (p, rows_by_index) = decide_by_rows_index(job, &p)?;
-            if rows_by_index.as_ref().is_some_and(|r| r.count_ones() == 0) {
-                add(&m.row_groups_pruned_index, 1);
-                add_elapsed(&m.time_prune_ns, t);
-                return Ok(Pruned::Skipped);
-            }
-            by_rows_index = rows_by_index;
+            levels.push(&mut rows_index);
+            let p = match level::run(&mut levels, &view, p, &mut by_rows_index)? {
+                Outcome::Left(p) => p,
+                Outcome::Skipped(kind) => {
+                    kind.count_skipped(m);
+                    add_elapsed(&m.time_prune_ns, t);
+                    return Ok(Pruned::Skipped);
+                }
+            };
             // One read for what this row group's pruning and pages need from the file's
             // metadata regions: page indexes of the needed columns, Bloom filters of the
             // columns probed by = / IN, dictionary pages of all-dictionary filter columns.
@@ -142,7 +151,7 @@ where
                 && file.indexes_in_memory(job.rg, &index_columns)
             {
                 file.prefetch(job.rg, &index_columns, &[], &[], job.reader)?;
-                let mut rows_left = page_candidates(file, job.rg, &p, use_index);
+                let mut rows_left = prune::page_index::candidates(file, job.rg, &p, use_index);
                 narrow_by_sidecar(job, &p, &mut rows_left)?;
                 let filter_columns = p.columns();
                 for &c in &filter_columns {
@@ -173,54 +182,40 @@ where
                 ch.offer(&fetched)?;
                 chunks.insert(c, ch);
             }
-            let p = if job.pruning.bloom_filters {
-                let blooms = PrefetchedOr {
-                    fetched: &fetched,
-                    reader: job.reader,
-                };
-                prune::bloom::bloom_verdict(&p, leaves, rg_meta, &blooms)?
-            } else {
-                p
+            // Levels that read those regions: Bloom filters, then dictionaries of the columns
+            // whose conjuncts the filters left.
+            let blooms = PrefetchedOr {
+                fetched: &fetched,
+                reader: job.reader,
             };
-            if p == Predicate::False {
-                add(&m.row_groups_pruned_bloom, 1);
-                add_elapsed(&m.time_prune_ns, t);
-                return Ok(Pruned::Skipped);
+            let mut bloom = Bloom { reader: &blooms };
+            let mut load =
+                |c: usize| (chunks.get_mut(&c).expect("created above")).load_dictionary();
+            let mut dictionaries = Dictionaries {
+                columns: &dict_columns,
+                load: &mut load,
+                loaded: HashMap::new(),
+                all_matched: 0,
+            };
+            let mut levels: Vec<&mut dyn Level> = Vec::with_capacity(2);
+            if job.pruning.bloom_filters {
+                levels.push(&mut bloom);
             }
-            for &c in &dict_columns {
-                if p.columns().contains(&c) {
-                    if let Some(d) = chunks
-                        .get_mut(&c)
-                        .expect("created above")
-                        .load_dictionary()?
-                    {
-                        dicts.insert(c, d);
-                    }
+            levels.push(&mut dictionaries);
+            let outcome = level::run(&mut levels, &view, &p, &mut None)?;
+            add(
+                &m.conjuncts_skipped_dictionary,
+                dictionaries.all_matched as u64,
+            );
+            dicts = dictionaries.loaded;
+            match outcome {
+                Outcome::Left(p) => p,
+                Outcome::Skipped(kind) => {
+                    kind.count_skipped(m);
+                    add_elapsed(&m.time_prune_ns, t);
+                    return Ok(Pruned::Skipped);
                 }
             }
-            let (p, skipped) = if dicts.is_empty() {
-                (p, 0)
-            } else {
-                let dict_of = |c: usize| dicts.get(&c).map(|d| d.as_ref().clone());
-                // A required column holds no nulls; otherwise trust the statistics' null count.
-                let nulls = |c: usize| {
-                    if !leaves[c].optional() {
-                        return Some(0);
-                    }
-                    rg_meta
-                        .column(c)
-                        .statistics()
-                        .and_then(|s| s.null_count_opt())
-                };
-                prune::dictionary::dictionary_verdict(&p, leaves, &dict_of, &nulls)?
-            };
-            add(&m.conjuncts_skipped_dictionary, skipped as u64);
-            if p == Predicate::False {
-                add(&m.row_groups_pruned_dictionary, 1);
-                add_elapsed(&m.time_prune_ns, t);
-                return Ok(Pruned::Skipped);
-            }
-            p
         }
     };
     // Candidate rows by the page index alone (for the pages-pruned counts).
@@ -233,7 +228,7 @@ where
             Bitmap::new_set(rows)
         }
         p => {
-            let mut candidates = page_candidates(file, job.rg, p, use_index);
+            let mut candidates = prune::page_index::candidates(file, job.rg, p, use_index);
             let before = candidates.clone();
             let narrowed = narrow_by_sidecar(job, p, &mut candidates)?;
             if let Some(blooms) = narrowed {
@@ -278,24 +273,6 @@ pub(super) fn index_columns(job: &RowGroupJob<'_>, p: &Predicate) -> Vec<usize> 
     columns
 }
 
-/// The rows of row group `rg` that `p` leaves by its columns' page indexes (every row without
-/// them, or with `use_index` false).
-pub(super) fn page_candidates(
-    file: &OpenedFile,
-    rg: usize,
-    p: &Predicate,
-    use_index: bool,
-) -> Bitmap {
-    let rows = file.metadata.row_group(rg).num_rows() as usize;
-    let index = |c: usize| file.chunk_index(rg, c).filter(|_| use_index);
-    let column_index = |c: usize| index(c).and_then(|i| i.column.as_ref());
-    let offset_index = |c: usize| index(c).and_then(|i| i.offset.as_ref());
-    match prune::page_index::page_ranges(p, &file.leaves, rows, &column_index, &offset_index) {
-        Some(ranges) => Bitmap::from_ranges(rows, &ranges),
-        None => Bitmap::new_set(rows),
-    }
-}
-
 /// Narrows `rows` (candidate rows) by the page Bloom filters of the file's sidecar index, if it
 /// has one for this row group and the predicate's `=` / `IN` columns; returns the filters used.
 fn narrow_by_sidecar(
@@ -321,6 +298,22 @@ fn narrow_by_sidecar(
     };
     rows.and_inplace(&Bitmap::from_ranges(n, &ranges));
     Ok(Some(loaded.into_values().collect()))
+}
+
+/// The sidecar's rows index as a pruning level (see [`decide_by_rows_index`]).
+struct RowsIndex<'j, 'a> {
+    job: &'j RowGroupJob<'a>,
+}
+
+impl Level for RowsIndex<'_, '_> {
+    fn kind(&self) -> LevelKind {
+        LevelKind::RowsIndex
+    }
+
+    fn narrow(&mut self, _rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+        let (predicate, rows) = decide_by_rows_index(self.job, p)?;
+        Ok(Narrowed { predicate, rows })
+    }
 }
 
 /// Index bytes a leaf may always read from the rows index, whatever the column's size.
