@@ -99,6 +99,7 @@ pub(crate) mod schema;
 pub use column::adapt::Evaluation;
 pub use dataset::Dataset;
 pub use error::{Error, ErrorKind, Result};
+pub use index::BrokenIndex;
 pub use metrics::{FilterStep, ScanMetrics};
 pub use scan::order::FilterOrder;
-pub use scan::{BrokenIndex, Canceller, Pruning, RowGroupParts, Scan, ScanStream};
+pub use scan::{Canceller, Pruning, RowGroupParts, Scan, ScanStream};

@@ -31,6 +31,7 @@
 
 pub(crate) mod build;
 mod identity;
+pub(crate) mod levels;
 mod lookup;
 #[doc(hidden)]
 pub mod page_bloom;
@@ -59,6 +60,7 @@ pub use build::{
     build_index, index_files, verify_files, IndexKind, IndexOptions, IndexReport, VerifyReport,
 };
 pub(crate) use identity::{chunk_hash, chunk_range, DataFileIdentity};
+pub use levels::BrokenIndex;
 pub(crate) use lookup::{open_sidecar, sidecar_of, Lookup, SidecarState};
 pub use lookup::{sidecar_name, sidecar_refs, write_atomically, write_sidecar};
 

@@ -33,6 +33,7 @@ use crate::dataset::{
 use crate::dataset::{DatasetPlan, ScanFile};
 use crate::error::{Error, Result};
 use crate::expr::{bind, parse, render::render, Expr, Predicate};
+use crate::index::BrokenIndex;
 use crate::io::location::{list, Listing};
 use crate::io::{IoStats, StorageOptions};
 use crate::metrics::{add, MetricsCollector};
@@ -118,29 +119,6 @@ impl Listed {
             .collect();
         let refs: Vec<&str> = relative.iter().map(String::as_str).collect();
         discover_partitions(&refs, &self.types)
-    }
-}
-
-/// What a scan does with a sidecar index it cannot read (see [`Scan::broken_index`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BrokenIndex {
-    /// An error naming the sidecar.
-    #[default]
-    Fail,
-    /// Read as if there were none; counted, with a warning in the metrics.
-    Ignore,
-}
-
-impl std::str::FromStr for BrokenIndex {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "fail" => Ok(BrokenIndex::Fail),
-            "ignore" => Ok(BrokenIndex::Ignore),
-            other => Err(Error::invalid(format!(
-                "unknown broken-index policy '{other}' (fail or ignore)"
-            ))),
-        }
     }
 }
 

@@ -17,23 +17,21 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::column::ColumnChunk;
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::expr::{CmpOp, LeafOp, Predicate};
-use crate::index::page_bloom::{self, PageBlooms};
-use crate::index::{Sidecar, SidecarState};
+use crate::index::levels::{narrow_by_page_blooms, page_spans, RowsIndex, Sidecars};
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed};
 use crate::prune;
 use crate::prune::bloom::Bloom;
 use crate::prune::dictionary::Dictionaries;
-use crate::prune::level::{self, Level, LevelKind, Narrowed, Outcome, RowGroupView};
+use crate::prune::level::{self, Level, Outcome, RowGroupView};
 use crate::prune::statistics::Statistics;
 use crate::selection::Bitmap;
 use crate::values::Values;
 
 use super::pinned::pinned_value;
 use super::row_group::{payload_leaves, speculative_payload, RowGroupJob};
-use super::BrokenIndex;
 
 /// What pruning decided for one row group.
 pub(crate) enum Pruned<'a> {
@@ -75,6 +73,16 @@ where
     let use_index = job.pruning.page_index;
     let mut chunks: HashMap<usize, ColumnChunk<'b>> = HashMap::new();
     let t = Instant::now();
+    let sidecars = Sidecars {
+        file,
+        reader: job.reader,
+        rg: job.rg,
+        enabled: job.pruning.sidecar_index,
+        dir: job.index_dir,
+        broken: job.broken_index,
+        verify: job.verify_index,
+        metrics: m,
+    };
     let column_orders = file
         .metadata
         .file_metadata()
@@ -98,7 +106,7 @@ where
             let mut statistics = Statistics {
                 recorded: job.statistics,
             };
-            let mut rows_index = RowsIndex { job };
+            let mut rows_index = RowsIndex { cx: &sidecars };
             let mut levels: Vec<&mut dyn Level> = Vec::with_capacity(2);
             if job.pruning.statistics {
                 levels.push(&mut statistics);
@@ -152,7 +160,7 @@ where
             {
                 file.prefetch(job.rg, &index_columns, &[], &[], job.reader)?;
                 let mut rows_left = prune::page_index::candidates(file, job.rg, &p, use_index);
-                narrow_by_sidecar(job, &p, &mut rows_left)?;
+                narrow_by_page_blooms(&sidecars, &p, &mut rows_left)?;
                 let filter_columns = p.columns();
                 for &c in &filter_columns {
                     pages.extend(chunk(c).missing_ranges(&rows_left)?);
@@ -230,7 +238,7 @@ where
         p => {
             let mut candidates = prune::page_index::candidates(file, job.rg, p, use_index);
             let before = candidates.clone();
-            let narrowed = narrow_by_sidecar(job, p, &mut candidates)?;
+            let narrowed = narrow_by_page_blooms(&sidecars, p, &mut candidates)?;
             if let Some(blooms) = narrowed {
                 let pruned = blooms
                     .iter()
@@ -271,234 +279,6 @@ pub(super) fn index_columns(job: &RowGroupJob<'_>, p: &Predicate) -> Vec<usize> 
             .filter(|&c| pinned_value(job.predicate, &leaves[c]).is_none()),
     );
     columns
-}
-
-/// Narrows `rows` (candidate rows) by the page Bloom filters of the file's sidecar index, if it
-/// has one for this row group and the predicate's `=` / `IN` columns; returns the filters used.
-fn narrow_by_sidecar(
-    job: &RowGroupJob<'_>,
-    p: &Predicate,
-    rows: &mut Bitmap,
-) -> Result<Option<Vec<Arc<PageBlooms>>>> {
-    let leaves = &job.file.leaves;
-    if !job.pruning.sidecar_index || !page_bloom::probes_anything(p, leaves) {
-        return Ok(None);
-    }
-    let Some(sidecar) = usable_sidecar(job, &p.columns(), true)? else {
-        return Ok(None);
-    };
-    let Some(loaded) = readable(job, sidecar.page_blooms(job.reader, job.rg, &p.columns()))? else {
-        return Ok(None);
-    };
-    let blooms: HashMap<usize, &PageBlooms> =
-        loaded.iter().map(|(&c, b)| (c, b.as_ref())).collect();
-    let n = rows.len();
-    let Some(ranges) = page_bloom::page_ranges(p, leaves, n, &blooms) else {
-        return Ok(None);
-    };
-    rows.and_inplace(&Bitmap::from_ranges(n, &ranges));
-    Ok(Some(loaded.into_values().collect()))
-}
-
-/// The sidecar's rows index as a pruning level (see [`decide_by_rows_index`]).
-struct RowsIndex<'j, 'a> {
-    job: &'j RowGroupJob<'a>,
-}
-
-impl Level for RowsIndex<'_, '_> {
-    fn kind(&self) -> LevelKind {
-        LevelKind::RowsIndex
-    }
-
-    fn narrow(&mut self, _rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
-        let (predicate, rows) = decide_by_rows_index(self.job, p)?;
-        Ok(Narrowed { predicate, rows })
-    }
-}
-
-/// Index bytes a leaf may always read from the rows index, whatever the column's size.
-const INDEX_READ_FLOOR: u64 = 64 * 1024;
-
-/// Decides the leaves of `p` that the sidecar's rows index answers: each becomes `True` in the
-/// returned predicate, and its rows narrow the returned bitmap (so its column is not read at
-/// all). `None` when no leaf was decided. A leaf under OR is decided only when every branch
-/// of that OR is (their rows are then the union).
-fn decide_by_rows_index(
-    job: &RowGroupJob<'_>,
-    p: &Predicate,
-) -> Result<(Predicate, Option<Bitmap>)> {
-    if !job.pruning.sidecar_index {
-        return Ok((p.clone(), None));
-    }
-    let rg_meta = job.file.metadata.row_group(job.rg);
-    let decidable = |l: &crate::expr::Leaf| {
-        matches!(
-            l.op,
-            LeafOp::Cmp(op, _) if op != CmpOp::NotEq
-        ) || matches!(l.op, LeafOp::In { negated: false, .. })
-    };
-    let mut any = false;
-    p.visit_leaves(&mut |l| any |= decidable(l));
-    if !any {
-        return Ok((p.clone(), None));
-    }
-    let Some(sidecar) = usable_sidecar(job, &p.columns(), false)? else {
-        return Ok((p.clone(), None));
-    };
-    let mut decide_leaf = |l: &crate::expr::Leaf| -> Result<Option<Bitmap>> {
-        let column = &job.file.leaves[l.column];
-        if !decidable(l) || !sidecar.has_rows(job.rg, l.column) {
-            return Ok(None);
-        }
-        // Targeted reads while they cost less than a quarter of the column itself (or a few
-        // pages' worth, for small chunks); beyond, reading and evaluating the column is the
-        // cheaper plan (seed 004's switch between targeted and clustered reads).
-        let chunk_bytes = rg_meta.column(l.column).compressed_size().max(0) as u64;
-        let budget = (chunk_bytes / 4).max(INDEX_READ_FLOOR);
-        let rows = readable(
-            job,
-            sidecar.rows_matching(job.reader, job.rg, column, l, budget),
-        )?;
-        let rows = rows.flatten();
-        if rows.is_some() {
-            add(&job.metrics.conjuncts_decided_index, 1);
-        }
-        Ok(rows)
-    };
-    decide(p, &mut decide_leaf)
-}
-
-/// `p` ≡ `rest ∧ (row ∈ rows)`, with the leaves `leaf` answers folded into `rows`.
-fn decide(
-    p: &Predicate,
-    leaf: &mut impl FnMut(&crate::expr::Leaf) -> Result<Option<Bitmap>>,
-) -> Result<(Predicate, Option<Bitmap>)> {
-    Ok(match p {
-        Predicate::Compare(_) => (p.clone(), None),
-        Predicate::Leaf(l) => match leaf(l)? {
-            Some(rows) => (Predicate::True, Some(rows)),
-            None => (p.clone(), None),
-        },
-        Predicate::And(children) => {
-            let mut rest = Vec::with_capacity(children.len());
-            let mut rows: Option<Bitmap> = None;
-            for c in children {
-                let (r, b) = decide(c, leaf)?;
-                if r != Predicate::True {
-                    rest.push(r);
-                }
-                if let Some(b) = b {
-                    match &mut rows {
-                        Some(acc) => acc.and_inplace(&b),
-                        None => rows = Some(b),
-                    }
-                }
-            }
-            let rest = match rest.len() {
-                0 => Predicate::True,
-                1 => rest.pop().expect("one element"),
-                _ => Predicate::And(rest),
-            };
-            (rest, rows)
-        }
-        Predicate::Or(children) => {
-            let mut union: Option<Bitmap> = None;
-            for c in children {
-                match decide(c, leaf)? {
-                    (Predicate::True, Some(b)) => match &mut union {
-                        Some(acc) => acc.or_inplace(&b),
-                        None => union = Some(b),
-                    },
-                    _ => return Ok((p.clone(), None)),
-                }
-            }
-            match union {
-                Some(rows) => (Predicate::True, Some(rows)),
-                None => (p.clone(), None),
-            }
-        }
-        Predicate::True | Predicate::False => (p.clone(), None),
-    })
-}
-
-/// The file's sidecar, if this row group may use it for `columns`: none when it is absent,
-/// refused by the store (warned once), stale (counted when `count_stale`: the rows index and the
-/// page filters of one row group ask both) or, under [`crate::Scan::verify_index`], built from
-/// other bytes of those column chunks than the file holds now (counted and warned).
-fn usable_sidecar(
-    job: &RowGroupJob<'_>,
-    columns: &[usize],
-    count_stale: bool,
-) -> Result<Option<Arc<Sidecar>>> {
-    let sidecar = match readable(
-        job,
-        crate::index::sidecar_of(job.file, job.reader, job.index_dir),
-    )? {
-        None | Some(SidecarState::Absent) => return Ok(None),
-        Some(SidecarState::Denied) => {
-            job.metrics.warn(
-                "a sidecar index lookup was refused by the store (access denied): read as if \
-                 there were none (a reader without s3:ListBucket gets 403 for a missing key)"
-                    .into(),
-            );
-            return Ok(None);
-        }
-        Some(SidecarState::Stale) => {
-            if count_stale {
-                add(&job.metrics.row_groups_index_stale, 1);
-            }
-            return Ok(None);
-        }
-        Some(SidecarState::Usable(s)) => s,
-    };
-    if job.verify_index {
-        let data = (job.file.metadata.as_ref(), job.file.len());
-        let verified = readable(
-            job,
-            sidecar.chunks_verified(job.reader, data, job.rg, columns),
-        )?;
-        if verified != Some(true) {
-            if count_stale {
-                add(&job.metrics.row_groups_index_stale, 1);
-            }
-            job.metrics.warn(format!(
-                "ignored the sidecar index {}: the column chunks it indexes changed since it \
-                 was built (or it records no content hash); rebuild it with `tamis index`",
-                sidecar.location
-            ));
-            return Ok(None);
-        }
-    }
-    Ok(Some(sidecar))
-}
-
-/// A sidecar read's result under the scan's [`BrokenIndex`] policy: a sidecar that cannot be
-/// read (corrupt, or of an unsupported version) is an error, or — ignored — `None`, counted
-/// and warned about. Other errors (I/O, cancellation) are errors either way.
-fn readable<T>(job: &RowGroupJob<'_>, read: Result<T>) -> Result<Option<T>> {
-    match read {
-        Ok(x) => Ok(Some(x)),
-        Err(e)
-            if job.broken_index == BrokenIndex::Ignore
-                && matches!(e.kind, ErrorKind::CorruptFile | ErrorKind::Unsupported) =>
-        {
-            add(&job.metrics.row_groups_index_broken, 1);
-            job.metrics
-                .warn(format!("ignored a broken sidecar index: {e}"));
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Row spans of the pages a page-filter blob describes.
-fn page_spans(b: &PageBlooms, rows: usize) -> Vec<std::ops::Range<usize>> {
-    (0..b.first_rows.len())
-        .map(|p| {
-            let end = b.first_rows.get(p + 1).map_or(rows, |&r| r as usize);
-            b.first_rows[p] as usize..end.min(rows)
-        })
-        .collect()
 }
 
 /// Columns an `=` or `IN` leaf could prune with a Bloom filter.

@@ -36,8 +36,9 @@ use super::order::{and_filters, or_filters, Filter, FilterKind, Planner};
 use super::pinned::{pinned_value, repeated};
 use super::prefetch;
 use super::pruning::{plan, Pruned, RowGroupPlan};
-use super::{BrokenIndex, Pruning};
+use super::Pruning;
 use crate::file::OpenedFile;
+use crate::index::BrokenIndex;
 
 /// What a row group task needs besides its file.
 pub(crate) struct RowGroupJob<'a> {

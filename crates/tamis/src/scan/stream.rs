@@ -18,7 +18,8 @@ use crate::metrics::{add, MetricsCollector, ScanMetrics};
 
 use super::order::Planner;
 use super::row_group::{scan_row_group, RowGroupJob};
-use super::{fit, pools, BrokenIndex, Pruning};
+use super::{fit, pools, Pruning};
+use crate::index::BrokenIndex;
 
 pub(super) struct Shared {
     /// The files left after partition pruning, each bound to its own columns.
