@@ -61,7 +61,8 @@ fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
 }
 
 /// The keyword arguments of one Python wrapper, handed over as one dict keyed by parameter
-/// name (`ScanOptions`'s fields, `optimize`'s keywords).
+/// name (`ScanOptions`'s fields; the keywords of `optimize`, `index`, `verify_index`, `sql`
+/// and `Dataset`).
 ///
 /// The wrapper in `python/tamis/__init__.py` is the only place their names, order, defaults
 /// and documentation are written; this side reads each key once. A key the wrapper did not
@@ -562,14 +563,13 @@ struct PyDataset {
 
 #[pymethods]
 impl PyDataset {
+    /// `options`: `tamis.Dataset`'s keywords (see [`Keywords`]).
     #[new]
-    #[pyo3(signature = (path, storage_options=None, metadata_budget=None))]
-    fn new(
-        py: Python<'_>,
-        path: String,
-        storage_options: Option<HashMap<String, String>>,
-        metadata_budget: Option<u64>,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: String, options: Bound<'_, PyDict>) -> PyResult<Self> {
+        let mut kw = Keywords::new(options);
+        let storage_options: Option<HashMap<String, String>> = kw.get("storage_options")?;
+        let metadata_budget: Option<u64> = kw.get("metadata_budget")?;
+        kw.finish()?;
         let options = storage(&storage_options);
         let inner = py
             .detach(|| tamis::Dataset::open_with(&path, &options, metadata_budget))
@@ -736,18 +736,21 @@ fn optimize_json(
     py.detach(run).map_err(|e| to_py_err(py, e))
 }
 
-/// Runs `tamis::index::index_files` without the GIL; returns the reports as JSON.
+/// Runs `tamis::index::index_files` without the GIL; returns the reports as JSON. `options`
+/// holds `tamis.index`'s keywords (see [`Keywords`]).
 #[pyfunction]
-#[pyo3(signature = (path, columns, fpp=0.01, output=None, storage_options=None, kind="auto"))]
 fn index_json(
     py: Python<'_>,
     path: String,
     columns: Vec<String>,
-    fpp: f64,
-    output: Option<String>,
-    storage_options: Option<HashMap<String, String>>,
-    kind: &str,
+    options: Bound<'_, PyDict>,
 ) -> PyResult<String> {
+    let mut kw = Keywords::new(options);
+    let fpp: f64 = kw.get("fpp")?;
+    let output: Option<String> = kw.get("output")?;
+    let storage_options: Option<HashMap<String, String>> = kw.get("storage_options")?;
+    let kind: String = kw.get("kind")?;
+    kw.finish()?;
     let options = storage(&storage_options);
     let run = || -> tamis::Result<String> {
         let out = output.as_deref().map(std::path::Path::new);
@@ -762,15 +765,14 @@ fn index_json(
     py.detach(run).map_err(|e| to_py_err(py, e))
 }
 
-/// Runs `tamis::index::verify_files` without the GIL; returns the reports as JSON.
+/// Runs `tamis::index::verify_files` without the GIL; returns the reports as JSON. `options`
+/// holds `tamis.verify_index`'s keywords (see [`Keywords`]).
 #[pyfunction]
-#[pyo3(signature = (path, output=None, storage_options=None))]
-fn verify_index_json(
-    py: Python<'_>,
-    path: String,
-    output: Option<String>,
-    storage_options: Option<HashMap<String, String>>,
-) -> PyResult<String> {
+fn verify_index_json(py: Python<'_>, path: String, options: Bound<'_, PyDict>) -> PyResult<String> {
+    let mut kw = Keywords::new(options);
+    let output: Option<String> = kw.get("output")?;
+    let storage_options: Option<HashMap<String, String>> = kw.get("storage_options")?;
+    kw.finish()?;
     let options = storage(&storage_options);
     let run = || -> tamis::Result<String> {
         let out = output.as_deref().map(std::path::Path::new);
@@ -782,19 +784,23 @@ fn verify_index_json(
 }
 
 /// Runs a SQL query over named tables (DataFusion on tamis scans) and returns the result as one
-/// stream; statements other than queries only with `allow_statements`. Errors: `tamis.errors.SqlError` with DataFusion's message on one line; a tamis
-/// error (missing file, corrupt file…) as its own class.
+/// stream; statements other than queries only with `allow_statements`. `options` holds
+/// `tamis.sql`'s keywords (see [`Keywords`]). Errors: `tamis.errors.SqlError` with
+/// DataFusion's message on one line; a tamis error (missing file, corrupt file…) as its own
+/// class.
 #[pyfunction]
-#[pyo3(signature = (query, tables, storage_options=None, threads=None, runtime_filters=true, allow_statements=false))]
 fn sql(
     py: Python<'_>,
     query: String,
     tables: Vec<(String, String)>,
-    storage_options: Option<HashMap<String, String>>,
-    threads: Option<usize>,
-    runtime_filters: bool,
-    allow_statements: bool,
+    options: Bound<'_, PyDict>,
 ) -> PyResult<ArrowStream> {
+    let mut kw = Keywords::new(options);
+    let storage_options: Option<HashMap<String, String>> = kw.get("storage_options")?;
+    let threads: Option<usize> = kw.get("threads")?;
+    let runtime_filters: bool = kw.get("runtime_filters")?;
+    let allow_statements: bool = kw.get("allow_statements")?;
+    kw.finish()?;
     let options = storage(&storage_options);
     let mut run = tamis_datafusion::sql::RunOptions {
         runtime_filters,

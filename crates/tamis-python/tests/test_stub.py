@@ -3,12 +3,14 @@
 ``_tamis.pyi`` is written by hand beside ``src/lib.rs``; here it is compared with the module
 itself (names, and per function and method its parameters and defaults), so the two cannot
 drift apart unnoticed again. The wrappers hand the native side their keywords as one dict
-(``ScanOptions``'s fields, ``optimize``'s keywords); a key either side lacks must fail loudly.
+(``ScanOptions``'s fields; the keywords of ``optimize``, ``index``, ``verify_index``, ``sql``
+and ``Dataset``); a key either side lacks must fail loudly.
 """
 
 import ast
 import dataclasses
 import inspect
+import os
 import sys
 from pathlib import Path
 
@@ -110,12 +112,17 @@ def test_stub_matches_the_native_module():
 
 
 @pytest.mark.parametrize("old, new, needle", [
-    # A parameter the module lacks; a default that differs; a parameter the stub lacks.
+    # A parameter the module lacks; a default that differs; a default the module lacks; a
+    # parameter the stub lacks.
     ("output: str, options", "output: str, memory_limit: int, options", "optimize_json()"),
-    ('kind: str = "auto"', 'kind: str = "rows"', "index_json()"),
+    ("filter: Optional[str] = None", 'filter: Optional[str] = "x"', "Dataset.row_groups_left()"),
+    ("def verify_index_json(path: str, options: Dict[str, Any])",
+     "def verify_index_json(path: str, options: Dict[str, Any] = {})", "verify_index_json()"),
     ("def files(self)", "def files(self, sorted: bool = False)", "Dataset.files()"),
-    ("metadata_budget: Optional[int] = None)", "metadata_budget: Optional[int] = None, lazy=1)",
-     "Dataset()"),
+    ("def __init__(self, path: str, options: Dict[str, Any])",
+     "def __init__(self, path: str, options: Dict[str, Any], lazy=1)", "Dataset()"),
+    ("def sql(query: str, tables: List[Tuple[str, str]], options",
+     "def sql(query: str, tables: List[Tuple[str, str]], threads: int, options", "sql()"),
     # A function, a method and a constant the stub lacks.
     ("def scan_files(", "def renamed_scan_files(", "scan_files: in the module"),
     ("def raise_interrupt(self)", "def _raise_interrupt(self)", "ArrowStream.raise_interrupt()"),
@@ -151,18 +158,41 @@ def test_native_scan_refuses_missing_and_unknown_options(small_file):
         _tamis.scan_all(str(small_file), options)
 
 
-def test_native_optimize_refuses_missing_and_unknown_keywords(small_file, tmp_path):
-    out = tmp_path / "o.parquet"
-    keywords = {name: p.default for name, p in inspect.signature(tamis.optimize).parameters.items()
-                if name not in ("inputs", "output")}
-    with pytest.raises(TypeError, match="'fast'"):
-        _tamis.optimize_json([str(small_file)], str(out), {**keywords, "fast": True})
-    del keywords["dictionary"]
-    with pytest.raises(TypeError, match="'dictionary'"):
-        _tamis.optimize_json([str(small_file)], str(out), keywords)
-    assert not out.exists()
-    tamis.optimize([small_file], out, dictionary_page_bytes=4096)
-    assert pq.read_table(out).num_rows == 10
+#: Per wrapper that hands its keywords to the native side as one dict: the wrapper, and the
+#: native call it makes on a file (``t.parquet``, 10 rows of ``id``) with such a dict.
+KEYWORD_WRAPPERS = {
+    "optimize": (tamis.optimize, lambda f, kw: _tamis.optimize_json(
+        [str(f)], str(f.parent / "o.parquet"), kw)),
+    "index": (tamis.index, lambda f, kw: _tamis.index_json(str(f), ["id"], kw)),
+    "verify_index": (tamis.verify_index, lambda f, kw: _tamis.verify_index_json(str(f), kw)),
+    "sql": (tamis.sql, lambda f, kw: pa.RecordBatchReader.from_stream(_tamis.sql(
+        "SELECT count(*) AS n FROM t", [("t", str(f))], kw)).read_all().column(0)[0].as_py()),
+    "Dataset": (tamis.Dataset, lambda f, kw: _tamis.Dataset(str(f), kw).files()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYWORD_WRAPPERS))
+def test_natives_take_exactly_their_wrappers_keywords(name, small_file):
+    wrapper, call = KEYWORD_WRAPPERS[name]
+    # The wrapper's keywords: its parameters with a default (the others go positionally).
+    keywords = {n: p.default for n, p in inspect.signature(wrapper).parameters.items()
+                if p.default is not p.empty}
+    assert keywords
+    before = sorted(os.listdir(small_file.parent))
+    with pytest.raises(TypeError, match="does not know the keyword 'fast'"):
+        call(small_file, {**keywords, "fast": True})
+    for missing in keywords:
+        with pytest.raises(TypeError, match=f"expects the keyword '{missing}'"):
+            call(small_file, {k: v for k, v in keywords.items() if k != missing})
+    # Refused before doing anything (no output file, no sidecar).
+    assert sorted(os.listdir(small_file.parent)) == before
+    assert call(small_file, keywords)
+
+
+def test_keywords_refuse_a_conversion_for_an_unknown_name():
+    assert tamis._keywords({"path": "p", "fpp": 1}, ("path",), fpp=1.0) == {"fpp": 1.0}
+    with pytest.raises(AssertionError, match="fp"):
+        tamis._keywords({"path": "p", "fpp": 1}, ("path",), fp=1.0)
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11+")
@@ -173,3 +203,9 @@ def test_a_bad_keyword_type_names_the_keyword(small_file, tmp_path):
     with pytest.raises(TypeError) as e:
         tamis.optimize([small_file], tmp_path / "o.parquet", page_rows="many")
     assert "while processing 'page_rows'" in getattr(e.value, "__notes__", [])
+    with pytest.raises(TypeError) as e:
+        tamis.sql("SELECT 1", {"t": small_file}, threads="two")
+    assert "while processing 'threads'" in getattr(e.value, "__notes__", [])
+    with pytest.raises(TypeError) as e:
+        tamis.Dataset(small_file, metadata_budget="lots")
+    assert "while processing 'metadata_budget'" in getattr(e.value, "__notes__", [])

@@ -142,6 +142,21 @@ def _same(value: Any) -> Any:
     return value
 
 
+def _keywords(arguments: Dict[str, Any], positional: Sequence[str],
+              **converted: Any) -> Dict[str, Any]:
+    """The keywords a native function takes as one dict, from a wrapper's ``locals()`` taken
+    first thing (a copy, where the wrapper binds other names before calling this), so that its
+    signature is the one list of their names and defaults (the native side refuses a missing
+    or unknown one): every argument but the ``positional`` ones, with the ``converted`` values
+    in place of the arguments of those names."""
+    keywords = {name: value for name, value in arguments.items() if name not in positional}
+    unknown = set(converted) - set(keywords)
+    if unknown:
+        raise AssertionError(f"tamis: conversions for keywords the wrapper lacks: {unknown}")
+    keywords.update(converted)
+    return keywords
+
+
 def _storage(options: Optional[Mapping[str, Any]]) -> Optional[Dict[str, str]]:
     """Object-store options as strings (booleans as ``true``/``false``, as the crate reads them)."""
     if options is None:
@@ -278,7 +293,8 @@ class Dataset:
 
     def __init__(self, path: PathLike, storage_options: Optional[Mapping[str, Any]] = None,
                  metadata_budget: Optional[int] = None) -> None:
-        self._native = _tamis.Dataset(os.fspath(path), _storage(storage_options), metadata_budget)
+        self._native = _tamis.Dataset(os.fspath(path), _keywords(
+            locals(), ("self", "path"), storage_options=_storage(storage_options)))
 
     @property
     def files(self) -> list:
@@ -362,12 +378,11 @@ def optimize(
     per column before and after, filters and their expected false-positive rates, and the reason
     for each ``auto`` decision) as a dict.
     """
-    # Every keyword but the first two goes to the native side by its name: this signature is
-    # the one list of them (the native side refuses a missing or unknown one).
-    options = {name: value for name, value in locals().items() if name not in ("inputs", "output")}
-    options["sort_by"] = _names(sort_by)
-    options["bloom_filters"] = _names(bloom_filters)
-    options["temp_dir"] = os.fspath(temp_dir) if temp_dir is not None else None
+    options = _keywords(
+        locals(), ("inputs", "output"), sort_by=_names(sort_by),
+        bloom_filters=_names(bloom_filters),
+        temp_dir=os.fspath(temp_dir) if temp_dir is not None else None,
+    )
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     text = _tamis.optimize_json([os.fspath(p) for p in inputs], os.fspath(output), options)
@@ -394,11 +409,13 @@ def index(
     column, from the data; each report's ``columns`` says what was chosen and why). Scans
     ignore a sidecar built for another version of the file. Returns one report per file.
     """
+    arguments = dict(locals())
     storage = _storage(storage_options)
-    text = _tamis.index_json(
-        os.fspath(path), _names(columns, "columns"), float(fpp),
-        os.fspath(output) if output is not None else None, storage, str(kind),
-    )
+    text = _tamis.index_json(os.fspath(path), _names(columns, "columns"), _keywords(
+        arguments, ("path", "columns"), fpp=float(fpp),
+        output=os.fspath(output) if output is not None else None, storage_options=storage,
+        kind=str(kind),
+    ))
     return json.loads(text)
 
 
@@ -412,10 +429,12 @@ def verify_index(
     footer, mtime or ETag), holds readable blobs, and whether every column chunk it indexes
     still hashes to what was recorded. One report per file: ``file``, ``sidecar``,
     ``chunks`` (checked) and ``problems`` (empty when the sidecar is good)."""
+    arguments = dict(locals())
     storage = _storage(storage_options)
-    text = _tamis.verify_index_json(
-        os.fspath(path), os.fspath(output) if output is not None else None, storage,
-    )
+    text = _tamis.verify_index_json(os.fspath(path), _keywords(
+        arguments, ("path",), output=os.fspath(output) if output is not None else None,
+        storage_options=storage,
+    ))
     return json.loads(text)
 
 
@@ -444,6 +463,7 @@ def sql(query: str, tables: Mapping[str, PathLike], *,
             ``ValueError``); the message is one line. Errors reading a table (missing or
             corrupt file…) raise tamis's class for them, as :func:`scan` does.
     """
+    arguments = dict(locals())
     if not tables:
         raise InvalidArgumentError("invalid argument: tables must name at least one table")
     named = []
@@ -453,8 +473,8 @@ def sql(query: str, tables: Mapping[str, PathLike], *,
         named.append((name, os.fspath(path)))
     storage = {k: str(v) for k, v in (storage_options or {}).items()}
     try:
-        stream = _tamis.sql(query, named, storage or None, threads, runtime_filters,
-                            allow_statements)
+        stream = _tamis.sql(query, named, _keywords(
+            arguments, ("query", "tables"), storage_options=storage or None))
     except SqlError as e:
         message = str(e)
         # A table that cannot be read: tamis's own class, as for `scan`.
