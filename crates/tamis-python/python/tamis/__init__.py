@@ -471,7 +471,7 @@ def sql(query: str, tables: Mapping[str, PathLike], *,
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError(f"invalid argument: bad table name {name!r}")
         named.append((name, os.fspath(path)))
-    storage = {k: str(v) for k, v in (storage_options or {}).items()}
+    storage = _storage(storage_options)
     try:
         stream = _tamis.sql(query, named, _keywords(
             arguments, ("query", "tables"), storage_options=storage or None))
