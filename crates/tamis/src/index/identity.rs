@@ -6,7 +6,11 @@ use std::ops::Range;
 use crate::error::{Error, Result};
 use crate::io::Reader;
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::{
+    FORMAT_VERSION, PROP_ETAG, PROP_FOOTER_HASH, PROP_LENGTH, PROP_MODIFIED, PROP_VERSION,
+};
 
 /// What a sidecar says about the file it was built for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,9 @@ use crate::file::OpenedFile;
 use crate::io::location::FileRef;
 use crate::io::Reader;
 
-use super::*;
+use object_store::path::Path as ObjectPath;
+
+use super::{DataFileIdentity, Sidecar, SIDECAR_SUFFIX};
 
 /// What a scan found beside a data file.
 #[derive(Debug, Clone)]

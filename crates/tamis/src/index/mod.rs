@@ -46,7 +46,6 @@ use std::sync::Arc;
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use object_store::path::Path as ObjectPath;
 
 use crate::error::{Error, Result};
 use crate::expr::Leaf;
@@ -596,6 +595,7 @@ mod tests {
     use crate::io::location::FileRef;
     use futures::stream::BoxStream;
     use object_store::memory::InMemory;
+    use object_store::path::Path as ObjectPath;
     use object_store::{
         CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
         PutMultipartOptions, PutOptions, PutPayload, PutResult,

@@ -26,7 +26,7 @@ use rows::{compare_into, eval_operand, rescaled, Vector};
 
 use std::fmt;
 
-use super::{cmp_f64, i128_from_be, to_scalar, CmpOp, PhysicalRef};
+use super::{cmp_f64, to_scalar, CmpOp, PhysicalRef};
 use crate::error::{Error, Result};
 use crate::schema::{Domain, LeafColumn, LogicalKind};
 use crate::values::Values;

@@ -2,7 +2,11 @@
 //! (columns decoded for them, constants spread, exact arithmetic on scaled integers), then
 //! compared row by row.
 
-use super::*;
+use super::{exact_scale, ArithOp, Number, Operand};
+use crate::error::{Error, Result};
+use crate::expr::{i128_from_be, CmpOp};
+use crate::schema::{Domain, LeafColumn};
+use crate::values::Values;
 
 /// The decoded values of one column for the rows a comparison is evaluated on.
 pub struct ColumnRows<'a> {
