@@ -485,6 +485,12 @@ pub struct ScanFile {
 }
 
 impl ScanFile {
+    /// The statistics' verdicts recorded for row group `rg` when the scan was bound.
+    pub(crate) fn verdicts(&self, rg: usize) -> Option<&LeafVerdicts> {
+        let at = self.row_groups.binary_search(&rg).ok()?;
+        self.statistics.get(at)?.as_ref()
+    }
+
     /// Opens the file again with the footer the plan was made from (no footer read; a file
     /// that changed since is an error when opened or read).
     pub fn reopen(&self) -> Result<Arc<OpenedFile>> {

@@ -90,8 +90,9 @@ impl Level for Dictionaries<'_> {
     }
 
     fn narrow(&mut self, rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+        let filtered = p.columns();
         for &c in self.columns {
-            if p.columns().contains(&c) {
+            if filtered.contains(&c) {
                 if let Some(d) = (self.load)(c)? {
                     self.loaded.insert(c, d);
                 }

@@ -471,6 +471,7 @@ mod tests {
                 next_rg: None,
                 predicate: Some(&predicate),
                 statistics: None,
+                next_statistics: None,
                 output: &FileOutput::read(vec![0]),
                 schema: &schema,
                 metrics: &metrics,

@@ -146,15 +146,15 @@ fn next_row_group(job: &RowGroupJob<'_>) -> Vec<Range<u64>> {
     }
     let orders = file.metadata.file_metadata().column_orders();
     let orders = orders.map(|o| o.as_slice());
-    let p = if job.pruning.statistics {
-        crate::prune::statistics::statistics_verdict_with_orders(
+    let p = match (job.pruning.statistics, job.next_statistics) {
+        (true, Some(verdicts)) => verdicts.replay(predicate),
+        (true, None) => crate::prune::statistics::statistics_verdict_with_orders(
             predicate,
             &file.leaves,
             rg_meta,
             orders,
-        )
-    } else {
-        predicate.clone()
+        ),
+        (false, _) => predicate.clone(),
     };
     if p == Predicate::False || !job.pruning.page_index {
         return Vec::new();

@@ -53,6 +53,8 @@ pub(crate) struct RowGroupJob<'a> {
     pub predicate: Option<&'a Predicate>,
     /// The footer statistics' verdicts on `predicate`, taken when the scan bound its files.
     pub statistics: Option<&'a LeafVerdicts>,
+    /// The same for `next_rg` (its filter pages are advised ahead, see [`prefetch`]).
+    pub next_statistics: Option<&'a LeafVerdicts>,
     /// The file columns to read and how they become the output batch (`schema`).
     pub output: &'a FileOutput,
     pub schema: &'a SchemaRef,

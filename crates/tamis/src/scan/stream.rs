@@ -58,8 +58,8 @@ impl Shared {
             rg,
             next_rg,
             predicate: plan.predicate.as_ref(),
-            statistics: (plan.row_groups.binary_search(&rg).ok())
-                .and_then(|i| plan.statistics.get(i)?.as_ref()),
+            statistics: plan.verdicts(rg),
+            next_statistics: next_rg.and_then(|next| plan.verdicts(next)),
             output: &plan.output,
             schema: &self.schema,
             metrics: &self.metrics,
