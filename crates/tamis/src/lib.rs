@@ -6,14 +6,16 @@
 //! ```text
 //! optimize/  rewrite files for pushdown: page index, sized Bloom filters, sort order
 //! scan/      the sequencer: the builder, row groups in parallel, batches streamed in file
-//!            order; per row group the pruning sequence (pruning.rs), then filter and project
-//!            (row_group.rs), filters ordered by the cost model (order.rs)
+//!            order; per row group the pruning levels (pruning.rs), every byte range fetched
+//!            (io_plan.rs), then filter and project (row_group.rs), filters ordered by the
+//!            cost model (order.rs)
 //! dataset/   many files: listing, hive partitions (pruning files), schema unification, the
 //!            open-file cache
 //! index/     sidecar indexes beside existing files (Puffin): page Bloom filters, rows index
 //! column/    a column chunk's pages: fetch (only pages with live rows), filter, project, and
 //!            the survivors as Arrow arrays (arrays.rs)
-//! prune/     row groups by statistics, Bloom filters, dictionaries; pages by the page index
+//! prune/     one interface for every pruning level (level.rs); row groups by statistics,
+//!            Bloom filters, dictionaries; pages by the page index
 //! levels.rs  definition and repetition levels
 //! encoding/  our decoders over decompressed page bytes, one module per Parquet encoding
 //! expr/      predicates: SQL → Expr → bound Predicate (negation normal form), evaluation

@@ -59,7 +59,7 @@ pub(crate) struct Sidecars<'a> {
 
 /// Narrows `rows` (candidate rows) by the page Bloom filters of the file's sidecar index, if it
 /// has one for this row group and the predicate's `=` / `IN` columns; returns the filters used.
-pub(crate) fn narrow_by_page_blooms(
+fn narrow_by_page_blooms(
     cx: &Sidecars<'_>,
     p: &Predicate,
     rows: &mut Bitmap,
@@ -84,6 +84,56 @@ pub(crate) fn narrow_by_page_blooms(
     Ok(Some(loaded.into_values().collect()))
 }
 
+/// The sidecar's page Bloom filters as a pruning level: narrows the candidate rows so far to
+/// the pages whose filters may hold a probed value, and remembers what it pruned.
+pub(crate) struct PageBloomLevel<'a> {
+    pub(crate) cx: &'a Sidecars<'a>,
+    /// The candidate rows it was given, when it narrowed them (for the pages-pruned counts).
+    pub(crate) before: Option<Bitmap>,
+    /// Pages of those candidates its filters ruled out.
+    pub(crate) pages_pruned: u64,
+}
+
+impl<'a> PageBloomLevel<'a> {
+    pub(crate) fn new(cx: &'a Sidecars<'a>) -> Self {
+        PageBloomLevel {
+            cx,
+            before: None,
+            pages_pruned: 0,
+        }
+    }
+}
+
+impl Level for PageBloomLevel<'_> {
+    fn kind(&self) -> LevelKind {
+        LevelKind::PageBlooms
+    }
+
+    fn narrow(
+        &mut self,
+        rg: &RowGroupView<'_>,
+        p: &Predicate,
+        rows: Option<&Bitmap>,
+    ) -> Result<Narrowed> {
+        let n = rg.metadata.num_rows() as usize;
+        let before = rows.cloned().unwrap_or_else(|| Bitmap::new_set(n));
+        let mut narrowed = before.clone();
+        let Some(blooms) = narrow_by_page_blooms(self.cx, p, &mut narrowed)? else {
+            return Ok(Narrowed::to(p.clone()));
+        };
+        let pruned = (blooms.iter())
+            .flat_map(|b| page_spans(b, n))
+            .filter(|r| before.any_in(r.start, r.end) && !narrowed.any_in(r.start, r.end))
+            .count();
+        self.pages_pruned += pruned as u64;
+        self.before = Some(before);
+        Ok(Narrowed {
+            predicate: p.clone(),
+            rows: Some(narrowed),
+        })
+    }
+}
+
 /// The sidecar's rows index as a pruning level (see [`decide_by_rows_index`]).
 pub(crate) struct RowsIndex<'a> {
     pub(crate) cx: &'a Sidecars<'a>,
@@ -94,7 +144,12 @@ impl Level for RowsIndex<'_> {
         LevelKind::RowsIndex
     }
 
-    fn narrow(&mut self, _rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+    fn narrow(
+        &mut self,
+        _rg: &RowGroupView<'_>,
+        p: &Predicate,
+        _rows: Option<&Bitmap>,
+    ) -> Result<Narrowed> {
         let (predicate, rows) = decide_by_rows_index(self.cx, p)?;
         Ok(Narrowed { predicate, rows })
     }
@@ -267,7 +322,7 @@ fn readable<T>(cx: &Sidecars<'_>, read: Result<T>) -> Result<Option<T>> {
 }
 
 /// Row spans of the pages a page-filter blob describes.
-pub(crate) fn page_spans(b: &PageBlooms, rows: usize) -> Vec<std::ops::Range<usize>> {
+fn page_spans(b: &PageBlooms, rows: usize) -> Vec<std::ops::Range<usize>> {
     (0..b.first_rows.len())
         .map(|p| {
             let end = b.first_rows.get(p + 1).map_or(rows, |&r| r as usize);

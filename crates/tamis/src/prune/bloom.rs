@@ -22,6 +22,7 @@ use super::level::{Level, LevelKind, Narrowed, RowGroupView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{CmpOp, Leaf, LeafOp, Predicate, Scalar, Verdict};
 use crate::schema::{Domain, LeafColumn};
+use crate::selection::Bitmap;
 
 /// Detailed result of [`bloom_check`].
 #[derive(Debug, Clone)]
@@ -175,7 +176,12 @@ impl<R: ChunkReader> Level for Bloom<'_, R> {
         LevelKind::Bloom
     }
 
-    fn narrow(&mut self, rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+    fn narrow(
+        &mut self,
+        rg: &RowGroupView<'_>,
+        p: &Predicate,
+        _rows: Option<&Bitmap>,
+    ) -> Result<Narrowed> {
         bloom_verdict(p, rg.leaves, rg.metadata, self.reader).map(Narrowed::to)
     }
 }

@@ -89,7 +89,12 @@ impl Level for Dictionaries<'_> {
         LevelKind::Dictionary
     }
 
-    fn narrow(&mut self, rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+    fn narrow(
+        &mut self,
+        rg: &RowGroupView<'_>,
+        p: &Predicate,
+        _rows: Option<&Bitmap>,
+    ) -> Result<Narrowed> {
         let filtered = p.columns();
         for &c in self.columns {
             if filtered.contains(&c) {

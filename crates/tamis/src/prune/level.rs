@@ -1,8 +1,14 @@
-//! The one interface of every pruning level. In: the predicate left so far and the row group's
-//! metadata (a level holds its own way to the bytes it reads: fetched ranges, a sidecar, a
-//! dictionary loader). Out: the predicate with what the level proved folded in, and the rows it
-//! proved are the only candidates. The scan's sequencer (`scan/pruning.rs`) runs the levels as
-//! lists, and a row group one level proves empty is skipped, counted under that level.
+//! The one interface of every pruning level. In: the predicate left so far, the row group's
+//! metadata and the candidate rows so far (a level holds its own way to the bytes it reads:
+//! fetched ranges, a sidecar, a dictionary loader, the page index). Out: the predicate with
+//! what the level proved folded in, and the rows it proved are the only candidates. The scan's
+//! sequencer (`scan/pruning.rs`) runs the levels as lists: a row group a row-group level proves
+//! empty is skipped, counted under that level; page levels narrow the candidate rows.
+//!
+//! Runtime (join) filters are not a level of their own: they arrive as leaves of the predicate
+//! (bounds, `IN` lists, key filters: `tamis-datafusion`'s `dynamic.rs`), which every level
+//! prunes with as far as it can. Pinned columns prune no rows but the reads of a column, so the
+//! I/O plan (`scan/io_plan.rs`) asks them.
 
 use parquet::basic::ColumnOrder;
 use parquet::file::metadata::RowGroupMetaData;
@@ -53,16 +59,22 @@ pub(crate) enum LevelKind {
     Bloom,
     /// Dictionary pages of chunks dictionary-encoded throughout.
     Dictionary,
+    /// The page index (ColumnIndex / OffsetIndex): narrows rows, page by page.
+    PageIndex,
+    /// The sidecar's page Bloom filters: narrows rows, page by page.
+    PageBlooms,
 }
 
 impl LevelKind {
-    /// Counts a row group this level skipped.
+    /// Counts a row group this level skipped (page levels count the pages they prune, not
+    /// row groups).
     pub(crate) fn count_skipped(self, m: &MetricsCollector) {
         let counter = match self {
             LevelKind::Statistics => &m.row_groups_pruned_statistics,
             LevelKind::RowsIndex => &m.row_groups_pruned_index,
             LevelKind::Bloom => &m.row_groups_pruned_bloom,
             LevelKind::Dictionary => &m.row_groups_pruned_dictionary,
+            LevelKind::PageIndex | LevelKind::PageBlooms => return,
         };
         add(counter, 1);
     }
@@ -72,8 +84,13 @@ impl LevelKind {
 pub(crate) trait Level {
     /// Which structure this is.
     fn kind(&self) -> LevelKind;
-    /// Narrows `p` for the row group.
-    fn narrow(&mut self, rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed>;
+    /// Narrows `p` for the row group, whose candidate rows so far are `rows` (`None`: all).
+    fn narrow(
+        &mut self,
+        rg: &RowGroupView<'_>,
+        p: &Predicate,
+        rows: Option<&Bitmap>,
+    ) -> Result<Narrowed>;
 }
 
 /// What a list of levels left: the predicate and the candidate rows, or the level that proved
@@ -93,7 +110,7 @@ pub(crate) fn run(
 ) -> Result<Outcome> {
     let mut left: Option<Predicate> = None;
     for level in levels.iter_mut() {
-        let narrowed = level.narrow(rg, left.as_ref().unwrap_or(p))?;
+        let narrowed = level.narrow(rg, left.as_ref().unwrap_or(p), rows.as_ref())?;
         if let Some(proved) = narrowed.rows {
             match rows {
                 Some(acc) => acc.and_inplace(&proved),

@@ -19,6 +19,8 @@ use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 
 use super::bounds::{bound_scalar, leaf_verdict, min_max_trusted, Bounds};
+use super::level::{Level, LevelKind, Narrowed, RowGroupView};
+use crate::error::Result;
 use crate::expr::{PhysicalRef, Predicate, Verdict};
 use crate::file::OpenedFile;
 use crate::schema::{Domain, LeafColumn};
@@ -208,6 +210,32 @@ fn column_pages(
             })
             .collect(),
     )
+}
+
+/// The page index as a pruning level: the rows of the row group its pages leave.
+pub(crate) struct PageIndex<'a> {
+    pub(crate) file: &'a OpenedFile,
+    pub(crate) rg: usize,
+    /// Whether the scan may use page indexes.
+    pub(crate) enabled: bool,
+}
+
+impl Level for PageIndex<'_> {
+    fn kind(&self) -> LevelKind {
+        LevelKind::PageIndex
+    }
+
+    fn narrow(
+        &mut self,
+        _rg: &RowGroupView<'_>,
+        p: &Predicate,
+        _rows: Option<&Bitmap>,
+    ) -> Result<Narrowed> {
+        Ok(Narrowed {
+            predicate: p.clone(),
+            rows: Some(candidates(self.file, self.rg, p, self.enabled)),
+        })
+    }
 }
 
 /// The rows of row group `rg` that `p` leaves by its columns' page indexes (every row without

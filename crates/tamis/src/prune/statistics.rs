@@ -10,6 +10,7 @@ use super::level::{Level, LevelKind, Narrowed, RowGroupView};
 use crate::error::Result;
 use crate::expr::{Predicate, Verdict};
 use crate::schema::LeafColumn;
+use crate::selection::Bitmap;
 
 /// `pred` simplified with each leaf's verdict from the row group's statistics: `False` means no
 /// row can match (prune), `True` that every row matches (no filtering needed).
@@ -82,7 +83,12 @@ impl Level for Statistics<'_> {
         LevelKind::Statistics
     }
 
-    fn narrow(&mut self, rg: &RowGroupView<'_>, p: &Predicate) -> Result<Narrowed> {
+    fn narrow(
+        &mut self,
+        rg: &RowGroupView<'_>,
+        p: &Predicate,
+        _rows: Option<&Bitmap>,
+    ) -> Result<Narrowed> {
         Ok(Narrowed::to(match self.recorded {
             Some(verdicts) => verdicts.replay(p),
             None => statistics_verdict_with_orders(p, rg.leaves, rg.metadata, rg.column_orders),

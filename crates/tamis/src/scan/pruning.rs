@@ -5,12 +5,13 @@
 //! ```text
 //! predicate ─ statistics ─ rows index ─┬─ one coalesced read ─┬─ Bloom ─ dictionary ─► conjuncts left
 //!           (False, or no row, at any level ⇒ Skipped, counted under that level)
-//!           ─ page index ─ sidecar page Blooms ─ rows index ─► candidate rows
+//!           ─ page index ─ sidecar page Blooms ─ ∩ rows index ─► candidate rows
 //! ```
 //!
-//! The row-group levels implement [`crate::prune::level::Level`] and run as two lists, before
-//! and after the one read of the metadata regions they need (page indexes, Bloom filters,
-//! dictionary pages, and on remote sources the filter pages the page index leaves).
+//! Every level implements [`crate::prune::level::Level`]. The row-group levels run as two
+//! lists, before and after the one read of the metadata regions they need (page indexes, Bloom
+//! filters, dictionary pages; what else rides on that read is the I/O plan's decision,
+//! [`super::io_plan`]); the page levels run as a third list on the conjuncts left.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,19 +20,20 @@ use std::time::Instant;
 use crate::column::ColumnChunk;
 use crate::error::Result;
 use crate::expr::{CmpOp, LeafOp, Predicate};
-use crate::index::levels::{narrow_by_page_blooms, page_spans, RowsIndex, Sidecars};
+use crate::index::levels::{PageBloomLevel, RowsIndex, Sidecars};
 use crate::io::Reader;
 use crate::metrics::{add, add_elapsed};
 use crate::prune;
 use crate::prune::bloom::Bloom;
 use crate::prune::dictionary::Dictionaries;
 use crate::prune::level::{self, Level, Outcome, RowGroupView};
+use crate::prune::page_index::PageIndex;
 use crate::prune::statistics::Statistics;
 use crate::selection::Bitmap;
 use crate::values::Values;
 
-use super::pinned::pinned_value;
-use super::row_group::{payload_leaves, speculative_payload, RowGroupJob};
+use super::io_plan::IoPlan;
+use super::row_group::RowGroupJob;
 
 /// What pruning decided for one row group.
 pub(crate) enum Pruned<'a> {
@@ -58,8 +60,9 @@ pub(crate) struct RowGroupPlan<'a> {
 }
 
 /// Prunes the job's row group; `chunk` opens a column chunk of it.
-pub(crate) fn plan<'a, 'b>(
+pub(super) fn plan<'a, 'b>(
     job: &RowGroupJob<'a>,
+    io: &IoPlan<'_, 'a>,
     chunk: &impl Fn(usize) -> ColumnChunk<'b>,
 ) -> Result<Pruned<'b>>
 where
@@ -70,7 +73,6 @@ where
     let rg_meta = file.metadata.row_group(job.rg);
     let rows = rg_meta.num_rows() as usize;
     let leaves = &file.leaves;
-    let use_index = job.pruning.page_index;
     let mut chunks: HashMap<usize, ColumnChunk<'b>> = HashMap::new();
     let t = Instant::now();
     let sidecars = Sidecars {
@@ -145,51 +147,9 @@ where
                     .iter()
                     .filter_map(|c| chunks.get(c).and_then(|ch| ch.dictionary_range())),
             );
-            let index_columns = index_columns(job, &p);
-            // Remote, with the page indexes already in memory (the footer read held them): the
-            // filter columns' pages the page index leaves come in this same read, saving the
-            // round trip of phase one; if Bloom filters or dictionaries then prune the row
-            // group, those bytes were spent for nothing — cheaper than a round trip each time.
-            // Only when this read happens anyway (Bloom filters or dictionaries not in
-            // memory); otherwise phase one is the first round trip and fetches the same pages.
-            let mut pages = Vec::new();
-            if job.reader.source().is_remote()
-                && use_index
-                && !file.all_in_memory(&metadata)
-                && file.indexes_in_memory(job.rg, &index_columns)
-            {
-                file.prefetch(job.rg, &index_columns, &[], &[], job.reader)?;
-                let mut rows_left = prune::page_index::candidates(file, job.rg, &p, use_index);
-                narrow_by_page_blooms(&sidecars, &p, &mut rows_left)?;
-                let filter_columns = p.columns();
-                for &c in &filter_columns {
-                    pages.extend(chunk(c).missing_ranges(&rows_left)?);
-                }
-                pages.extend(speculative_payload(
-                    job,
-                    &filter_columns,
-                    &rows_left,
-                    &chunk,
-                )?);
-            }
-            let fetched = file.prefetch(
-                job.rg,
-                if use_index { &index_columns } else { &[] },
-                &metadata,
-                &pages,
-                job.reader,
-            )?;
-            // Chunks created before the page index was loaded are rebuilt with it, and keep
-            // what this read brought.
-            let mut offered = p.columns();
-            if job.reader.source().is_remote() {
-                offered.extend(payload_leaves(job));
-            }
-            for c in offered {
-                let mut ch = chunk(c);
-                ch.offer(&fetched)?;
-                chunks.insert(c, ch);
-            }
+            let page_rows = || Ok(page_levels(job, &sidecars, &view, &p)?.rows);
+            let fetched = io.metadata(&p, &metadata, page_rows, chunk)?;
+            io.keep(&fetched, &p, chunk, &mut chunks)?;
             // Levels that read those regions: Bloom filters, then dictionaries of the columns
             // whose conjuncts the filters left.
             let blooms = PrefetchedOr {
@@ -226,7 +186,8 @@ where
             }
         }
     };
-    // Candidate rows by the page index alone (for the pages-pruned counts).
+    // Page levels: the page index, then the sidecar's page Bloom filters (which also keep the
+    // page index's rows alone, for the pages-pruned counts).
     let mut by_page_index = None;
     let candidates = match &predicate {
         Predicate::True => {
@@ -236,19 +197,15 @@ where
             Bitmap::new_set(rows)
         }
         p => {
-            let mut candidates = prune::page_index::candidates(file, job.rg, p, use_index);
-            let before = candidates.clone();
-            let narrowed = narrow_by_page_blooms(&sidecars, p, &mut candidates)?;
-            if let Some(blooms) = narrowed {
-                let pruned = blooms
-                    .iter()
-                    .flat_map(|b| page_spans(b, rows))
-                    .filter(|r| before.any_in(r.start, r.end) && !candidates.any_in(r.start, r.end))
-                    .count();
-                add(&m.pages_pruned_index, pruned as u64);
-                by_page_index = Some(before);
-            }
-            candidates
+            let view = RowGroupView {
+                leaves,
+                metadata: rg_meta,
+                column_orders,
+            };
+            let pages = page_levels(job, &sidecars, &view, p)?;
+            add(&m.pages_pruned_index, pages.pruned_by_blooms);
+            by_page_index = pages.by_page_index;
+            pages.rows
         }
     };
     let candidates = match by_rows_index {
@@ -269,16 +226,37 @@ where
     })))
 }
 
-/// Leaf columns whose page indexes row group pruning with `p` loads: `p`'s columns and the
-/// projected leaves (pinned ones are projected without reading a page).
-pub(super) fn index_columns(job: &RowGroupJob<'_>, p: &Predicate) -> Vec<usize> {
-    let leaves = &job.file.leaves;
-    let mut columns = p.columns();
-    columns.extend(
-        (job.needed_leaves.iter().copied())
-            .filter(|&c| pinned_value(job.predicate, &leaves[c]).is_none()),
-    );
-    columns
+/// What the page levels left of a row group.
+struct PageLevels {
+    /// The candidate rows.
+    rows: Bitmap,
+    /// The page index's rows alone, when the sidecar's page Bloom filters narrowed them.
+    by_page_index: Option<Bitmap>,
+    /// Pages of the page index's rows that the page Bloom filters ruled out.
+    pruned_by_blooms: u64,
+}
+
+/// Runs the page levels on `p`: the page index, then the sidecar's page Bloom filters.
+fn page_levels(
+    job: &RowGroupJob<'_>,
+    sidecars: &Sidecars<'_>,
+    view: &RowGroupView<'_>,
+    p: &Predicate,
+) -> Result<PageLevels> {
+    let mut page_index = PageIndex {
+        file: job.file,
+        rg: job.rg,
+        enabled: job.pruning.page_index,
+    };
+    let mut page_blooms = PageBloomLevel::new(sidecars);
+    let mut rows = None;
+    let mut levels: [&mut dyn Level; 2] = [&mut page_index, &mut page_blooms];
+    level::run(&mut levels, view, p, &mut rows)?;
+    Ok(PageLevels {
+        rows: rows.unwrap_or_else(|| Bitmap::new_set(view.metadata.num_rows() as usize)),
+        by_page_index: page_blooms.before,
+        pruned_by_blooms: page_blooms.pages_pruned,
+    })
 }
 
 /// Columns an `=` or `IN` leaf could prune with a Bloom filter.

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! plan (pruning.rs) ─► Skipped, or the conjuncts left and the candidate rows
+//!           (every byte range fetched, local or remote: io_plan.rs)
 //!           ─ filters in the cost model's order (order.rs), each only on rows still alive;
 //!             OR through De Morgan with the negate flag ─► selection
 //!           ─ payload columns: only pages holding a selected row ─► Arrow arrays
@@ -32,9 +33,9 @@ use crate::selection::{Bitmap, Selection};
 
 use super::estimate::Estimates;
 use super::fallback;
+use super::io_plan::{payload_leaves, IoPlan};
 use super::order::{and_filters, or_filters, Filter, FilterKind, Planner};
 use super::pinned::{pinned_value, repeated};
-use super::prefetch;
 use super::pruning::{plan, Pruned, RowGroupPlan};
 use super::Pruning;
 use crate::file::OpenedFile;
@@ -115,6 +116,9 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         )
     };
 
+    // Every byte range this row group fetches is decided by its I/O plan.
+    let io = IoPlan::new(job);
+
     // ── prune ────────────────────────────────────────────────────────────────────────────────
     let column_orders = file
         .metadata
@@ -127,7 +131,7 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         by_page_index,
         mut chunks,
         dicts,
-    } = match plan(job, &chunk)? {
+    } = match plan(job, &io, &chunk)? {
         Pruned::Skipped => return Ok(()),
         Pruned::Plan(plan) => *plan,
     };
@@ -142,42 +146,15 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
         for &c in filter_columns.iter().chain(&payload) {
             chunks.entry(c).or_insert_with(|| chunk(c));
         }
-        // On a remote source, one round trip for every filter column's candidate pages (phase
-        // one; the payload's pages are phase two): later filters need a subset of them, and a
-        // request costs more than the bytes they might have saved.
-        // When the payload pages of all candidate rows cost less than a round trip (a point
-        // lookup the page index narrowed), they come in the same round trip, speculatively.
-        if job.reader.source().is_remote() {
-            let mut ranges = Vec::new();
-            for c in &filter_columns {
-                ranges.extend(chunks[c].missing_ranges(&candidates)?);
-            }
-            if !ranges.is_empty() {
-                ranges.extend(speculative_payload(
-                    job,
-                    &filter_columns,
-                    &candidates,
-                    &chunk,
-                )?);
-            }
-            fetch_into(
-                job.reader,
-                &mut chunks,
-                filter_columns.iter().chain(&payload),
-                &ranges,
-            )?;
-        } else {
-            let estimates = Estimates::new(leaves, rg_meta, column_orders, &dicts);
-            prefetch::filters(
-                job,
-                &chunks,
-                &filter_columns,
-                &payload,
-                &predicate,
-                &candidates,
-                estimates,
-            )?;
-        }
+        io.filters(
+            &mut chunks,
+            &chunk,
+            &filter_columns,
+            &payload,
+            &predicate,
+            &candidates,
+            || Estimates::new(leaves, rg_meta, column_orders, &dicts),
+        )?;
         let mut cx = Filtering {
             chunks: &mut chunks,
             metrics: m,
@@ -213,25 +190,14 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
     // pass them.
     chunks.retain(|c, _| payload.contains(c));
     let sub_page = job.pruning.sub_page_reads && use_index;
-    // On a remote source, one round trip for every payload column's pages holding a survivor.
-    if job.reader.source().is_remote() {
-        let mut ranges = Vec::new();
-        for &c in &payload {
-            let ch = chunks.entry(c).or_insert_with(|| chunk(c));
-            ranges.extend(ch.payload_ranges(&survivors, sub_page)?);
-        }
-        fetch_into(job.reader, &mut chunks, &payload, &ranges)?;
-    } else {
-        prefetch::payload(
-            job,
-            &mut chunks,
-            &chunk,
-            &payload,
-            &filter_columns,
-            &survivors,
-            sub_page,
-        )?;
-    }
+    io.payload(
+        &mut chunks,
+        &chunk,
+        &payload,
+        &filter_columns,
+        &survivors,
+        sub_page,
+    )?;
     let fields = file.schema().fields();
     // The type each read column is decoded to (its file's, or the view the output asks for).
     let targets: Vec<&DataType> = (job.output.read.iter())
@@ -575,63 +541,4 @@ fn complement(within: &Bitmap, rows: &Bitmap) -> Bitmap {
     let mut out = within.clone();
     out.and_not_inplace(rows);
     out
-}
-
-/// Reads `ranges` in one batch (no request when empty) and hands the bytes to the chunks of
-/// `columns`.
-fn fetch_into<'c, 'a: 'c>(
-    reader: &Reader,
-    chunks: &mut HashMap<usize, ColumnChunk<'a>>,
-    columns: impl IntoIterator<Item = &'c usize>,
-    ranges: &[std::ops::Range<u64>],
-) -> Result<()> {
-    if ranges.is_empty() {
-        return Ok(());
-    }
-    let fetched = reader.read_ranges(ranges)?;
-    for c in columns {
-        if let Some(ch) = chunks.get_mut(c) {
-            ch.offer(&fetched)?;
-        }
-    }
-    Ok(())
-}
-
-/// The payload pages holding any of `rows`, when together they cost less than a round trip
-/// (else none: phase two fetches the survivors' pages).
-pub(super) fn speculative_payload<'a>(
-    job: &RowGroupJob<'a>,
-    filter_columns: &[usize],
-    rows: &Bitmap,
-    chunk: &impl Fn(usize) -> ColumnChunk<'a>,
-) -> Result<Vec<std::ops::Range<u64>>> {
-    let mut ranges = Vec::new();
-    for c in payload_leaves(job) {
-        if !filter_columns.contains(&c) {
-            ranges.extend(chunk(c).missing_ranges(rows)?);
-        }
-    }
-    let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-    let affordable = bytes <= job.reader.source().profile().round_trip_bytes();
-    Ok(if affordable { ranges } else { Vec::new() })
-}
-
-/// Leaf columns the projection reads with tamis's own decoders (flat, native types).
-pub(super) fn payload_leaves(job: &RowGroupJob<'_>) -> Vec<usize> {
-    let leaves = &job.file.leaves;
-    let fields = job.file.schema().fields();
-    job.output
-        .read
-        .iter()
-        .filter_map(|&root| leaves.iter().find(|l| l.root == root && !l.nested))
-        .filter(|l| {
-            is_native(
-                l,
-                job.output
-                    .read_type(l.root, fields[l.root].data_type(), job.schema),
-            )
-        })
-        .filter(|l| pinned_value(job.predicate, l).is_none())
-        .map(|l| l.index)
-        .collect()
 }
