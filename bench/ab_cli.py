@@ -94,6 +94,7 @@ def main():
     ap.add_argument("--rows", type=int, default=None)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--queries", help="comma-separated query names to run (default: all)")
     args = ap.parse_args()
     builds = {"before": args.before, "after": args.after}
     stats = os.path.join(tempfile.mkdtemp(), "stats.json")
@@ -111,6 +112,9 @@ def main():
                    if args.suite == "lineitem" else suite_queries(args))
         jobs = [(q[0], lambda b, q=q: (scan_command(b, q, args.threads, stats), stats))
                 for q in queries]
+    if args.queries:
+        wanted = args.queries.split(",")
+        jobs = [j for j in jobs if j[0] in wanted]
     what = "wall ms" if args.suite == "tpch-sql" else "scan ms"
     print(f"Suite `{args.suite}`, {args.threads} thread(s), medians of {args.runs}, "
           "builds interleaved\n")

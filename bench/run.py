@@ -266,8 +266,12 @@ def worker(args) -> None:
         else:
             engines[n] = ENGINES[n](threads)
 
-    # The tpch suite's floor (see engines.Floor): one thread, warm cache, beside the engines.
-    floor = Floor(args.rowfilter) if args.rowfilter and threads == 1 and "tpch" in suites else None
+    # The floor of the tpch and selectivity suites (see engines.Floor): one thread, warm cache,
+    # beside the engines.
+    FLOOR_SUITES = ("tpch", "selectivity")
+    floor = (Floor(args.rowfilter)
+             if args.rowfilter and threads == 1 and any(s in FLOOR_SUITES for s in suites)
+             else None)
     results = []
     for suite in suites:
         if suite == "remote":  # its own engines (S3 clients), server and measures
@@ -333,7 +337,7 @@ def worker(args) -> None:
                             io[n].append(out.read_bytes)
                         elif before is not None and after is not None:
                             io[n].append(after - before)
-                if floor is not None and suite == "tpch" and cache == "warm":
+                if floor is not None and suite in FLOOR_SUITES and cache == "warm":
                     floor.run(q)  # warm-up
                     floor_ms = [floor.run(q).ns / 1e6 for _ in range(args.runs)]
                     results.append({"suite": suite, "query": q.name, "engine": "floor",

@@ -220,5 +220,12 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
         ms(m.time_payload_ns),
         ms(m.time_total_ns)
     );
+    let _ = writeln!(
+        s,
+        "  of which waiting for reads {}, decompressing pages {}; the rest decodes, evaluates, \
+         builds arrays",
+        ms(m.time_read_ns),
+        ms(m.time_decompress_ns)
+    );
     s
 }

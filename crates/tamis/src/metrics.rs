@@ -83,6 +83,12 @@ pub struct ScanMetrics {
     /// Reading and decoding the selected rows of the projected columns, in nanoseconds
     /// summed over row groups.
     pub time_payload_ns: u64,
+    /// Of the row groups' time, waiting for reads (after the footers), in nanoseconds summed
+    /// over threads.
+    pub time_read_ns: u64,
+    /// Of the row groups' time, decompressing pages, in nanoseconds summed over threads (pages
+    /// read through the `parquet` crate's reader, for unusual columns, are not counted).
+    pub time_decompress_ns: u64,
     /// Wall-clock time from the start of the scan's stream to its end, in nanoseconds. The
     /// other `time_*` counters add up row groups that run in parallel and can exceed it.
     pub time_total_ns: u64,
@@ -169,6 +175,8 @@ collector!(
     time_prune_ns,
     time_filter_ns,
     time_payload_ns,
+    time_read_ns,
+    time_decompress_ns,
     time_total_ns,
 );
 

@@ -770,3 +770,48 @@ fn bad_predicates_are_reported() {
         ),
     }
 }
+
+/// `explain`'s breakdown: the time spent waiting for reads and decompressing pages is counted,
+/// and decompression only where pages are compressed.
+#[test]
+fn read_and_decompression_times_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    // Larger than the tail an open reads (whose bytes need no read later).
+    let rows = 400_000i64;
+    let b = batch(vec![
+        ("k", Arc::new(Int64Array::from_iter_values(0..rows)), false),
+        (
+            "v",
+            Arc::new(Int64Array::from_iter_values(
+                (0..rows).map(|i| i * 7 % 1000),
+            )),
+            false,
+        ),
+    ]);
+    for (name, codec) in [
+        ("snappy.parquet", parquet::basic::Compression::SNAPPY),
+        ("plain.parquet", parquet::basic::Compression::UNCOMPRESSED),
+    ] {
+        let path = tmp(&dir, name);
+        let props = WriterProperties::builder()
+            .set_compression(codec)
+            .set_dictionary_enabled(false)
+            .build();
+        let mut w =
+            ArrowWriter::try_new(File::create(&path).unwrap(), b.schema(), Some(props)).unwrap();
+        w.write(&b).unwrap();
+        w.close().unwrap();
+        let m = expect(&path, "v < 3", |b| {
+            lt(col(b, "v"), &Int64Array::new_scalar(3)).unwrap()
+        });
+        assert!(m.time_read_ns > 0, "{name}: no read time counted: {m:?}");
+        if codec == parquet::basic::Compression::UNCOMPRESSED {
+            assert_eq!(m.time_decompress_ns, 0, "{name}: {m:?}");
+        } else {
+            assert!(
+                m.time_decompress_ns > 0,
+                "{name}: no decompression counted: {m:?}"
+            );
+        }
+    }
+}

@@ -171,7 +171,9 @@ impl<'a> ChunkPages<'a> {
             return Ok(page);
         }
         let mut snappy = self.snappy.get();
+        let t = std::time::Instant::now();
         let page = inflate(page, self.meta.compression(), sizes, &mut snappy);
+        self.reader.count_inflate(t);
         self.snappy.set(snappy);
         page
     }

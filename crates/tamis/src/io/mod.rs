@@ -138,13 +138,18 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
     }
 }
 
-/// Bytes and requests of one scan (or one open), shared by its readers.
+/// Bytes and requests of one scan (or one open), shared by its readers, and the time the
+/// storage path took: waiting for reads, and inflating the pages they brought.
 #[derive(Debug, Default)]
 pub struct IoStats {
     /// Bytes read.
     pub bytes: AtomicU64,
     /// Requests issued (system calls on local files, GETs on object stores).
     pub requests: AtomicU64,
+    /// Nanoseconds spent in reads, summed over threads.
+    pub read_ns: AtomicU64,
+    /// Nanoseconds spent decompressing pages, summed over threads.
+    pub inflate_ns: AtomicU64,
 }
 
 /// A scan's view of a source: counts into the scan's [`IoStats`] and honours its cancellation.
@@ -225,6 +230,12 @@ impl Reader {
     /// The file's path or URL.
     pub fn location(&self) -> &str {
         self.source.location()
+    }
+
+    /// Counts the time since `start` as page decompression (see [`IoStats::inflate_ns`]).
+    pub(crate) fn count_inflate(&self, start: std::time::Instant) {
+        let ns = start.elapsed().as_nanos() as u64;
+        self.stats.inflate_ns.fetch_add(ns, Relaxed);
     }
 
     /// The gap below which neighbouring ranges are read as one.
@@ -342,7 +353,11 @@ impl Reader {
         if self.cancel.load(Relaxed) {
             return Err(cancelled());
         }
-        let pieces = self.source.read_ranges(ranges, &self.cancel)?;
+        let t = std::time::Instant::now();
+        let pieces = self.source.read_ranges(ranges, &self.cancel);
+        let ns = t.elapsed().as_nanos() as u64;
+        self.stats.read_ns.fetch_add(ns, Relaxed);
+        let pieces = pieces?;
         for (r, p) in ranges.iter().zip(&pieces) {
             if p.len() as u64 != r.end - r.start {
                 return Err(Error::corrupt(format!(

@@ -134,6 +134,8 @@ impl ScanStream {
         let mut s = self.shared.metrics.snapshot();
         s.bytes_read = self.shared.io.bytes.load(Relaxed);
         s.requests = self.shared.io.requests.load(Relaxed);
+        s.time_read_ns = self.shared.io.read_ns.load(Relaxed);
+        s.time_decompress_ns = self.shared.io.inflate_ns.load(Relaxed);
         s.filter_order = self.shared.planner.report();
         s.warnings = self.shared.metrics.warnings();
         s
