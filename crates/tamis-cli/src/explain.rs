@@ -179,6 +179,13 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
             pct(m.pages_read_partially, p)
         );
     }
+    if m.pages_cache_hits + m.pages_cache_misses > 0 {
+        let _ = writeln!(
+            s,
+            "  from the page cache:   {:>8} (decompressed already; {} missed, read and kept)",
+            m.pages_cache_hits, m.pages_cache_misses
+        );
+    }
     let r = m.rows_total;
     let _ = writeln!(s, "rows: {r} total");
     let _ = writeln!(

@@ -296,6 +296,11 @@ pub struct SqlArgs {
     /// Do not push join keys into the scans (runtime filters): same rows, more read.
     #[arg(long)]
     pub no_runtime_filters: bool,
+    /// Keep up to SIZE of decompressed pages in memory while the query runs, so that scans of
+    /// the same pages (a table scanned twice, as in TPC-H Q17) decompress each once (e.g.
+    /// 2GiB; default: off).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub page_cache: Option<usize>,
     /// Also run statements, not only queries: DDL (CREATE EXTERNAL TABLE, CREATE VIEW, DROP…),
     /// DML (INSERT, COPY … TO) and SET; they may read and write any local file.
     #[arg(long)]

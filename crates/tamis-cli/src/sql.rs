@@ -13,6 +13,9 @@ use crate::query::open_writer;
 use crate::{CliError, CliResult, Format, SqlArgs};
 
 pub fn run(args: &SqlArgs) -> CliResult<()> {
+    if let Some(bytes) = args.page_cache {
+        tamis::cache::set_page_cache_bytes(bytes as u64);
+    }
     if matches!(args.format, Format::Parquet | Format::Arrow) && args.output.is_none() {
         return Err(CliError::msg(
             "this --format writes a binary file: give it a path with --output FILE",

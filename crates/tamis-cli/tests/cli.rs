@@ -774,7 +774,11 @@ fn sql_joins_tables_of_a_directory_with_and_without_runtime_filters() {
         .collect();
     let query = "SELECT o_orderpriority, count(*) AS n FROM orders JOIN lineitem \
                  ON l_orderkey = o_orderkey WHERE l_shipmode = 'AIR' GROUP BY 1 ORDER BY 1";
-    for extra in [&[][..], &["--no-runtime-filters"][..]] {
+    for extra in [
+        &[][..],
+        &["--no-runtime-filters"][..],
+        &["--page-cache", "64MiB"][..],
+    ] {
         let mut args = vec![
             "sql",
             query,

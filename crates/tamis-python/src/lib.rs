@@ -482,6 +482,23 @@ impl ArrowStream {
 }
 
 /// Scans to the end and returns the batches as one stream (the Python side makes a Table).
+/// Sets the process-wide page cache's budget in bytes (`0`: off); see `tamis::cache`.
+#[pyfunction]
+fn set_page_cache_bytes(bytes: u64) {
+    tamis::cache::set_page_cache_bytes(bytes);
+}
+
+/// The page cache's budget, contents and counts, as JSON.
+#[pyfunction]
+fn page_cache_stats_json(py: Python<'_>) -> PyResult<String> {
+    serde_json::to_string(&tamis::cache::page_cache_stats()).map_err(|e| {
+        to_py_err(
+            py,
+            Error::internal(format!("cannot serialize the page cache's stats: {e}")),
+        )
+    })
+}
+
 #[pyfunction]
 fn scan_all(py: Python<'_>, path: String, options: Request) -> PyResult<ArrowStream> {
     let stream = py
@@ -835,6 +852,8 @@ fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DATAFUSION_FFI_MAJOR", foreign_table::ffi_major())?;
     m.add_class::<ArrowStream>()?;
     m.add_class::<PyDataset>()?;
+    m.add_function(wrap_pyfunction!(set_page_cache_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(page_cache_stats_json, m)?)?;
     m.add_function(wrap_pyfunction!(scan_all, m)?)?;
     m.add_function(wrap_pyfunction!(scan_stream, m)?)?;
     m.add_function(wrap_pyfunction!(scan_files, m)?)?;

@@ -21,6 +21,7 @@
 //! expr/      predicates: SQL → Expr → bound Predicate (negation normal form), evaluation
 //! file/      an opened Parquet file: footer, page indexes, page headers, the Thrift guard
 //! schema.rs  leaf columns and their value domains
+//! cache/     the page cache: decompressed pages kept across scans, keyed by file identity
 //! io/        byte sources (local files, object stores), listings, a scan's counted reader
 //! metrics.rs, budget.rs, values.rs, selection.rs   what a scan did, memory, values, bitmaps
 //! kernels/   bit-parallel select, gathers: BMI2 / AVX-512 / portable, dispatched at run time
@@ -71,6 +72,7 @@
 //! Modules marked hidden are public only for tamis's own crates (the fuzzer, the benchmarks,
 //! the CLI's `kernels` command) and may change at any time.
 #![warn(unreachable_pub, missing_docs)]
+pub mod cache;
 pub mod dataset;
 pub mod expr;
 #[doc(hidden)]

@@ -53,6 +53,12 @@ pub struct ScanMetrics {
     /// Payload pages read by the 4 KiB blocks holding their selected rows, not whole
     /// (uncompressed PLAIN pages of fixed-width columns).
     pub pages_read_partially: u64,
+    /// Pages served by the page cache, decompressed already: neither read nor decompressed
+    /// ([`crate::cache`]; not counted in `pages_read`).
+    pub pages_cache_hits: u64,
+    /// Pages of compressed chunks the page cache, when on, did not hold: read, decompressed
+    /// and kept.
+    pub pages_cache_misses: u64,
     /// Rows of the row groups counted in `row_groups_total`.
     pub rows_total: u64,
     /// Rows left after row-group and page pruning (evaluated by the filters).
@@ -162,6 +168,8 @@ collector!(
     pages_skipped_payload,
     pages_read,
     pages_read_partially,
+    pages_cache_hits,
+    pages_cache_misses,
     rows_total,
     rows_candidate,
     rows_selected,

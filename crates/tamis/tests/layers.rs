@@ -15,6 +15,7 @@ const LAYERS: &[&str] = &[
     "budget",    // the memory budget
     "metrics",   // what a scan did
     "io",        // byte sources: local files, object stores, listings
+    "cache",     // decompressed pages kept across scans
     "schema",    // leaf columns and their value domains
     "file",      // an opened Parquet file: footer, page indexes, page headers, Thrift guard
     "expr",      // predicates: SQL text → bound, simplified predicates

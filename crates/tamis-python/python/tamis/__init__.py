@@ -486,8 +486,27 @@ def sql(query: str, tables: Mapping[str, PathLike], *,
     return pa.RecordBatchReader.from_stream(stream).read_all()
 
 
+def set_page_cache(size: Union[int, str, None]) -> None:
+    """Keeps up to ``size`` (bytes, or a string such as ``"2GiB"``) of decompressed pages in
+    memory for every later scan of this process — ``scan``, ``Dataset``, ``sql`` — so that scans
+    of the same pages (repeated queries, a table scanned twice in one query) decompress each page
+    once. ``0`` or ``None`` turns it off (the default); each call empties it. A changed file is
+    never served from it: pages are keyed by the file's identity (size, mtime, inode, ctime; an
+    object's ETag)."""
+    n = 0 if size in (None, 0) else _size(size)
+    _tamis.set_page_cache_bytes(n)
+
+
+def page_cache_stats() -> Dict[str, int]:
+    """The page cache's budget and bytes held (``budget_bytes``, ``bytes``), pages held
+    (``pages``), and lookups since the process started (``hits``, ``misses``)."""
+    return json.loads(_tamis.page_cache_stats_json())
+
+
 __all__ = [
     "ScanOptions",
+    "set_page_cache",
+    "page_cache_stats",
     "Dataset",
     "scan",
     "scan_batches",

@@ -24,6 +24,7 @@ use parquet::basic::Compression;
 
 use super::inflate::{inflate, SnappyChoice};
 use crate::budget::Budget;
+use crate::cache::{page_cache, FileKey, PageCache};
 use crate::error::{Error, Result};
 use crate::file::thrift_guard::{page_sizes, PageSizes};
 use crate::io::{FetchedRanges, Reader};
@@ -84,6 +85,8 @@ pub(crate) struct ChunkPages<'a> {
     budget: &'a Budget,
     /// The chunk's Snappy decoder, chosen on its first pages.
     snappy: std::cell::Cell<SnappyChoice>,
+    /// The page cache and this file's key in it, for a compressed chunk when the cache is on.
+    cache: Option<(Arc<PageCache>, Arc<FileKey>)>,
 }
 
 impl<'a> ChunkPages<'a> {
@@ -137,6 +140,52 @@ impl<'a> ChunkPages<'a> {
             headers_checked: false,
             budget,
             snappy: Default::default(),
+            cache: None,
+        }
+        .with_cache()
+    }
+
+    /// Uses the page cache for a compressed chunk, when the cache is on.
+    fn with_cache(mut self) -> Self {
+        if self.stored.is_some() {
+            self.cache = page_cache().map(|c| {
+                let key = FileKey::new(self.reader.location(), self.reader.source().identity());
+                (c, key)
+            });
+        }
+        self
+    }
+
+    /// The decompressed page at `offset`, when the page cache holds it (counted).
+    fn cached(&self, offset: u64) -> Option<Page> {
+        let (cache, file) = self.cache.as_ref()?;
+        let page = cache.get(file, offset);
+        self.reader.count_cache_lookup(page.is_some());
+        page
+    }
+
+    /// Whether the page cache holds the page at `offset` (not counted: for planning reads).
+    fn holds(&self, offset: u64) -> bool {
+        self.cache
+            .as_ref()
+            .is_some_and(|(cache, file)| cache.contains(file, offset))
+    }
+
+    /// A dictionary page at `offset` kept like [`Self::keep`] (anything else found where the
+    /// dictionary should be is not kept: the visitor reports it).
+    fn keep_dictionary(&self, offset: u64, page: Page) -> Page {
+        match page {
+            Page::DictionaryPage { .. } => self.keep(offset, page),
+            other => other,
+        }
+    }
+
+    /// `page` (decompressed, at `offset`) kept in the page cache when it is on; the page to
+    /// use in its place.
+    fn keep(&self, offset: u64, page: Page) -> Page {
+        match &self.cache {
+            Some((cache, file)) => cache.keep(file, offset, page),
+            None => page,
         }
     }
 
@@ -327,7 +376,7 @@ impl<'a> ChunkPages<'a> {
         };
         let mut out = Vec::new();
         if dictionary && !self.dictionary_fetched {
-            out.extend(self.dictionary_range()?);
+            out.extend(self.dictionary_range()?.filter(|r| !self.holds(r.start)));
         }
         for &i in wanted {
             if let Some(l) = oi.page_locations().get(i) {
@@ -336,6 +385,7 @@ impl<'a> ChunkPages<'a> {
                     if start >= chunk.start
                         && end <= chunk.end
                         && self.fetched.slice(start..end).is_none()
+                        && !self.holds(start)
                     {
                         out.push(start..end);
                     }
@@ -360,6 +410,10 @@ impl<'a> ChunkPages<'a> {
         let Some(range) = self.dictionary_range()? else {
             return Ok(false);
         };
+        if let Some(page) = self.cached(range.start) {
+            visitor.dictionary(page)?;
+            return Ok(true);
+        }
         if !self.dictionary_fetched {
             let bytes = self.reader.read_range(range.clone())?;
             self.fetched.extend([(range.start, bytes)]);
@@ -374,7 +428,10 @@ impl<'a> ChunkPages<'a> {
             _ => return Ok(false),
         }
         match guard(|| pages.get_next_page())? {
-            Some(page) => visitor.dictionary(self.inflate(page, sizes.as_ref())?)?,
+            Some(page) => {
+                let page = self.inflate(page, sizes.as_ref())?;
+                visitor.dictionary(self.keep_dictionary(range.start, page))?
+            }
             None => return Ok(false),
         }
         Ok(true)
@@ -403,8 +460,13 @@ impl<'a> ChunkPages<'a> {
         } else {
             None
         };
+        // Pages the page cache holds need neither their bytes nor decompression.
+        let dict_hit = dict_range.as_ref().and_then(|r| self.cached(r.start));
+        let mut hits: Vec<Option<Page>> = Vec::with_capacity(wanted.len());
         let mut ranges = Vec::with_capacity(wanted.len() + 1);
-        if let Some(r) = dict_range.clone().filter(|_| !self.dictionary_fetched) {
+        if let Some(r) =
+            (dict_range.clone()).filter(|_| !self.dictionary_fetched && dict_hit.is_none())
+        {
             ranges.push(r);
         }
         for &i in wanted {
@@ -414,9 +476,11 @@ impl<'a> ChunkPages<'a> {
             let start = l.offset as u64;
             match start.checked_add(l.compressed_page_size.max(0) as u64) {
                 Some(end) if start >= chunk.start && end <= chunk.end => {
-                    if self.fetched.slice(start..end).is_none() {
+                    let hit = self.cached(start);
+                    if hit.is_none() && self.fetched.slice(start..end).is_none() {
                         ranges.push(start..end)
                     }
+                    hits.push(hit);
                 }
                 _ => {
                     return Err(Error::corrupt(format!(
@@ -430,42 +494,60 @@ impl<'a> ChunkPages<'a> {
             self.fetched.extend(fetched.into_pieces());
         }
         let mut dict_sizes = None;
-        if let Some(r) = &dict_range {
+        if let Some(r) = dict_range.as_ref().filter(|_| dict_hit.is_none()) {
             self.dictionary_fetched = true;
             dict_sizes = self.check_page_header(r.clone())?;
         }
         let mut sizes = Vec::with_capacity(wanted.len());
-        for &i in wanted {
+        for (&i, hit) in wanted.iter().zip(&hits) {
             let l = &locs[i];
             let start = l.offset as u64;
-            sizes.push(
-                self.check_page_header(start..start + l.compressed_page_size.max(0) as u64)
+            sizes.push(match hit {
+                Some(_) => None,
+                None => self
+                    .check_page_header(start..start + l.compressed_page_size.max(0) as u64)
                     .map_err(|e| e.in_page(i))?,
-            );
+            });
         }
         let mut pages = self.page_reader()?;
-        if self.dictionary_range()?.is_some() {
+        if let Some(r) = self.dictionary_range()? {
             // The page reader starts at the chunk start, with the dictionary page; skipping it
             // reads nothing.
-            match dict_range {
-                Some(_) => {
+            match (&dict_range, dict_hit) {
+                (Some(_), Some(page)) => {
+                    guard(|| pages.skip_next_page())?;
+                    visitor.dictionary(page)?;
+                }
+                (Some(_), None) => {
                     if let Some(page) = guard(|| pages.get_next_page())? {
-                        visitor.dictionary(self.inflate(page, dict_sizes.as_ref())?)?;
+                        let page = self.inflate(page, dict_sizes.as_ref())?;
+                        visitor.dictionary(self.keep_dictionary(r.start, page))?;
                     }
                 }
-                None => guard(|| pages.skip_next_page())?,
+                (None, _) => guard(|| pages.skip_next_page())?,
             }
         }
-        let mut want = wanted.iter().zip(&sizes).peekable();
-        for i in 0..=last {
-            if let Some((_, page_sizes)) = want.next_if(|(&w, _)| w == i) {
-                let page = guard(|| pages.get_next_page())?.ok_or_else(|| {
-                    Error::corrupt(format!("page {i} announced by the offset index is missing"))
-                })?;
-                let page = self
-                    .inflate(page, page_sizes.as_ref())
-                    .map_err(|e| e.in_page(i))?;
-                add(&metrics.pages_read, 1);
+        let mut want = wanted.iter().zip(sizes.iter().zip(hits)).peekable();
+        for (i, location) in locs.iter().enumerate().take(last + 1) {
+            if let Some((_, (page_sizes, hit))) = want.next_if(|(&w, _)| w == i) {
+                let page = match hit {
+                    Some(page) => {
+                        guard(|| pages.skip_next_page())?;
+                        page
+                    }
+                    None => {
+                        let page = guard(|| pages.get_next_page())?.ok_or_else(|| {
+                            Error::corrupt(format!(
+                                "page {i} announced by the offset index is missing"
+                            ))
+                        })?;
+                        let page = self
+                            .inflate(page, page_sizes.as_ref())
+                            .map_err(|e| e.in_page(i))?;
+                        add(&metrics.pages_read, 1);
+                        self.keep(location.offset as u64, page)
+                    }
+                };
                 visitor.page(i, page).map_err(|e| e.in_page(i))?;
             } else {
                 guard(|| pages.skip_next_page())?;

@@ -150,6 +150,10 @@ pub struct IoStats {
     pub read_ns: AtomicU64,
     /// Nanoseconds spent decompressing pages, summed over threads.
     pub inflate_ns: AtomicU64,
+    /// Pages served by the page cache (neither read nor decompressed).
+    pub cache_hits: AtomicU64,
+    /// Pages of cached chunks the page cache did not hold (read, decompressed and kept).
+    pub cache_misses: AtomicU64,
 }
 
 /// A scan's view of a source: counts into the scan's [`IoStats`] and honours its cancellation.
@@ -236,6 +240,16 @@ impl Reader {
     pub(crate) fn count_inflate(&self, start: std::time::Instant) {
         let ns = start.elapsed().as_nanos() as u64;
         self.stats.inflate_ns.fetch_add(ns, Relaxed);
+    }
+
+    /// Counts a page cache lookup (see [`IoStats::cache_hits`]).
+    pub(crate) fn count_cache_lookup(&self, hit: bool) {
+        let counter = if hit {
+            &self.stats.cache_hits
+        } else {
+            &self.stats.cache_misses
+        };
+        counter.fetch_add(1, Relaxed);
     }
 
     /// The gap below which neighbouring ranges are read as one.

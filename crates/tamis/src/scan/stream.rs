@@ -136,6 +136,8 @@ impl ScanStream {
         s.requests = self.shared.io.requests.load(Relaxed);
         s.time_read_ns = self.shared.io.read_ns.load(Relaxed);
         s.time_decompress_ns = self.shared.io.inflate_ns.load(Relaxed);
+        s.pages_cache_hits = self.shared.io.cache_hits.load(Relaxed);
+        s.pages_cache_misses = self.shared.io.cache_misses.load(Relaxed);
         s.filter_order = self.shared.planner.report();
         s.warnings = self.shared.metrics.warnings();
         s

@@ -1,0 +1,303 @@
+//! Decompressed pages kept in memory across scans: the memory tier of paper 000's IO cache.
+//!
+//! A page of a compressed column chunk is kept after its first decompression — decompressed but
+//! still encoded (dictionary codes bit-packed, PLAIN values, levels), exactly as the page reader
+//! hands it to the decoders — so a later scan of the same page neither reads its bytes nor
+//! decompresses them, and every in-place kernel runs on it unchanged. On the needle queries of
+//! the `selectivity` suite reads and decompression are 90 % of the time (`BENCHMARKS.md`).
+//!
+//! ```text
+//! ColumnChunk wants page p ─► key (file location, file identity, p's offset)
+//!     hit  ─► the cached page: no read, no decompression
+//!     miss ─► read, decompress ─► copied into a buffer of its exact size, kept, handed on
+//! ```
+//!
+//! **Never stale.** The key holds the file's [`Identity`] as the scan opened it — length, mtime,
+//! and for local files device, inode and ctime (an in-place rewrite of the same size moves the
+//! ctime; a replacement changes the inode); for objects the ETag. A changed file is another
+//! key, so its old pages are never served; they age out.
+//!
+//! **Bounded.** One process-wide cache with a byte budget ([`set_page_cache_bytes`], or the
+//! [`PAGE_CACHE_ENV`] environment variable; `0`, the default in this release, turns it off), evicted by `quick_cache`'s CLOCK-PRO, under which
+//! pages read once by a large scan leave before pages read again. Uncompressed chunks are not
+//! cached: the operating system's page cache already holds their bytes, and sub-page reads skip
+//! what a scan does not need.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, RwLock};
+
+use parquet::column::page::Page;
+use quick_cache::sync::Cache;
+use quick_cache::Weighter;
+
+use crate::io::Identity;
+
+/// Which version of which file a page belongs to.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct FileKey {
+    location: String,
+    identity: Identity,
+}
+
+impl FileKey {
+    pub(crate) fn new(location: &str, identity: &Identity) -> Arc<FileKey> {
+        Arc::new(FileKey {
+            location: location.to_string(),
+            identity: identity.clone(),
+        })
+    }
+}
+
+/// A page: its file's version and its offset in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PageKey {
+    file: Arc<FileKey>,
+    offset: u64,
+}
+
+/// A page's weight: its bytes, and its key and bookkeeping.
+#[derive(Clone)]
+struct PageWeight;
+
+/// Bytes an entry costs beyond its page's buffer (key, page fields, the cache's slot).
+const ENTRY_OVERHEAD: u64 = 256;
+
+impl Weighter<PageKey, Page> for PageWeight {
+    fn weight(&self, key: &PageKey, page: &Page) -> u64 {
+        (page.buffer().len() + key.file.location.len()) as u64 + ENTRY_OVERHEAD
+    }
+}
+
+/// The process-wide page cache.
+pub(crate) struct PageCache {
+    pages: Cache<PageKey, Page, PageWeight>,
+    budget: u64,
+}
+
+/// Pages are about this large on average, for the cache's table sizing.
+const TYPICAL_PAGE: u64 = 256 << 10;
+
+impl PageCache {
+    fn new(budget: u64) -> PageCache {
+        let items = (budget / TYPICAL_PAGE).clamp(16, 1 << 20) as usize;
+        PageCache {
+            pages: Cache::with_weighter(items, budget, PageWeight),
+            budget,
+        }
+    }
+
+    /// The page of `file` at `offset`, if kept.
+    pub(crate) fn get(&self, file: &Arc<FileKey>, offset: u64) -> Option<Page> {
+        let key = PageKey {
+            file: file.clone(),
+            offset,
+        };
+        let page = self.pages.get(&key);
+        let counter = if page.is_some() { &HITS } else { &MISSES };
+        counter.fetch_add(1, Relaxed);
+        page
+    }
+
+    /// Whether the page of `file` at `offset` is kept (not counted as a lookup).
+    pub(crate) fn contains(&self, file: &Arc<FileKey>, offset: u64) -> bool {
+        let key = PageKey {
+            file: file.clone(),
+            offset,
+        };
+        self.pages.contains_key(&key)
+    }
+
+    /// Keeps `page` (decompressed) of `file` at `offset`, copied into a buffer of its exact
+    /// size (a decompression buffer may be larger, and is lent to the next page when the
+    /// caller drops it); returns the copy, to be used in its place.
+    pub(crate) fn keep(&self, file: &Arc<FileKey>, offset: u64, page: Page) -> Page {
+        let mut copy = page.clone();
+        let exact = bytes::Bytes::copy_from_slice(page.buffer());
+        match &mut copy {
+            Page::DataPage { buf, .. }
+            | Page::DataPageV2 { buf, .. }
+            | Page::DictionaryPage { buf, .. } => *buf = exact,
+        }
+        let key = PageKey {
+            file: file.clone(),
+            offset,
+        };
+        // A page larger than the whole budget would only flush the rest.
+        if PageWeight.weight(&key, &copy) <= self.budget {
+            self.pages.insert(key, copy.clone());
+        }
+        copy
+    }
+}
+
+static CACHE: RwLock<Option<Arc<PageCache>>> = RwLock::new(None);
+/// Whether the cache was configured (by a call, or from `TAMIS_PAGE_CACHE` at first use).
+static CONFIGURED: std::sync::Once = std::sync::Once::new();
+static HITS: AtomicU64 = AtomicU64::new(0);
+static MISSES: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the page cache's budget in bytes, emptying it; `0` turns it off (the default).
+///
+/// The cache is process-wide: every scan after this call uses it, and scans of the same pages —
+/// a query's two scans of one table, the partitions of one DataFusion or Spark scan, repeated
+/// queries — decompress each page once while it stays cached.
+pub fn set_page_cache_bytes(bytes: u64) {
+    CONFIGURED.call_once(|| {});
+    let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
+    *cache = (bytes > 0).then(|| Arc::new(PageCache::new(bytes)));
+}
+
+/// The environment variable that sets the budget of a process that does not
+/// ([`set_page_cache_bytes`]): bytes, or a size such as `2GiB` (`K`, `M`, `G`, `T`, with or
+/// without `iB`/`B`: binary multiples). Unset, empty or unreadable: off.
+pub const PAGE_CACHE_ENV: &str = "TAMIS_PAGE_CACHE";
+
+/// A size as [`PAGE_CACHE_ENV`] takes it.
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let n: u64 = text[..digits].parse().ok()?;
+    let unit = text[digits..].trim().to_ascii_uppercase();
+    let unit = unit.trim_end_matches("IB").trim_end_matches('B');
+    let shift = match unit {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
+}
+
+/// What the page cache holds and has served since the process started.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PageCacheStats {
+    /// The budget in bytes (`0`: off).
+    pub budget_bytes: u64,
+    /// Bytes held (pages, keys and bookkeeping).
+    pub bytes: u64,
+    /// Pages held.
+    pub pages: u64,
+    /// Lookups that found their page.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+}
+
+/// The page cache's budget, contents and counts.
+pub fn page_cache_stats() -> PageCacheStats {
+    let cache = CACHE.read().unwrap_or_else(|e| e.into_inner());
+    let (budget_bytes, bytes, pages) = match cache.as_ref() {
+        Some(c) => (c.budget, c.pages.weight(), c.pages.len() as u64),
+        None => (0, 0, 0),
+    };
+    PageCacheStats {
+        budget_bytes,
+        bytes,
+        pages,
+        hits: HITS.load(Relaxed),
+        misses: MISSES.load(Relaxed),
+    }
+}
+
+/// The page cache, when on.
+pub(crate) fn page_cache() -> Option<Arc<PageCache>> {
+    CONFIGURED.call_once(|| {
+        let bytes = std::env::var(PAGE_CACHE_ENV)
+            .ok()
+            .and_then(|v| parse_size(&v))
+            .unwrap_or(0);
+        let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
+        *cache = (bytes > 0).then(|| Arc::new(PageCache::new(bytes)));
+    });
+    CACHE.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use parquet::basic::Encoding;
+
+    fn page(bytes: &[u8]) -> Page {
+        Page::DataPage {
+            buf: Bytes::copy_from_slice(bytes),
+            num_values: bytes.len() as u32,
+            encoding: Encoding::PLAIN,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        }
+    }
+
+    fn identity(len: u64, modified_ns: i64) -> Identity {
+        Identity {
+            len,
+            etag: None,
+            modified_ns: Some(modified_ns),
+            stamp: None,
+        }
+    }
+
+    #[test]
+    fn a_page_is_found_under_its_file_version_only() {
+        let cache = PageCache::new(1 << 20);
+        let v1 = FileKey::new("a.parquet", &identity(100, 1));
+        let v2 = FileKey::new("a.parquet", &identity(100, 2));
+        let other = FileKey::new("b.parquet", &identity(100, 1));
+        let kept = cache.keep(&v1, 4, page(b"hello"));
+        assert_eq!(kept.buffer().as_ref(), b"hello");
+        assert_eq!(cache.get(&v1, 4).unwrap().buffer().as_ref(), b"hello");
+        // Same key rebuilt from scratch: found.
+        let again = FileKey::new("a.parquet", &identity(100, 1));
+        assert!(cache.get(&again, 4).is_some());
+        // Another version of the file, another file, another offset: not found.
+        assert!(cache.get(&v2, 4).is_none());
+        assert!(cache.get(&other, 4).is_none());
+        assert!(cache.get(&v1, 5).is_none());
+    }
+
+    #[test]
+    fn the_budget_bounds_what_is_kept() {
+        let budget = 64 << 10;
+        let cache = PageCache::new(budget);
+        let file = FileKey::new("a.parquet", &identity(1, 1));
+        let big = vec![7u8; 4096];
+        for offset in 0..200u64 {
+            cache.keep(&file, offset * 4096, page(&big));
+            assert!(cache.pages.weight() <= budget);
+        }
+        assert!(cache.pages.len() < 200);
+        // A page over the whole budget is handed back but not kept.
+        let huge = vec![1u8; (budget + 1) as usize];
+        let kept = cache.keep(&file, 1 << 40, page(&huge));
+        assert_eq!(kept.buffer().len(), huge.len());
+        assert!(cache.get(&file, 1 << 40).is_none());
+    }
+
+    #[test]
+    fn sizes_parse_as_the_environment_variable_takes_them() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("512MiB"), Some(512 << 20));
+        assert_eq!(parse_size("2G"), Some(2 << 30));
+        assert_eq!(parse_size(" 1 kb "), Some(1024));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size("5X"), None);
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("99999999999T"), None);
+    }
+
+    #[test]
+    fn a_kept_page_owns_a_buffer_of_its_exact_size() {
+        let cache = PageCache::new(1 << 20);
+        let file = FileKey::new("a.parquet", &identity(1, 1));
+        let mut large = Vec::with_capacity(1 << 16);
+        large.extend_from_slice(b"abc");
+        let p = page(&large);
+        let kept = cache.keep(&file, 0, p);
+        assert_eq!(kept.buffer().as_ref(), b"abc");
+        let w = cache.pages.weight();
+        assert_eq!(w, 3 + "a.parquet".len() as u64 + ENTRY_OVERHEAD);
+    }
+}

@@ -1,0 +1,190 @@
+//! The page cache (`tamis::cache`): scans through a warm cache return exactly the rows the
+//! `parquet` crate's reader returns, read less, and never serve a page of a file that changed.
+//!
+//! The cache is process-wide, so every test of it lives in this binary and takes [`LOCK`].
+
+mod common;
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use arrow::array::*;
+use arrow::compute::filter_record_batch;
+use arrow::compute::kernels::cmp::{eq, lt};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use common::{batch, diff_batches, oracle_read, tamis_scan, Req};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+const ROWS: usize = 60_000;
+
+/// Snappy pages of a dictionary column `d`, a PLAIN column `v` of random values (literals in
+/// the Snappy stream, so a value's bytes appear as they are in the file) and a string column;
+/// several row groups and pages, with the page index.
+fn write(path: &Path, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let d: Vec<i64> = (0..ROWS).map(|_| rng.random_range(0..50)).collect();
+    let v: Vec<i64> = (0..ROWS).map(|_| rng.random::<i64>() >> 1).collect();
+    let s: Vec<Option<String>> = (0..ROWS)
+        .map(|i| (i % 7 != 0).then(|| format!("s{}", i % 113)))
+        .collect();
+    let b = batch(vec![
+        ("d", Arc::new(Int64Array::from(d)), false),
+        ("v", Arc::new(Int64Array::from(v)), false),
+        ("s", Arc::new(StringArray::from(s)), true),
+    ]);
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(25_000))
+        .set_data_page_row_count_limit(2_000)
+        .set_write_batch_size(500)
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_column_dictionary_enabled("v".into(), false)
+        .set_column_encoding("v".into(), Encoding::PLAIN)
+        .build();
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), b.schema(), Some(props)).unwrap();
+    w.write(&b).unwrap();
+    w.close().unwrap();
+}
+
+/// Scans `path` with `filter`, checks the rows against the `parquet` crate's reader; returns
+/// the metrics.
+fn check(
+    path: &Path,
+    filter: &str,
+    mask: impl Fn(&RecordBatch) -> BooleanArray,
+) -> tamis::ScanMetrics {
+    let data = oracle_read(path).unwrap();
+    let want = filter_record_batch(&data, &mask(&data)).unwrap();
+    let req = Req {
+        filter: Some(filter),
+        threads: Some(2),
+        ..Req::default()
+    };
+    let (got, m) = tamis_scan(path.to_str().unwrap(), &req).unwrap();
+    if let Some(d) = diff_batches(&got, &want) {
+        panic!("`{filter}`: {d}\nmetrics: {m:?}");
+    }
+    m
+}
+
+/// The rows a filter keeps, by Arrow's kernels.
+type Mask = dyn Fn(&RecordBatch) -> BooleanArray;
+
+fn col<'a>(b: &'a RecordBatch, name: &str) -> &'a ArrayRef {
+    b.column(b.schema().index_of(name).unwrap())
+}
+
+#[test]
+fn warm_cache_returns_the_same_rows_and_reads_less() {
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    write(&path, 1);
+    let queries: Vec<(&str, Box<Mask>)> = vec![
+        (
+            "d = 7",
+            Box::new(|b| eq(col(b, "d"), &Int64Array::new_scalar(7)).unwrap()),
+        ),
+        (
+            "d < 3",
+            Box::new(|b| lt(col(b, "d"), &Int64Array::new_scalar(3)).unwrap()),
+        ),
+        (
+            "v < 0",
+            Box::new(|b| lt(col(b, "v"), &Int64Array::new_scalar(0)).unwrap()),
+        ),
+    ];
+    tamis::cache::set_page_cache_bytes(0);
+    let cold: Vec<tamis::ScanMetrics> = queries.iter().map(|(f, m)| check(&path, f, m)).collect();
+    for m in &cold {
+        assert_eq!(
+            m.pages_cache_hits + m.pages_cache_misses,
+            0,
+            "cache off: {m:?}"
+        );
+    }
+    tamis::cache::set_page_cache_bytes(256 << 20);
+    for (i, ((filter, mask), off)) in queries.iter().zip(&cold).enumerate() {
+        // The first query reads every column: it fills the cache for the others.
+        let first = check(&path, filter, mask);
+        assert_eq!(
+            first.pages_cache_misses > 0,
+            i == 0,
+            "`{filter}` first: {first:?}"
+        );
+        let warm = check(&path, filter, mask);
+        assert_eq!(warm.pages_cache_misses, 0, "`{filter}` warm: {warm:?}");
+        assert!(warm.pages_cache_hits > 0, "`{filter}` warm: {warm:?}");
+        assert_eq!(warm.pages_read, 0, "`{filter}` warm: {warm:?}");
+        assert_eq!(warm.time_decompress_ns, 0, "`{filter}` warm: {warm:?}");
+        assert!(
+            warm.bytes_read < off.bytes_read,
+            "`{filter}`: warm {} bytes, off {}",
+            warm.bytes_read,
+            off.bytes_read
+        );
+        assert_eq!(warm.rows_selected, off.rows_selected);
+    }
+    let stats = tamis::cache::page_cache_stats();
+    assert!(
+        stats.pages > 0 && stats.bytes <= stats.budget_bytes,
+        "{stats:?}"
+    );
+    tamis::cache::set_page_cache_bytes(0);
+}
+
+/// A file rewritten in place with the same size (one value's bytes changed inside a Snappy
+/// literal) is another version: its pages are read again, and the rows are the new file's.
+#[test]
+fn a_file_rewritten_in_place_is_never_served_from_the_cache() {
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    write(&path, 2);
+    tamis::cache::set_page_cache_bytes(256 << 20);
+    let data = oracle_read(&path).unwrap();
+    let v = data
+        .column(1)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap()
+        .clone();
+    // Row r takes row r+1's value: the same page, so statistics and page index still hold.
+    let r = 30_017;
+    let (old, new) = (v.value(r), v.value(r + 1));
+    let filter = format!("v = {new}");
+    let mask = move |b: &RecordBatch| eq(col(b, "v"), &Int64Array::new_scalar(new)).unwrap();
+    let before = check(&path, &filter, mask);
+    assert_eq!(before.rows_selected, 1);
+    let warm = check(&path, &filter, mask);
+    assert!(warm.pages_cache_hits > 0, "{warm:?}");
+
+    let mut bytes = Vec::new();
+    File::open(&path).unwrap().read_to_end(&mut bytes).unwrap();
+    let mut pattern = old.to_le_bytes().to_vec();
+    pattern.extend_from_slice(&new.to_le_bytes());
+    let at = bytes
+        .windows(16)
+        .position(|w| w == pattern.as_slice())
+        .expect("the two values lie side by side in a Snappy literal");
+    let len = bytes.len();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(at as u64)).unwrap();
+    f.write_all(&new.to_le_bytes()).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, len);
+
+    let after = check(&path, &filter, mask);
+    assert_eq!(after.rows_selected, 2, "{after:?}");
+    assert!(after.pages_cache_misses > 0, "{after:?}");
+    tamis::cache::set_page_cache_bytes(0);
+}
