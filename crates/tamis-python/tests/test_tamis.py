@@ -446,3 +446,36 @@ def test_dataset_scans_like_scan(data):
     assert ds.explain(where="id < 5")["rows_selected"] == 5
     with pytest.raises(FileNotFoundError):
         tamis.Dataset(path + ".missing")
+
+
+def test_page_cache_serves_the_same_rows_without_reading_pages_again(tmp_path):
+    """tamis.set_page_cache: a warm scan returns pyarrow's rows and reads no page again; a file
+    rewritten with other values is read anew; 0 turns the cache off."""
+    path = tmp_path / "t.parquet"
+    n = 50_000
+    table = pa.table({"k": pa.array(range(n), pa.int64()),
+                      "g": pa.array([i % 97 for i in range(n)], pa.int64())})
+    pq.write_table(table, path, compression="snappy", row_group_size=20_000,
+                   data_page_size=16 << 10, write_page_index=True)
+    want = table.filter(pc.less(table["g"], 3))
+    try:
+        tamis.set_page_cache("64MiB")
+        assert tamis.page_cache_stats()["budget_bytes"] == 64 << 20
+        first = tamis.explain(str(path), where="g < 3")
+        warm = tamis.explain(str(path), where="g < 3")
+        assert first["pages_cache_misses"] > 0
+        assert warm["pages_cache_misses"] == 0 and warm["pages_cache_hits"] > 0
+        assert warm["pages_read"] == 0 and warm["bytes_read"] < first["bytes_read"]
+        assert tamis.scan(str(path), where="g < 3").equals(want)
+        # Another version of the file: its pages are not the cached ones.
+        time.sleep(0.01)
+        other = table.set_column(1, "g", pa.array([(i + 1) % 97 for i in range(n)], pa.int64()))
+        pq.write_table(other, path, compression="snappy", row_group_size=20_000,
+                       data_page_size=16 << 10, write_page_index=True)
+        assert tamis.scan(str(path), where="g < 3").equals(other.filter(pc.less(other["g"], 3)))
+        assert tamis.page_cache_stats()["hits"] > 0
+    finally:
+        tamis.set_page_cache(0)
+    assert tamis.page_cache_stats()["budget_bytes"] == 0
+    off = tamis.explain(str(path), where="g < 3")
+    assert off["pages_cache_hits"] == 0 and off["pages_cache_misses"] == 0
