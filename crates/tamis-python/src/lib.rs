@@ -481,7 +481,6 @@ impl ArrowStream {
     }
 }
 
-/// Scans to the end and returns the batches as one stream (the Python side makes a Table).
 /// Sets the process-wide page cache's budget in bytes (`0`: off); see `tamis::cache`.
 #[pyfunction]
 fn set_page_cache_bytes(bytes: u64) {
@@ -499,6 +498,7 @@ fn page_cache_stats_json(py: Python<'_>) -> PyResult<String> {
     })
 }
 
+/// Scans to the end and returns the batches as one stream (the Python side makes a Table).
 #[pyfunction]
 fn scan_all(py: Python<'_>, path: String, options: Request) -> PyResult<ArrowStream> {
     let stream = py

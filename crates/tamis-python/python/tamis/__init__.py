@@ -43,12 +43,12 @@ _SIZE_SHIFTS = {"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, 
                 "G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
 
 
-def _size(value: Optional[Union[int, str]]) -> Optional[int]:
+def _size(value: Optional[Union[int, str]], what: str = "memory_limit") -> Optional[int]:
     """Bytes from an int or a size string such as ``"512MiB"`` (binary multiples)."""
     if value is None:
         return None
     if isinstance(value, bool):
-        raise TypeError("memory_limit must be a number of bytes or a size string")
+        raise TypeError(f"{what} must be a number of bytes or a size string")
     if isinstance(value, int):
         n = value
     elif isinstance(value, str):
@@ -57,12 +57,12 @@ def _size(value: Optional[Union[int, str]]) -> Optional[int]:
         unit = text[digits:].strip().upper()
         if digits == 0 or unit not in _SIZE_SHIFTS:
             raise InvalidArgumentError(
-                f"invalid argument: memory_limit '{value}' is not a size (e.g. 512MiB, 4GiB)")
+                f"invalid argument: {what} '{value}' is not a size (e.g. 512MiB, 4GiB)")
         n = int(text[:digits]) << _SIZE_SHIFTS[unit]
     else:
-        raise TypeError("memory_limit must be a number of bytes or a size string")
+        raise TypeError(f"{what} must be a number of bytes or a size string")
     if n <= 0 or n >= 1 << 63:
-        raise InvalidArgumentError(f"invalid argument: memory_limit {value!r} is out of range")
+        raise InvalidArgumentError(f"invalid argument: {what} {value!r} is out of range")
     return n
 
 
@@ -493,7 +493,7 @@ def set_page_cache(size: Union[int, str, None]) -> None:
     once. ``0`` or ``None`` turns it off (the default); each call empties it. A changed file is
     never served from it: pages are keyed by the file's identity (size, mtime, inode, ctime; an
     object's ETag)."""
-    n = 0 if size in (None, 0) else _size(size)
+    n = 0 if size in (None, 0) else _size(size, "page cache size")
     _tamis.set_page_cache_bytes(n)
 
 

@@ -15,7 +15,9 @@
 //! **Never stale.** The key holds the file's [`Identity`] as the scan opened it — length, mtime,
 //! and for local files device, inode and ctime (an in-place rewrite of the same size moves the
 //! ctime; a replacement changes the inode); for objects the ETag. A changed file is another
-//! key, so its old pages are never served; they age out.
+//! key, so its old pages are never served; they age out. Files whose identity cannot tell two
+//! versions apart are not cached: no ctime and no ETag, or a ctime less than a second old (a
+//! rewrite within the same tick of the file system's clock would keep it).
 //!
 //! **Bounded.** One process-wide cache with a byte budget ([`set_page_cache_bytes`], or the
 //! [`PAGE_CACHE_ENV`] environment variable; `0`, the default in this release, turns it off), evicted by `quick_cache`'s CLOCK-PRO, under which
@@ -39,12 +41,36 @@ pub(crate) struct FileKey {
     identity: Identity,
 }
 
+/// A local file changed less than this long ago is not cached: file systems stamp ctime from a
+/// coarse clock (a tick of 1–10 ms on Linux, up to seconds elsewhere), so a rewrite of the same
+/// size within one tick would keep the identity; once this long has passed, any change moves
+/// the ctime past the one the key holds (git's "racy clean" rule).
+const RACY: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl FileKey {
     pub(crate) fn new(location: &str, identity: &Identity) -> Arc<FileKey> {
         Arc::new(FileKey {
             location: location.to_string(),
             identity: identity.clone(),
         })
+    }
+
+    /// The key of a file whose identity tells its versions apart — a local file's device,
+    /// inode and ctime (changed at least [`RACY`] ago), or an object's ETag — else `None`: its
+    /// pages are not cached (length and mtime alone survive a same-size copy that keeps the
+    /// mtime, and an object store's `Last-Modified` has one-second resolution).
+    pub(crate) fn cacheable(location: &str, identity: &Identity) -> Option<Arc<FileKey>> {
+        let settled = match (&identity.stamp, &identity.etag) {
+            (Some(stamp), _) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as i64);
+                now.saturating_sub(stamp.changed_ns) >= RACY.as_nanos() as i64
+            }
+            (None, Some(_)) => true,
+            (None, None) => false,
+        };
+        settled.then(|| FileKey::new(location, identity))
     }
 }
 
@@ -111,6 +137,12 @@ impl PageCache {
     /// size (a decompression buffer may be larger, and is lent to the next page when the
     /// caller drops it); returns the copy, to be used in its place.
     pub(crate) fn keep(&self, file: &Arc<FileKey>, offset: u64, page: Page) -> Page {
+        // The cache admits no item over one shard's part of the budget: such a page is handed
+        // on as it is.
+        let weight = (page.buffer().len() + file.location.len()) as u64 + ENTRY_OVERHEAD;
+        if weight > self.pages.shard_capacity() {
+            return page;
+        }
         let mut copy = page.clone();
         let exact = bytes::Bytes::copy_from_slice(page.buffer());
         match &mut copy {
@@ -122,10 +154,7 @@ impl PageCache {
             file: file.clone(),
             offset,
         };
-        // A page larger than the whole budget would only flush the rest.
-        if PageWeight.weight(&key, &copy) <= self.budget {
-            self.pages.insert(key, copy.clone());
-        }
+        self.pages.insert(key, copy.clone());
         copy
     }
 }
@@ -269,11 +298,37 @@ mod tests {
             assert!(cache.pages.weight() <= budget);
         }
         assert!(cache.pages.len() < 200);
-        // A page over the whole budget is handed back but not kept.
+        // A page over the budget (one shard's part of it) is handed back but not kept.
         let huge = vec![1u8; (budget + 1) as usize];
         let kept = cache.keep(&file, 1 << 40, page(&huge));
         assert_eq!(kept.buffer().len(), huge.len());
         assert!(cache.get(&file, 1 << 40).is_none());
+    }
+
+    #[test]
+    fn only_identities_that_tell_versions_apart_are_cached() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64;
+        let stamped = |changed_ns| Identity {
+            stamp: Some(crate::io::FileStamp {
+                device: 1,
+                inode: 2,
+                changed_ns,
+            }),
+            ..identity(10, 1)
+        };
+        assert!(FileKey::cacheable("a", &stamped(now - 5_000_000_000)).is_some());
+        // Changed within the last second: a same-size rewrite could keep the identity.
+        assert!(FileKey::cacheable("a", &stamped(now)).is_none());
+        // Length and mtime alone: not cached; an ETag: cached.
+        assert!(FileKey::cacheable("a", &identity(10, 1)).is_none());
+        let tagged = Identity {
+            etag: Some("\"abc\"".into()),
+            ..identity(10, 1)
+        };
+        assert!(FileKey::cacheable("s3://b/a", &tagged).is_some());
     }
 
     #[test]
@@ -294,9 +349,18 @@ mod tests {
         let file = FileKey::new("a.parquet", &identity(1, 1));
         let mut large = Vec::with_capacity(1 << 16);
         large.extend_from_slice(b"abc");
-        let p = page(&large);
+        // A buffer of 64 KiB holding 3 bytes, as a recycled decompression buffer may.
+        let p = Page::DictionaryPage {
+            buf: Bytes::from(large),
+            num_values: 1,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        };
+        let original = p.buffer().as_ptr();
         let kept = cache.keep(&file, 0, p);
         assert_eq!(kept.buffer().as_ref(), b"abc");
+        assert_ne!(kept.buffer().as_ptr(), original, "the kept page is a copy");
+        assert!(matches!(kept, Page::DictionaryPage { .. }));
         let w = cache.pages.weight();
         assert_eq!(w, 3 + "a.parquet".len() as u64 + ENTRY_OVERHEAD);
     }

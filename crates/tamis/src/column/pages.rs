@@ -148,18 +148,22 @@ impl<'a> ChunkPages<'a> {
     /// Uses the page cache for a compressed chunk, when the cache is on.
     fn with_cache(mut self) -> Self {
         if self.stored.is_some() {
-            self.cache = page_cache().map(|c| {
-                let key = FileKey::new(self.reader.location(), self.reader.source().identity());
-                (c, key)
+            self.cache = page_cache().and_then(|c| {
+                let key =
+                    FileKey::cacheable(self.reader.location(), self.reader.source().identity())?;
+                Some((c, key))
             });
         }
         self
     }
 
-    /// The decompressed page at `offset`, when the page cache holds it (counted).
-    fn cached(&self, offset: u64) -> Option<Page> {
+    /// The decompressed page at `offset`, when the page cache holds one of the kind asked for
+    /// (a dictionary page or a data page; anything else, which only a corrupt file's two
+    /// readings could leave there, is a miss). Counted.
+    fn cached(&self, offset: u64, dictionary: bool) -> Option<Page> {
         let (cache, file) = self.cache.as_ref()?;
-        let page = cache.get(file, offset);
+        let page = (cache.get(file, offset))
+            .filter(|p| matches!(p, Page::DictionaryPage { .. }) == dictionary);
         self.reader.count_cache_lookup(page.is_some());
         page
     }
@@ -410,7 +414,7 @@ impl<'a> ChunkPages<'a> {
         let Some(range) = self.dictionary_range()? else {
             return Ok(false);
         };
-        if let Some(page) = self.cached(range.start) {
+        if let Some(page) = self.cached(range.start, true) {
             visitor.dictionary(page)?;
             return Ok(true);
         }
@@ -461,7 +465,7 @@ impl<'a> ChunkPages<'a> {
             None
         };
         // Pages the page cache holds need neither their bytes nor decompression.
-        let dict_hit = dict_range.as_ref().and_then(|r| self.cached(r.start));
+        let dict_hit = dict_range.as_ref().and_then(|r| self.cached(r.start, true));
         let mut hits: Vec<Option<Page>> = Vec::with_capacity(wanted.len());
         let mut ranges = Vec::with_capacity(wanted.len() + 1);
         if let Some(r) =
@@ -476,7 +480,7 @@ impl<'a> ChunkPages<'a> {
             let start = l.offset as u64;
             match start.checked_add(l.compressed_page_size.max(0) as u64) {
                 Some(end) if start >= chunk.start && end <= chunk.end => {
-                    let hit = self.cached(start);
+                    let hit = self.cached(start, false);
                     if hit.is_none() && self.fetched.slice(start..end).is_none() {
                         ranges.push(start..end)
                     }
