@@ -187,25 +187,10 @@ pub struct ScanArgs {
 }
 
 /// A size in bytes: a number with an optional binary suffix (K, M, G, T; "KiB", "KB" and "K"
-/// are the same).
+/// are the same); see `tamis::budget::parse_size`.
 pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let shift = match unit.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        "T" | "TB" | "TIB" => 40,
-        _ => return Err(format!("'{s}' is not a size (e.g. 512MiB, 4GiB)")),
-    };
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 512MiB, 4GiB)"))?;
-    n.checked_mul(1usize << shift)
-        .filter(|&v| v > 0)
-        .ok_or_else(|| format!("'{s}' is out of range"))
+    let n = tamis::budget::parse_size(s)?;
+    usize::try_from(n).map_err(|_| format!("'{s}' is out of range"))
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {

@@ -23,6 +23,29 @@ use crate::error::{Error, Result};
 /// (1 048 576 rows, all 16 columns decoded) takes about 200 MiB.
 pub const DEFAULT_MEMORY_LIMIT: usize = 4 << 30;
 
+/// A size in bytes as users write one: a number with an optional binary suffix (K, M, G, T;
+/// "KiB", "KB" and "K" are the same), e.g. `512MiB`, `4 GB`. Zero is out of range. (The CLI's
+/// `--memory-limit` and `--page-cache`, and `TAMIS_PAGE_CACHE`.)
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("'{s}' is not a size (e.g. 512MiB, 4GiB)")),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 512MiB, 4GiB)"))?;
+    n.checked_mul(1u64 << shift)
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("'{s}' is out of range"))
+}
+
 /// Bytes reserved by one row-group task, against a limit.
 #[derive(Debug)]
 pub struct Budget {

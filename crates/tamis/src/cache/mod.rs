@@ -178,26 +178,9 @@ pub fn set_page_cache_bytes(bytes: u64) {
 
 /// The environment variable that sets the budget of a process that does not
 /// ([`set_page_cache_bytes`]): bytes, or a size such as `2GiB` (`K`, `M`, `G`, `T`, with or
-/// without `iB`/`B`: binary multiples). Unset, empty or unreadable: off.
+/// without `iB`/`B`: binary multiples, as `tamis::budget::parse_size` reads them). Unset, empty or
+/// unreadable: off.
 pub const PAGE_CACHE_ENV: &str = "TAMIS_PAGE_CACHE";
-
-/// A size as [`PAGE_CACHE_ENV`] takes it.
-fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    let n: u64 = text[..digits].parse().ok()?;
-    let unit = text[digits..].trim().to_ascii_uppercase();
-    let unit = unit.trim_end_matches("IB").trim_end_matches('B');
-    let shift = match unit {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return None,
-    };
-    n.checked_mul(1 << shift)
-}
 
 /// What the page cache holds and has served since the process started.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -235,7 +218,7 @@ pub(crate) fn page_cache() -> Option<Arc<PageCache>> {
     CONFIGURED.call_once(|| {
         let bytes = std::env::var(PAGE_CACHE_ENV)
             .ok()
-            .and_then(|v| parse_size(&v))
+            .and_then(|v| crate::budget::parse_size(&v).ok())
             .unwrap_or(0);
         let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
         *cache = (bytes > 0).then(|| Arc::new(PageCache::new(bytes)));
@@ -333,6 +316,7 @@ mod tests {
 
     #[test]
     fn sizes_parse_as_the_environment_variable_takes_them() {
+        let parse_size = |s: &str| crate::budget::parse_size(s).ok();
         assert_eq!(parse_size("4096"), Some(4096));
         assert_eq!(parse_size("512MiB"), Some(512 << 20));
         assert_eq!(parse_size("2G"), Some(2 << 30));
