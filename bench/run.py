@@ -658,8 +658,9 @@ def main() -> None:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--worker-threads", str(threads),
                "--worker-out", out, "--suite", ",".join(here), "--sf", str(args.sf),
                "--runs", str(args.runs), "--engines", args.engines,
-               "--data-dir", args.data_dir, "--rowfilter", str(args.rowfilter),
-               "--tamis-cli", str(args.tamis_cli)]
+               "--data-dir", args.data_dir, "--tamis-cli", str(args.tamis_cli)]
+        if args.rowfilter:  # without it (no parquet-rowfilter engine), no floor either
+            cmd += ["--rowfilter", str(args.rowfilter)]
         if args.rows:
             cmd += ["--rows", str(args.rows)]
         if args.cache:

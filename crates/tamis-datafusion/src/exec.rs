@@ -30,7 +30,10 @@ use crate::dynamic::{convert_dynamic, KeyFilters};
 use crate::stats::TableStats;
 use crate::tap::KeyTap;
 
-/// Batches in flight between a partition's scan thread and DataFusion.
+/// Batches in flight between a partition's scan thread and DataFusion: the scan decodes the
+/// next range while the operators work on the last. Taking turns instead (decoding a range
+/// only once the operators ask for it, one busy thread per partition) was slower on 16 cores:
+/// TPC-H SF 10 Q1 0.83 s against 0.74 s at 16 threads, 2.44 against 2.16 s at 4.
 const CHANNEL_BATCHES: usize = 2;
 
 /// Row groups of some files, read by one partition.
@@ -122,8 +125,12 @@ impl TamisExec {
         let dataset = table.dataset.clone();
         let table_schema = table.schema.clone();
         let schema = Arc::new(table_schema.project(&projection)?);
-        let files: Vec<(String, usize)> = (dataset.plan().files.iter())
-            .map(|f| (f.location.clone(), f.metadata.num_row_groups()))
+        let files: Vec<(String, Vec<u64>)> = (dataset.plan().files.iter())
+            .map(|f| {
+                let sizes = f.metadata.row_groups().iter();
+                let bytes = sizes.map(|rg| rg.compressed_size().max(0) as u64);
+                (f.location.clone(), bytes.collect())
+            })
             .collect();
         let partitions = split(&files, target_partitions);
         let properties = Arc::new(PlanProperties::new(
@@ -198,34 +205,48 @@ impl TamisExec {
     }
 }
 
-/// Splits the files' row groups into at most `target` contiguous ranges of about equal count.
-fn split(files: &[(String, usize)], target: usize) -> Vec<Part> {
-    let total: usize = files.iter().map(|f| f.1).sum();
-    if total == 0 {
+/// Splits the files' row groups into at most `target` contiguous ranges of about equal
+/// compressed bytes (`files`: each file's row-group sizes), so that partitions finish
+/// together even where row groups differ in size (a last, short row group; files written
+/// by different writers). Every range holds at least one row group.
+fn split(files: &[(String, Vec<u64>)], target: usize) -> Vec<Part> {
+    let groups: Vec<(usize, usize, u64)> = (files.iter().enumerate())
+        .flat_map(|(fi, (_, sizes))| {
+            (sizes.iter().enumerate()).map(move |(rg, &b)| (fi, rg, b.max(1)))
+        })
+        .collect();
+    if groups.is_empty() {
         return vec![Vec::new()];
     }
-    let n = target.clamp(1, total);
+    let n = target.clamp(1, groups.len());
+    let total: u64 = groups.iter().map(|g| g.2).sum();
     let mut out: Vec<Part> = Vec::with_capacity(n);
-    let mut current: Part = Vec::new();
-    let mut filled = 0;
-    let mut index = 0;
-    for (loc, count) in files {
-        let mut start = 0;
-        while start < *count {
-            // Partition `index` ends at row group (index + 1) * total / n overall.
-            let end_overall = (index + 1) * total / n;
-            let take = (end_overall - filled).min(count - start);
-            current.push((loc.clone(), start..start + take));
-            start += take;
-            filled += take;
-            if filled == end_overall {
-                out.push(std::mem::take(&mut current));
-                index += 1;
+    let (mut start, mut before) = (0, 0u64);
+    for k in 0..n {
+        // Range k ends where the bytes so far come closest to (k + 1) / n of the total,
+        // leaving a row group for each range after it.
+        let goal = total as f64 * (k + 1) as f64 / n as f64;
+        let last = groups.len() - (n - k - 1);
+        let (mut end, mut upto) = (start + 1, before + groups[start].2);
+        while end < last
+            && (upto as f64 + groups[end].2 as f64 - goal).abs() <= (goal - upto as f64).abs()
+        {
+            upto += groups[end].2;
+            end += 1;
+        }
+        if k == n - 1 {
+            end = groups.len();
+        }
+        let mut part: Part = Vec::new();
+        for &(fi, rg, _) in &groups[start..end] {
+            match part.last_mut() {
+                Some((loc, range)) if *loc == files[fi].0 && range.end == rg => range.end += 1,
+                _ => part.push((files[fi].0.clone(), rg..rg + 1)),
             }
         }
-    }
-    if !current.is_empty() {
-        out.push(current);
+        out.push(part);
+        before += groups[start..end].iter().map(|g| g.2).sum::<u64>();
+        start = end;
     }
     out
 }
@@ -424,14 +445,19 @@ impl ExecutionPlan for TamisExec {
         };
         let schema = self.schema.clone();
         let metrics = TamisMetrics::new(&self.metrics, partition);
+        // Runs on the partition's own thread, started when DataFusion first asks for rows: a
+        // hash join asks only once its build side is complete, so its dynamic filter is final.
+        let local = self
+            .dataset
+            .plan()
+            .files
+            .iter()
+            .all(|f| !f.file.is_remote());
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(CHANNEL_BATCHES);
         let guard = Arc::new(CancelOnDrop::default());
         let shared = guard.clone();
         let out_schema = schema.clone();
         let errors = tx.clone();
-        // Runs on the partition's own thread, started when DataFusion first asks for rows: a
-        // hash join asks only once its build side is complete, so its dynamic filter is final.
-        let local = dataset.plan().files.iter().all(|f| !f.file.is_remote());
         let taps: Vec<Tapped> = self.taps.lock().map(|t| t.clone()).unwrap_or_default();
         let run = move || -> Result<()> {
             let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
@@ -617,31 +643,57 @@ impl TamisMetrics {
 mod tests {
     use super::split;
 
-    #[test]
-    fn splits_row_groups_evenly_across_files() {
-        let files = vec![
-            ("a".to_string(), 3),
-            ("b".to_string(), 0),
-            ("c".to_string(), 5),
-        ];
-        let parts = split(&files, 3);
-        assert_eq!(parts.len(), 3);
-        let flat: Vec<(String, usize)> = parts
-            .iter()
-            .flatten()
+    /// Row groups as (file, index), in partition order, and each partition's bytes.
+    fn layout(
+        parts: &[super::Part],
+        files: &[(String, Vec<u64>)],
+    ) -> (Vec<(String, usize)>, Vec<u64>) {
+        let flat = (parts.iter().flatten())
             .flat_map(|(l, r)| r.clone().map(move |i| (l.clone(), i)))
             .collect();
+        let bytes = (parts.iter())
+            .map(|p| {
+                (p.iter())
+                    .map(|(l, r)| {
+                        let sizes = &files.iter().find(|f| &f.0 == l).unwrap().1;
+                        r.clone().map(|i| sizes[i]).sum::<u64>()
+                    })
+                    .sum()
+            })
+            .collect();
+        (flat, bytes)
+    }
+
+    #[test]
+    fn splits_row_groups_by_bytes_across_files() {
+        let files = vec![
+            ("a".to_string(), vec![10, 10, 10]),
+            ("b".to_string(), vec![]),
+            ("c".to_string(), vec![10, 10, 10, 10, 10]),
+        ];
+        let parts = split(&files, 3);
+        let (flat, bytes) = layout(&parts, &files);
         let expected: Vec<(String, usize)> = (0..3)
             .map(|i| ("a".to_string(), i))
             .chain((0..5).map(|i| ("c".to_string(), i)))
             .collect();
-        assert_eq!(flat, expected);
-        let sizes: Vec<usize> = parts
-            .iter()
-            .map(|p| p.iter().map(|(_, r)| r.len()).sum())
-            .collect();
-        assert_eq!(sizes, vec![2, 3, 3]);
+        assert_eq!(flat, expected, "every row group once, in order");
+        assert_eq!(bytes, vec![30, 20, 30]);
         assert_eq!(split(&files, 100).len(), 8);
+        assert_eq!(split(&files, 1).len(), 1);
         assert_eq!(split(&[], 4), vec![Vec::new()]);
+
+        // One large row group and many small ones: the large one is a partition of its own.
+        let files = vec![(
+            "a".to_string(),
+            vec![100, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10],
+        )];
+        let (flat, bytes) = layout(&split(&files, 2), &files);
+        assert_eq!(flat.len(), 11);
+        assert_eq!(bytes, vec![100, 100]);
+        // More partitions than a fair share allows: each still gets a row group.
+        let (_, bytes) = layout(&split(&files, 11), &files);
+        assert_eq!(bytes.len(), 11);
+        assert!(bytes.iter().all(|&b| b > 0));
     }
 }

@@ -76,6 +76,11 @@ pub fn config(threads: usize, runtime_filters: bool) -> SessionConfig {
 /// A session `threads` partitions wide, with runtime join filters or not, and tamis's own
 /// physical rule ([`crate::rules::ProbeAggregates`]) right after DataFusion's join selection.
 pub fn session(threads: usize, runtime_filters: bool) -> SessionContext {
+    session_with(config(threads, runtime_filters))
+}
+
+/// A session with `config` (see [`config`]) and tamis's physical rules.
+pub fn session_with(config: SessionConfig) -> SessionContext {
     let mut rules = PhysicalOptimizer::new().rules;
     let at = rules
         .iter()
@@ -84,7 +89,7 @@ pub fn session(threads: usize, runtime_filters: bool) -> SessionContext {
     rules.insert(at, Arc::new(ProbeAggregates));
     rules.insert(at + 1, Arc::new(TapBuildKeys));
     let state = SessionStateBuilder::new()
-        .with_config(config(threads, runtime_filters))
+        .with_config(config)
         .with_default_features()
         .with_physical_optimizer_rules(rules)
         .build();

@@ -490,3 +490,91 @@ async fn build_sides_too_large_for_a_key_list_are_tapped_for_the_probe_scan() {
         same_rows(&oracle, &off, &on, q).await;
     }
 }
+
+/// At 8 partitions the joins are partitioned, and each partition's build side reports its
+/// own bounds and keys: DataFusion's filter is a `CASE` over the partitions. The scans take
+/// it as one filter over all partitions' keys (one shared Bloom filter), not as 8 filters
+/// every row probes, so they select about as few rows as at one partition; rows equal the
+/// oracle's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_join_filters_as_one_union_of_its_partitions() {
+    use datafusion::physical_plan::joins::{HashJoinExec, PartitionMode};
+
+    let dir = tempfile::tempdir().unwrap();
+    tables(dir.path());
+    let path = |name: &str| {
+        (dir.path().join(format!("{name}.parquet")))
+            .to_string_lossy()
+            .to_string()
+    };
+    let session = |partitions: usize, rf: bool| {
+        let mut config = tamis_datafusion::sql::config(partitions, rf);
+        // Partitioned joins even for these small build sides.
+        let optimizer = &mut config.options_mut().optimizer;
+        optimizer.hash_join_single_partition_threshold = 0;
+        optimizer.hash_join_single_partition_threshold_rows = 0;
+        let ctx = tamis_datafusion::sql::session_with(config);
+        let fact = Arc::new(
+            TamisTable::open(&path("fact"))
+                .unwrap()
+                .with_runtime_filters(rf),
+        );
+        ctx.register_table("fact", fact.clone()).unwrap();
+        let dim = TamisTable::open(&path("dim")).unwrap();
+        ctx.register_table("dim", Arc::new(dim.with_runtime_filters(rf)))
+            .unwrap();
+        (ctx, fact)
+    };
+    let oracle = tamis_datafusion::sql::session(2, false);
+    for name in ["fact", "dim"] {
+        oracle
+            .register_table(name, oracle_table(&path(name)))
+            .unwrap();
+    }
+    fn partitioned(p: &Arc<dyn ExecutionPlan>) -> bool {
+        p.downcast_ref::<HashJoinExec>()
+            .is_some_and(|j| *j.partition_mode() == PartitionMode::Partitioned)
+            || p.children().into_iter().any(partitioned)
+    }
+    // 20 keys (exact lists per partition), 400 keys (a Bloom filter), and Q17's shape.
+    for (q, keys) in [
+        (
+            "SELECT f.v, f.k FROM fact f JOIN dim d ON f.k = d.k WHERE d.a = 7",
+            20,
+        ),
+        (
+            "SELECT f.v FROM fact f JOIN dim d ON f.k = d.k WHERE d.a < 20",
+            400,
+        ),
+        (
+            "SELECT sum(f.v) FROM fact f JOIN dim d ON f.k = d.k WHERE d.a < 20 \
+             AND f.v < (SELECT 0.5 * avg(f2.v) FROM fact f2 WHERE f2.k = d.k)",
+            400,
+        ),
+    ] {
+        let ((wide, fact), (one, _), (off, _)) =
+            (session(8, true), session(1, true), session(8, false));
+        same_rows(&oracle, &off, &wide, q).await;
+        // One filter over every partition's keys: 400 keys are one Bloom filter (8 branches
+        // of about 50 keys would have been 8 exact lists), 20 keys one exact list.
+        let filters = fact.key_filters();
+        let built: Vec<usize> = filters.iter().map(|f| f.keys()).collect();
+        let want = if keys > 64 { vec![keys] } else { vec![] };
+        assert_eq!(built, want, "{q}: key filters of the fact scans");
+        let plan = wide
+            .sql(q)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        assert!(partitioned(&plan), "{q}: no partitioned join to test");
+        let at_8 = fact_metric(&wide, q, "rows_selected").await;
+        let at_1 = fact_metric(&one, q, "rows_selected").await;
+        let without = fact_metric(&off, q, "rows_selected").await;
+        assert!(
+            at_8 <= at_1 + at_1 / 2 + 1_000 && at_8 <= without / 10,
+            "{q}: {at_8} rows selected at 8 partitions, {at_1} at 1, {without} without filters"
+        );
+    }
+}
