@@ -217,7 +217,7 @@ fn conv(
             .chain(c.else_expr())
             .collect();
         if let Some(union) = union_of_branches(&branches, schema, filters, ranges) {
-            return Some(union);
+            return union;
         }
         let mut out = conv(branches.first()?, schema, filters, ranges)?;
         for then in &branches[1..] {
@@ -227,7 +227,7 @@ fn conv(
     }
     if let Some(i) = e.downcast_ref::<InListExpr>() {
         let (name, keys) = in_list_keys(i, schema)?;
-        return key_set(name, &keys, schema, filters);
+        return key_set(name, &keys, schema, filters, ranges);
     }
     if let Some(n) = e.downcast_ref::<IsNullExpr>() {
         let (name, _) = column(n.arg(), schema)?;
@@ -252,8 +252,15 @@ fn in_list_keys<'s>(i: &InListExpr, schema: &'s Schema) -> Option<(&'s str, Vec<
     Some((name, keys))
 }
 
-/// `name IN (keys)`: exact up to [`EXACT_KEYS`] keys, a shared Bloom filter beyond.
-fn key_set(name: &str, keys: &[ScalarValue], schema: &Schema, filters: &KeyFilters) -> Option<T> {
+/// `name IN (keys)`: exact up to [`EXACT_KEYS`] keys, a shared Bloom filter beyond; `None`
+/// for a Bloom filter whose keys fill most of the column's range ([`too_dense`]).
+fn key_set(
+    name: &str,
+    keys: &[ScalarValue],
+    schema: &Schema,
+    filters: &KeyFilters,
+    ranges: &Ranges,
+) -> Option<T> {
     let dt = schema.field_with_name(name).ok()?.data_type();
     if keys.len() <= EXACT_KEYS {
         if convert::is_float(dt) {
@@ -267,17 +274,56 @@ fn key_set(name: &str, keys: &[ScalarValue], schema: &Schema, filters: &KeyFilte
             .collect::<Option<_>>()?;
         return Some(tree::col(name).in_list(values, false));
     }
+    let numbers = keys.iter().filter_map(as_number);
+    let span = numbers.fold(None, |span: Option<(f64, f64)>, v| {
+        Some(span.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+    });
+    if let (Some(span), Some(&column)) = (span, ranges.get(name)) {
+        if too_dense(keys.len(), span, column) {
+            return None;
+        }
+    }
     let f = filters.get(name, keys, dt)?;
     Some(tree::col(name).in_keys(f))
 }
 
+/// A key filter is left out when its keys are expected to keep more than this share of the
+/// rows within their span (the key filters' own run-time switch, `ADAPT_MAX_PASS`, is 0.8).
+pub const DENSE_SHARE: f64 = 0.5;
+
+/// Whether `keys` distinct integer keys spanning `span` fill more than [`DENSE_SHARE`] of the
+/// values a column ranging over `column` can hold there: a dimension's every key probed by its
+/// fact table (TPC-H Q14 joins `lineitem` with all 200 000 parts at SF 1). Such a filter keeps
+/// nearly every row, yet costs its build and a probe per value until it switches itself off;
+/// the bounds of the keys still prune. Keys that miss the column's range entirely are never
+/// dense (they keep nothing).
+pub fn too_dense(keys: usize, span: (f64, f64), column: (f64, f64)) -> bool {
+    let (lo, hi) = (span.0.max(column.0), span.1.min(column.1));
+    hi >= lo && keys as f64 > DENSE_SHARE * (hi - lo + 1.0)
+}
+
 /// What one branch of a partitioned join's filter says about one column: its bounds and its
-/// key list, where it has them.
+/// keys, where it has them (lists by reference: they are copied only if the union is kept).
 #[derive(Default)]
-struct ColumnSummary {
+struct ColumnSummary<'a> {
     lower: Option<ScalarValue>,
     upper: Option<ScalarValue>,
-    keys: Option<Vec<ScalarValue>>,
+    keys: Option<Vec<Keys<'a>>>,
+}
+
+/// Keys of one branch: an `IN` list or one `=` value.
+enum Keys<'a> {
+    List(&'a InListExpr),
+    One(ScalarValue),
+}
+
+impl Keys<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Keys::List(i) => i.list().len(),
+            Keys::One(_) => 1,
+        }
+    }
 }
 
 /// A partitioned hash join's filter, `CASE hash(key) % N WHEN i THEN <partition i's bounds and
@@ -285,14 +331,18 @@ struct ColumnSummary {
 /// highest upper bound and every partition's keys in one list (one Bloom filter, shared by
 /// the scan's partitions). OR-ing the branches instead had every row probe N bounds and N key
 /// sets, so the filter's cost grew with the thread count (TPC-H Q17 at 16 partitions: 16
-/// probes a row). `None` when a branch has neither bounds nor keys to unite (the OR is used).
-fn union_of_branches(
-    branches: &[&Arc<dyn PhysicalExpr>],
+/// probes a row). DataFusion caps each partition's list, not their union: more keys in all
+/// than [`crate::sql::RUNTIME_FILTER_MAX_KEYS`] keep their bounds only, as one partition's
+/// would (a build side that large is tapped instead, [`crate::tap`]). `Some(None)` when the
+/// union is worth nothing (bounds that prune nothing, keys too dense); `None` when the
+/// branches share no bounded or listed column to unite (the OR of the branches is used).
+fn union_of_branches<'a>(
+    branches: &[&'a Arc<dyn PhysicalExpr>],
     schema: &Schema,
     filters: &KeyFilters,
     ranges: &Ranges,
-) -> Option<T> {
-    let mut united: Option<HashMap<String, ColumnSummary>> = None;
+) -> Option<Option<T>> {
+    let mut united: Option<HashMap<String, ColumnSummary<'a>>> = None;
     for branch in branches {
         if let Some(l) = branch.downcast_ref::<Lit>() {
             if l.value() == &ScalarValue::Boolean(Some(false)) {
@@ -327,8 +377,11 @@ fn union_of_branches(
     }
     let Some(united) = united else {
         // Every partition was empty.
-        return Some(tree::lit(Literal::Bool(false)));
+        return Some(Some(tree::lit(Literal::Bool(false))));
     };
+    if united.is_empty() {
+        return None;
+    }
     let mut names: Vec<&String> = united.keys().collect();
     names.sort();
     let mut parts = Vec::new();
@@ -341,11 +394,20 @@ fn union_of_branches(
                 parts.extend(compare(&col, op, &lit, schema, ranges));
             }
         }
-        if let Some(keys) = &s.keys {
-            parts.extend(key_set(name, keys, schema, filters));
+        let lists = s.keys.as_ref();
+        let total: usize = lists.map_or(0, |l| l.iter().map(Keys::len).sum());
+        if let Some(lists) = lists.filter(|_| total <= crate::sql::RUNTIME_FILTER_MAX_KEYS) {
+            let mut keys = Vec::with_capacity(total);
+            for list in lists {
+                match list {
+                    Keys::List(i) => keys.extend(in_list_keys(i, schema)?.1),
+                    Keys::One(v) => keys.push(v.clone()),
+                }
+            }
+            parts.extend(key_set(name, &keys, schema, filters, ranges));
         }
     }
-    (!parts.is_empty()).then(|| T::all(parts))
+    Some((!parts.is_empty()).then(|| T::all(parts)))
 }
 
 /// The bound of `a` and `b` that keeps more (`keep` = `Less`: the lower), `None` if either
@@ -365,7 +427,11 @@ fn wider(
 /// The bounds (`col >= v`, `col > v`, `col <= v`, `col < v`, a strict bound taken as
 /// inclusive: wider) and key lists in the conjunction `e`, by column. Other conjuncts (a
 /// hash-table lookup) are left out, which only widens.
-fn summarize(e: &Arc<dyn PhysicalExpr>, schema: &Schema, out: &mut HashMap<String, ColumnSummary>) {
+fn summarize<'a>(
+    e: &'a Arc<dyn PhysicalExpr>,
+    schema: &Schema,
+    out: &mut HashMap<String, ColumnSummary<'a>>,
+) {
     if let Some(b) = e.downcast_ref::<BinaryExpr>() {
         if *b.op() == Operator::And {
             summarize(b.left(), schema, out);
@@ -390,14 +456,14 @@ fn summarize(e: &Arc<dyn PhysicalExpr>, schema: &Schema, out: &mut HashMap<Strin
         match op {
             Operator::GtEq | Operator::Gt => s.lower = Some(value),
             Operator::LtEq | Operator::Lt => s.upper = Some(value),
-            Operator::Eq => s.keys = Some(vec![value]),
+            Operator::Eq => s.keys = Some(vec![Keys::One(value)]),
             _ => {}
         }
         return;
     }
     if let Some(i) = e.downcast_ref::<InListExpr>() {
-        if let Some((name, keys)) = in_list_keys(i, schema) {
-            out.entry(name.to_string()).or_default().keys = Some(keys);
+        if let (false, Some((name, _))) = (i.negated(), column(i.expr(), schema)) {
+            out.entry(name.to_string()).or_default().keys = Some(vec![Keys::List(i)]);
         }
     }
 }
@@ -477,6 +543,109 @@ mod tests {
         let both: Arc<dyn PhysicalExpr> = Arc::new(BinaryExpr::new(ge, Operator::And, le));
         let ranges = Ranges::from([("k".to_string(), (0.0, 1000.0))]);
         conv(&both, &schema, &KeyFilters::default(), &ranges)
+    }
+
+    #[test]
+    fn keys_filling_most_of_the_range_are_too_dense() {
+        // 600 keys over 0..=999 of a column ranging 0..=999: 60 % of its values.
+        assert!(too_dense(600, (0.0, 999.0), (0.0, 999.0)));
+        assert!(!too_dense(500, (0.0, 999.0), (0.0, 999.0)));
+        // The same keys within a column ten times as wide: the bounds remove the rest, the
+        // keys would keep 60 % of what is left.
+        assert!(too_dense(600, (0.0, 999.0), (0.0, 9_999.0)));
+        // 600 keys spread over all of it: 6 %.
+        assert!(!too_dense(600, (0.0, 9_999.0), (0.0, 9_999.0)));
+        // Only the overlap counts: 600 keys in 0..=999, the column in 500..=1499.
+        assert!(too_dense(600, (0.0, 999.0), (500.0, 1_499.0)));
+        // Keys outside the column's range keep nothing: never dense.
+        assert!(!too_dense(600, (0.0, 999.0), (5_000.0, 6_000.0)));
+    }
+
+    /// `CASE h WHEN 0 THEN <keys[0]> WHEN 1 THEN <keys[1]> … ELSE false END` over `k`, each
+    /// branch `k >= min AND k <= max AND k IN (keys…)` as DataFusion writes a partition's.
+    fn partitioned(keys: &[Vec<i64>]) -> Arc<dyn PhysicalExpr> {
+        let k: Arc<dyn PhysicalExpr> = Arc::new(Column::new("k", 0));
+        let lit = |v: ScalarValue| -> Arc<dyn PhysicalExpr> { Arc::new(Lit::new(v)) };
+        let branches = keys
+            .iter()
+            .enumerate()
+            .map(|(i, keys)| {
+                let then: Arc<dyn PhysicalExpr> = if keys.is_empty() {
+                    lit(ScalarValue::Boolean(Some(false)))
+                } else {
+                    let (lo, hi) = (keys.iter().min().unwrap(), keys.iter().max().unwrap());
+                    let int = |v: i64| lit(ScalarValue::Int64(Some(v)));
+                    let ge = Arc::new(BinaryExpr::new(k.clone(), Operator::GtEq, int(*lo)));
+                    let le = Arc::new(BinaryExpr::new(k.clone(), Operator::LtEq, int(*hi)));
+                    let list = keys.iter().map(|&v| int(v)).collect();
+                    let schema = Schema::new(vec![Field::new("k", DataType::Int64, true)]);
+                    let list = datafusion::physical_expr::expressions::in_list(
+                        k.clone(),
+                        list,
+                        &false,
+                        &schema,
+                    )
+                    .unwrap();
+                    let bounds = Arc::new(BinaryExpr::new(ge, Operator::And, le));
+                    Arc::new(BinaryExpr::new(bounds, Operator::And, list))
+                };
+                (lit(ScalarValue::UInt64(Some(i as u64))), then)
+            })
+            .collect();
+        let when = lit(ScalarValue::UInt64(Some(0)));
+        let case = CaseExpr::try_new(
+            Some(when),
+            branches,
+            Some(lit(ScalarValue::Boolean(Some(false)))),
+        );
+        Arc::new(case.unwrap())
+    }
+
+    fn convert_over(
+        e: &Arc<dyn PhysicalExpr>,
+        range: (f64, f64),
+        filters: &KeyFilters,
+    ) -> Option<T> {
+        let schema = Schema::new(vec![Field::new("k", DataType::Int64, true)]);
+        let ranges = Ranges::from([("k".to_string(), range)]);
+        conv(e, &schema, filters, &ranges)
+    }
+
+    #[test]
+    fn a_partitioned_filter_is_the_union_of_its_branches() {
+        let filters = KeyFilters::default();
+        // Two partitions with keys, one empty: one list, the widest bounds.
+        let e = partitioned(&[vec![300, 310], vec![], vec![700, 305]]);
+        let t = convert_over(&e, (0.0, 1000.0), &filters).unwrap();
+        assert_eq!(
+            t.to_string(),
+            "k >= 300 AND k <= 700 AND k IN (300, 310, 700, 305)"
+        );
+        // Every partition empty: nothing joins.
+        let t = convert_over(&partitioned(&[vec![], vec![]]), (0.0, 1000.0), &filters).unwrap();
+        assert_eq!(t.to_string(), "FALSE");
+        // 100 sparse keys over a wide column: one Bloom filter over all of them.
+        let sparse: Vec<Vec<i64>> = (0..4)
+            .map(|p| (0..25).map(|i| (i * 4 + p) * 1000).collect())
+            .collect();
+        convert_over(&partitioned(&sparse), (0.0, 1e6), &filters).unwrap();
+        assert_eq!(
+            filters.all().iter().map(|f| f.keys()).collect::<Vec<_>>(),
+            vec![100]
+        );
+        // The same 100 keys packed into 0..=99 of a column ranging 0..=99: too dense for a
+        // Bloom filter, the bounds stay (when they prune).
+        let dense: Vec<Vec<i64>> = (0..4)
+            .map(|p| (0..25).map(|i| i * 4 + p).collect())
+            .collect();
+        let filters = KeyFilters::default();
+        assert_eq!(
+            convert_over(&partitioned(&dense), (0.0, 99.0), &filters),
+            None
+        );
+        let t = convert_over(&partitioned(&dense), (0.0, 999.0), &filters).unwrap();
+        assert_eq!(t.to_string(), "k <= 99");
+        assert!(filters.all().is_empty());
     }
 
     #[test]

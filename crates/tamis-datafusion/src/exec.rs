@@ -75,6 +75,9 @@ pub struct TamisExec {
     key_filters: Arc<KeyFilters>,
     /// Build sides whose keys this scan probes, by column ([`crate::tap`]); shared by clones.
     taps: Arc<Mutex<Vec<Tapped>>>,
+    /// The runtime filters as converted by the first partition to start: the others take
+    /// them from here (a filter of many keys took 50 ms to convert, in each of 16 partitions).
+    converted: Arc<Converted>,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
 }
@@ -95,6 +98,7 @@ impl Clone for TamisExec {
             string_views: self.string_views,
             key_filters: self.key_filters.clone(),
             taps: self.taps.clone(),
+            converted: self.converted.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
             properties: self.properties.clone(),
         }
@@ -153,6 +157,7 @@ impl TamisExec {
             string_views: table.string_views,
             key_filters: table.key_filters.clone(),
             taps: Arc::default(),
+            converted: Arc::default(),
             metrics: ExecutionPlanMetricsSet::new(),
             properties,
         })
@@ -403,7 +408,7 @@ impl ExecutionPlan for TamisExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let part = self.partitions.get(partition).cloned().ok_or_else(|| {
             datafusion::error::DataFusionError::Internal(format!(
@@ -438,11 +443,15 @@ impl ExecutionPlan for TamisExec {
         let dataset = self.dataset.clone();
         let table_schema = self.table_schema.clone();
         let key_filters = self.key_filters.clone();
-        let ranges = if dynamic.is_empty() {
+        let taps: Vec<Tapped> = self.taps.lock().map(|t| t.clone()).unwrap_or_default();
+        let ranges = if dynamic.is_empty() && taps.is_empty() {
             crate::dynamic::Ranges::new()
         } else {
             self.value_ranges()
         };
+        let converted = self.converted.clone();
+        let key_list_limit =
+            crate::sql::keys_per_partition(context.session_config().target_partitions());
         let schema = self.schema.clone();
         let metrics = TamisMetrics::new(&self.metrics, partition);
         // Runs on the partition's own thread, started when DataFusion first asks for rows: a
@@ -458,17 +467,35 @@ impl ExecutionPlan for TamisExec {
         let shared = guard.clone();
         let out_schema = schema.clone();
         let errors = tx.clone();
-        let taps: Vec<Tapped> = self.taps.lock().map(|t| t.clone()).unwrap_or_default();
         let run = move || -> Result<()> {
             let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
             // The joins' dynamic filters, then the build sides too large for a key list (their
             // keys as a Bloom filter, once the join has collected them all).
             let mut runtime_parts = Vec::new();
             for d in &dynamic {
-                runtime_parts.extend(convert_dynamic(d, &table_schema, &key_filters, &ranges)?);
+                let convert = || convert_dynamic(d, &table_schema, &key_filters, &ranges);
+                runtime_parts.extend(converted.get_or_convert(d, convert)?);
             }
+            let mut listed = Vec::new();
+            for part in &runtime_parts {
+                keyed_columns(part, &mut listed);
+            }
+            let listed: Vec<String> = listed.into_iter().map(str::to_string).collect();
             for (name, tap) in &taps {
-                let keys = tap.filter(name, crate::sql::RUNTIME_FILTER_MAX_KEYS);
+                // Keys the join's own filter listed are not probed twice; the tap is for
+                // build sides too large for its lists.
+                if listed.contains(name) {
+                    continue;
+                }
+                let keys = tap.filter(name, key_list_limit);
+                let column = ranges.get(name.as_str());
+                let dense = |f: &tamis::expr::KeyFilter| {
+                    let span = f.int_span().map(|(lo, hi)| (lo as f64, hi as f64));
+                    span.zip(column).is_some_and(|(span, &column)| {
+                        crate::dynamic::too_dense(f.keys(), span, column)
+                    })
+                };
+                let keys = keys.filter(|f| !dense(f));
                 runtime_parts.extend(keys.map(|f| tamis::expr::col(name).in_keys(f)));
             }
             // A filter that does not bind to the files (a type tamis reads otherwise) is left
@@ -563,6 +590,62 @@ impl ExecutionPlan for TamisExec {
             rx.poll_recv(cx)
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+}
+
+/// The columns a runtime filter tests against a key list or key filter (in its top-level
+/// conjunction).
+fn keyed_columns<'e>(e: &'e tamis::expr::Expr, out: &mut Vec<&'e str>) {
+    use tamis::expr::Expr as T;
+    match e {
+        T::And(l, r) => {
+            keyed_columns(l, out);
+            keyed_columns(r, out);
+        }
+        T::InList {
+            expr,
+            negated: false,
+            ..
+        }
+        | T::InKeys { expr, .. } => {
+            if let T::Column(c) = expr.as_ref() {
+                out.push(&c.path);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Dynamic filters converted to tamis trees, by filter and snapshot generation: every
+/// partition of a scan starts after the same build, so they convert the same state.
+#[derive(Default)]
+struct Converted {
+    done: Mutex<Vec<Conversion>>,
+}
+
+/// (filter, its generation when converted, the tree); the filter is kept so that its address
+/// is never another's.
+type Conversion = (Arc<dyn PhysicalExpr>, u64, Option<tamis::expr::Expr>);
+
+impl Converted {
+    /// `filter`'s current state as converted by `convert`, once per generation.
+    fn get_or_convert(
+        &self,
+        filter: &Arc<dyn PhysicalExpr>,
+        convert: impl FnOnce() -> Result<Option<tamis::expr::Expr>>,
+    ) -> Result<Option<tamis::expr::Expr>> {
+        let generation = filter.snapshot_generation();
+        // Held while converting: the partitions starting meanwhile wait for this conversion
+        // instead of repeating it.
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        let found = (done.iter()).find(|(f, g, _)| Arc::ptr_eq(f, filter) && *g == generation);
+        if let Some((_, _, tree)) = found {
+            return Ok(tree.clone());
+        }
+        let tree = convert()?;
+        done.retain(|(f, _, _)| !Arc::ptr_eq(f, filter));
+        done.push((filter.clone(), generation, tree.clone()));
+        Ok(tree)
     }
 }
 

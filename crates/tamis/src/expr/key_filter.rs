@@ -46,6 +46,8 @@ pub struct KeyFilter {
     blocks: Vec<u64>,
     keys: usize,
     label: String,
+    /// The smallest and largest integer key (none for byte strings or no keys).
+    int_span: Option<(i64, i64)>,
     probed: AtomicU64,
     passed: AtomicU64,
     off: AtomicBool,
@@ -87,6 +89,7 @@ impl KeyFilter {
             blocks: vec![0; blocks],
             keys: 0,
             label,
+            int_span: None,
             probed: AtomicU64::new(0),
             passed: AtomicU64::new(0),
             off: AtomicBool::new(false),
@@ -102,6 +105,11 @@ impl KeyFilter {
             f.insert_hash(mix(k as u64));
         }
         f.keys = keys.len();
+        f.int_span = keys
+            .iter()
+            .min()
+            .zip(keys.iter().max())
+            .map(|(&a, &b)| (a, b));
         f
     }
 
@@ -167,6 +175,12 @@ impl KeyFilter {
         self.keys
     }
 
+    /// The smallest and largest key of an integer filter (`None` for byte strings or no
+    /// keys): with the key count, how densely the keys fill their range.
+    pub fn int_span(&self) -> Option<(i64, i64)> {
+        self.int_span
+    }
+
     /// The filter's size in bytes.
     pub fn size_bytes(&self) -> usize {
         self.blocks.len() * 8
@@ -206,6 +220,17 @@ impl KeyFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_filters_know_their_keys_span() {
+        assert_eq!(
+            KeyFilter::from_ints(&[7, -3, 12], "k").int_span(),
+            Some((-3, 12))
+        );
+        assert_eq!(KeyFilter::from_ints(&[], "k").int_span(), None);
+        let strings = KeyFilter::from_bytes([&b"a"[..]].into_iter(), "s");
+        assert_eq!(strings.int_span(), None);
+    }
 
     #[test]
     fn inserted_keys_always_pass() {
