@@ -12,7 +12,7 @@
 # wheel's contents, stripped; duckdb) and tpchgen-cli.xz; they are unpacked into /tmp/site.
 # Knobs: SF, THREADS (the key queries' counts, default 1,4,16), ALL_THREADS (all 22 queries,
 # default 16,4: the first, then the rest), KEY (the key queries), RUNS,
-# DEADLINE (seconds for the whole run).
+# DEADLINE (seconds for the whole run), STEPS (a comma-separated subset of key,all,scans,all-more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/scaling-out}
@@ -49,6 +49,7 @@ save() { cp "$RES"/*.json "$OUT"/ 2>/dev/null; true; }
 # DEADLINE (seconds since the script started; default: none), then keeps its JSON.
 step() {
     local name=$1 cap=$2; shift 2
+    case ",${STEPS:-key,all,scans,all-more}," in *",$name,"*) ;; *) return ;; esac
     if [ -n "${DEADLINE:-}" ] && [ $(( DEADLINE - SECONDS )) -lt "$cap" ]; then
         cap=$(( DEADLINE - SECONDS ))
     fi
@@ -71,8 +72,8 @@ step key 240 "${sql[@]}" --queries "$KEY" --threads "$THREADS" --runs "$RUNS" \
 step all 150 "${sql[@]}" --threads "${ALL_THREADS%%,*}" --runs 1 --engines tamis,tamis-no-rf,duckdb \
     --results-dir "$RES/all"
 # 3. The lineitem scans (bench/run.py's tpch suite), warm.
-step scans 120 python3 bench/run.py --suite tpch --data-dir "$DATA" --sf "$SF" --threads "$THREADS" \
-    --cache warm --runs "$RUNS" --engines tamis,duckdb --results-dir "$RES/scans" --tamis-cli "$(command -v false)"
+step scans 120 python3 bench/run.py --suite tpch --data-dir "$DATA" --sf "$SF" \
+    --threads "${SCAN_THREADS:-$THREADS}" --cache warm --runs "$RUNS" --engines tamis,duckdb --results-dir "$RES/scans" --tamis-cli "$(command -v false)"
 # 4. All 22 queries at the other counts.
 if [ "${ALL_THREADS#*,}" != "$ALL_THREADS" ]; then
     step all-more 600 "${sql[@]}" --threads "${ALL_THREADS#*,}" --runs 1 --engines tamis,tamis-no-rf,duckdb \

@@ -246,10 +246,36 @@ fn in_list_keys<'s>(i: &InListExpr, schema: &'s Schema) -> Option<(&'s str, Vec<
         return None;
     }
     let (name, _) = column(i.expr(), schema)?;
-    let keys = (i.list().iter())
-        .map(|v| v.downcast_ref::<Lit>().map(|l| l.value().clone()))
-        .collect::<Option<_>>()?;
+    let keys = distinct_keys([Keys::List(i)].iter(), usize::MAX)?;
     Some((name, keys))
+}
+
+/// The distinct non-null keys of `lists`, or `None` past `limit` of them (or where a list
+/// holds something other than literals). A join's list holds its build rows' keys, repeats
+/// included: TPC-H Q17's semi join at SF 10 lists 61 000 rows of 2 044 keys.
+fn distinct_keys<'a>(
+    lists: impl Iterator<Item = &'a Keys<'a>>,
+    limit: usize,
+) -> Option<Vec<ScalarValue>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut keys = Vec::new();
+    for list in lists {
+        let values: Vec<&ScalarValue> = match list {
+            Keys::List(i) => (i.list().iter())
+                .map(|v| v.downcast_ref::<Lit>().map(Lit::value))
+                .collect::<Option<_>>()?,
+            Keys::One(v) => vec![v],
+        };
+        for v in values {
+            if !v.is_null() && seen.insert(v) {
+                keys.push(v.clone());
+                if keys.len() > limit {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(keys)
 }
 
 /// `name IN (keys)`: exact up to [`EXACT_KEYS`] keys, a shared Bloom filter beyond; `None`
@@ -315,15 +341,6 @@ struct ColumnSummary<'a> {
 enum Keys<'a> {
     List(&'a InListExpr),
     One(ScalarValue),
-}
-
-impl Keys<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Keys::List(i) => i.list().len(),
-            Keys::One(_) => 1,
-        }
-    }
 }
 
 /// A partitioned hash join's filter, `CASE hash(key) % N WHEN i THEN <partition i's bounds and
@@ -394,16 +411,9 @@ fn union_of_branches<'a>(
                 parts.extend(compare(&col, op, &lit, schema, ranges));
             }
         }
-        let lists = s.keys.as_ref();
-        let total: usize = lists.map_or(0, |l| l.iter().map(Keys::len).sum());
-        if let Some(lists) = lists.filter(|_| total <= crate::sql::RUNTIME_FILTER_MAX_KEYS) {
-            let mut keys = Vec::with_capacity(total);
-            for list in lists {
-                match list {
-                    Keys::List(i) => keys.extend(in_list_keys(i, schema)?.1),
-                    Keys::One(v) => keys.push(v.clone()),
-                }
-            }
+        let limit = crate::sql::RUNTIME_FILTER_MAX_KEYS;
+        let keys = (s.keys.as_ref()).and_then(|lists| distinct_keys(lists.iter(), limit));
+        if let Some(keys) = keys {
             parts.extend(key_set(name, &keys, schema, filters, ranges));
         }
     }
@@ -633,6 +643,14 @@ mod tests {
             filters.all().iter().map(|f| f.keys()).collect::<Vec<_>>(),
             vec![100]
         );
+        // A join's lists hold its build rows' keys, repeats included: 20 000 rows in all, more
+        // than one filter takes, of the same 100 keys — the same one filter.
+        let repeated: Vec<Vec<i64>> = (sparse.iter())
+            .map(|keys| keys.iter().cycle().take(5_000).copied().collect())
+            .collect();
+        let t = convert_over(&partitioned(&repeated), (0.0, 1e6), &filters).unwrap();
+        assert!(t.to_string().contains("100 keys"), "{t}");
+        assert_eq!(filters.all().len(), 1);
         // The same 100 keys packed into 0..=99 of a column ranging 0..=99: too dense for a
         // Bloom filter, the bounds stay (when they prune).
         let dense: Vec<Vec<i64>> = (0..4)
