@@ -170,16 +170,16 @@ async fn query(ctx: &SessionContext, sql: &str) -> Vec<String> {
     rows(&df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}")))
 }
 
+/// The physical plan of `sql`.
+async fn plan_of(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    df.create_physical_plan().await.unwrap()
+}
+
 /// Runs `sql` and sums metric `name` over the TamisExec nodes that read column `v` (the scans
 /// of `fact`).
 async fn fact_metric(ctx: &SessionContext, sql: &str, name: &str) -> usize {
-    let plan = ctx
-        .sql(sql)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
+    let plan = plan_of(ctx, sql).await;
     datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
         .await
         .unwrap();
@@ -302,14 +302,7 @@ async fn probe_aggregates_swaps_a_semi_join_built_on_an_aggregate() {
              AND f.v < (SELECT 0.5 * avg(f2.v) FROM fact f2 WHERE f2.k = d.k)";
     // Planned without runtime filters: DataFusion refuses to swap a join whose dynamic filter
     // exists, and the rule runs before that filter is made.
-    let plan = c
-        .off
-        .sql(q)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
+    let plan = plan_of(&c.off, q).await;
     // The semi join of the plan, with the side holding the aggregate on the left or right.
     fn semi_join(p: &Arc<dyn ExecutionPlan>) -> Option<(JoinType, bool)> {
         if let Some(j) = p.downcast_ref::<HashJoinExec>() {
@@ -561,13 +554,7 @@ async fn a_partitioned_join_filters_as_one_union_of_its_partitions() {
         let built: Vec<usize> = filters.iter().map(|f| f.keys()).collect();
         let want = if keys > 64 { vec![keys] } else { vec![] };
         assert_eq!(built, want, "{q}: key filters of the fact scans");
-        let plan = wide
-            .sql(q)
-            .await
-            .unwrap()
-            .create_physical_plan()
-            .await
-            .unwrap();
+        let plan = plan_of(&wide, q).await;
         assert!(partitioned(&plan), "{q}: no partitioned join to test");
         let at_8 = fact_metric(&wide, q, "rows_selected").await;
         let at_1 = fact_metric(&one, q, "rows_selected").await;
