@@ -318,14 +318,18 @@ fn key_set(
 pub const DENSE_SHARE: f64 = 0.5;
 
 /// Whether `keys` distinct integer keys spanning `span` fill more than [`DENSE_SHARE`] of the
-/// values a column ranging over `column` can hold there: a dimension's every key probed by its
-/// fact table (TPC-H Q14 joins `lineitem` with all 200 000 parts at SF 1). Such a filter keeps
-/// nearly every row, yet costs its build and a probe per value until it switches itself off;
-/// the bounds of the keys still prune. Keys that miss the column's range entirely are never
-/// dense (they keep nothing).
+/// values a column ranging over `column` can hold where the two overlap (the keys taken as
+/// spread evenly over their span): a dimension's every key probed by its fact table (TPC-H Q14
+/// joins `lineitem` with all 200 000 parts at SF 1). Such a filter keeps nearly every row, yet
+/// costs its build and a probe per value until it switches itself off; the bounds of the keys
+/// still prune. Keys that miss the column's range entirely are never dense (they keep nothing).
 pub fn too_dense(keys: usize, span: (f64, f64), column: (f64, f64)) -> bool {
     let (lo, hi) = (span.0.max(column.0), span.1.min(column.1));
-    hi >= lo && keys as f64 > DENSE_SHARE * (hi - lo + 1.0)
+    if hi < lo {
+        return false;
+    }
+    let inside = keys as f64 * (hi - lo + 1.0) / (span.1 - span.0 + 1.0).max(1.0);
+    inside > DENSE_SHARE * (hi - lo + 1.0)
 }
 
 /// What one branch of a partitioned join's filter says about one column: its bounds and its
@@ -369,6 +373,14 @@ fn union_of_branches<'a>(
         }
         let mut this: HashMap<String, ColumnSummary> = HashMap::new();
         summarize(branch, schema, &mut this);
+        if this
+            .values()
+            .any(|c| c.keys.as_deref().is_some_and(only_nulls))
+        {
+            // A partition whose build keys are all NULL joins no row (`k IN (NULL)`), and its
+            // bounds (`k >= NULL`) would widen the union to everything.
+            continue;
+        }
         united = Some(match united {
             None => this,
             Some(mut all) => {
@@ -478,6 +490,16 @@ fn summarize<'a>(
     }
 }
 
+/// Whether key lists hold NULLs only.
+fn only_nulls(keys: &[Keys<'_>]) -> bool {
+    keys.iter().all(|k| match k {
+        Keys::List(i) => {
+            (i.list().iter()).all(|v| v.downcast_ref::<Lit>().is_some_and(|l| l.value().is_null()))
+        }
+        Keys::One(v) => v.is_null(),
+    })
+}
+
 /// `a op b` as `b op' a`.
 fn flip(op: Operator) -> Operator {
     match op {
@@ -565,8 +587,11 @@ mod tests {
         assert!(too_dense(600, (0.0, 999.0), (0.0, 9_999.0)));
         // 600 keys spread over all of it: 6 %.
         assert!(!too_dense(600, (0.0, 9_999.0), (0.0, 9_999.0)));
-        // Only the overlap counts: 600 keys in 0..=999, the column in 500..=1499.
+        // Only the overlap counts: 600 keys in 0..=999, the column in 500..=1499 (about 300
+        // of them in its 500 values).
         assert!(too_dense(600, (0.0, 999.0), (500.0, 1_499.0)));
+        // 100 keys spread over a million values, the column in 500..=600: about none inside.
+        assert!(!too_dense(100, (0.0, 1e6), (500.0, 600.0)));
         // Keys outside the column's range keep nothing: never dense.
         assert!(!too_dense(600, (0.0, 999.0), (5_000.0, 6_000.0)));
     }
@@ -664,6 +689,88 @@ mod tests {
         let t = convert_over(&partitioned(&dense), (0.0, 999.0), &filters).unwrap();
         assert_eq!(t.to_string(), "k <= 99");
         assert!(filters.all().is_empty());
+    }
+
+    /// `CASE … WHEN i THEN branches[i] … ELSE false END` over columns `k` and `j`.
+    fn case_of(branches: Vec<Arc<dyn PhysicalExpr>>) -> Arc<dyn PhysicalExpr> {
+        let lit = |v: ScalarValue| -> Arc<dyn PhysicalExpr> { Arc::new(Lit::new(v)) };
+        let when_then = (branches.into_iter().enumerate())
+            .map(|(i, then)| (lit(ScalarValue::UInt64(Some(i as u64))), then))
+            .collect();
+        let when = lit(ScalarValue::UInt64(Some(0)));
+        let otherwise = Some(lit(ScalarValue::Boolean(Some(false))));
+        Arc::new(CaseExpr::try_new(Some(when), when_then, otherwise).unwrap())
+    }
+
+    /// `column op value` and `column IN (values)` over Int64 columns `k` and `j`.
+    fn cmp(column: &str, op: Operator, value: Option<i64>) -> Arc<dyn PhysicalExpr> {
+        let c: Arc<dyn PhysicalExpr> = Arc::new(Column::new(column, 0));
+        Arc::new(BinaryExpr::new(
+            c,
+            op,
+            Arc::new(Lit::new(ScalarValue::Int64(value))),
+        ))
+    }
+
+    fn list(column: &str, values: &[Option<i64>]) -> Arc<dyn PhysicalExpr> {
+        let c: Arc<dyn PhysicalExpr> = Arc::new(Column::new(column, 0));
+        let values = (values.iter())
+            .map(|&v| Arc::new(Lit::new(ScalarValue::Int64(v))) as Arc<dyn PhysicalExpr>)
+            .collect();
+        datafusion::physical_expr::expressions::in_list(c, values, &false, &two_columns()).unwrap()
+    }
+
+    fn and(a: Arc<dyn PhysicalExpr>, b: Arc<dyn PhysicalExpr>) -> Arc<dyn PhysicalExpr> {
+        Arc::new(BinaryExpr::new(a, Operator::And, b))
+    }
+
+    fn two_columns() -> Schema {
+        Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("j", DataType::Int64, true),
+        ])
+    }
+
+    fn united(branches: Vec<Arc<dyn PhysicalExpr>>) -> Option<String> {
+        let ranges = Ranges::from([
+            ("k".to_string(), (0.0, 1000.0)),
+            ("j".to_string(), (0.0, 1000.0)),
+        ]);
+        let e = case_of(branches);
+        conv(&e, &two_columns(), &KeyFilters::default(), &ranges).map(|t| t.to_string())
+    }
+
+    #[test]
+    fn unions_of_other_branch_shapes() {
+        use Operator::{Gt, GtEq, Lt, LtEq};
+        // Strict bounds are taken as inclusive (wider); the widest of each side is kept.
+        let strict = and(cmp("k", Gt, Some(300)), cmp("k", Lt, Some(700)));
+        let inclusive = and(cmp("k", GtEq, Some(100)), cmp("k", LtEq, Some(200)));
+        assert_eq!(
+            united(vec![strict, inclusive]).unwrap(),
+            "k >= 100 AND k <= 700"
+        );
+        // A branch that keeps everything (a cancelled partition): no filter.
+        let t: Arc<dyn PhysicalExpr> = Arc::new(Lit::new(ScalarValue::Boolean(Some(true))));
+        assert_eq!(united(vec![list("k", &[Some(1)]), t]), None);
+        // Branches on different columns share nothing to unite: their OR.
+        assert_eq!(
+            united(vec![list("k", &[Some(1), Some(2)]), list("j", &[Some(3)])]).unwrap(),
+            "k IN (1, 2) OR j IN (3) OR FALSE"
+        );
+        // A partition whose keys are all NULL joins nothing and does not widen the bounds.
+        let nulls = and(
+            and(cmp("k", GtEq, None), cmp("k", LtEq, None)),
+            list("k", &[None, None]),
+        );
+        let some = and(
+            and(cmp("k", GtEq, Some(300)), cmp("k", LtEq, Some(310))),
+            list("k", &[Some(300), Some(310)]),
+        );
+        assert_eq!(
+            united(vec![nulls, some]).unwrap(),
+            "k >= 300 AND k <= 310 AND k IN (300, 310)"
+        );
     }
 
     #[test]

@@ -471,13 +471,17 @@ impl ExecutionPlan for TamisExec {
             let mut parts: Vec<tamis::expr::Expr> = static_filter.into_iter().collect();
             // The joins' dynamic filters, then the build sides too large for a key list (their
             // keys as a Bloom filter, once the join has collected them all).
-            let mut runtime_parts = Vec::new();
+            // A filter that does not bind to the files (a type tamis reads otherwise) is left
+            // to the join.
+            let binds =
+                |e: &tamis::expr::Expr| tamis::expr::bind(e, &dataset.plan().leaves).is_ok();
+            let before = parts.len();
             for d in &dynamic {
                 let convert = || convert_dynamic(d, &table_schema, &key_filters, &ranges);
-                runtime_parts.extend(converted.get_or_convert(d, convert)?);
+                parts.extend(converted.get_or_convert(d, convert)?.filter(binds));
             }
             let mut listed = Vec::new();
-            for part in &runtime_parts {
+            for part in &parts[before..] {
                 keyed_columns(part, &mut listed);
             }
             let listed: Vec<String> = listed.into_iter().map(str::to_string).collect();
@@ -496,16 +500,9 @@ impl ExecutionPlan for TamisExec {
                     })
                 };
                 let keys = keys.filter(|f| !dense(f));
-                runtime_parts.extend(keys.map(|f| tamis::expr::col(name).in_keys(f)));
+                let keys = keys.map(|f| tamis::expr::col(name).in_keys(f));
+                parts.extend(keys.filter(binds));
             }
-            // A filter that does not bind to the files (a type tamis reads otherwise) is left
-            // to the join.
-            let before = parts.len();
-            parts.extend(
-                runtime_parts
-                    .into_iter()
-                    .filter(|e| tamis::expr::bind(e, &dataset.plan().leaves).is_ok()),
-            );
             let runtime = parts.len() - before;
             let scan = if parts.is_empty() {
                 scan
@@ -568,9 +565,18 @@ impl ExecutionPlan for TamisExec {
             std::thread::Builder::new()
                 .name(format!("tamis-df-{partition}"))
                 .spawn(move || {
-                    if let Err(e) = run() {
-                        let _ = errors.blocking_send(Err(e));
-                    }
+                    // A panic would drop the channel's senders: the stream would just end, a
+                    // short result taken for the whole. It becomes the stream's error instead.
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+                    let failure = match outcome {
+                        Ok(Ok(())) => return,
+                        Ok(Err(e)) => e,
+                        Err(panic) => datafusion::error::DataFusionError::Internal(format!(
+                            "the scan of partition {partition} panicked: {}",
+                            panic_message(panic.as_ref())
+                        )),
+                    };
+                    let _ = errors.blocking_send(Err(failure));
                 })
                 .map(|_| ())
                 .map_err(|e| {
@@ -591,6 +597,13 @@ impl ExecutionPlan for TamisExec {
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
     }
+}
+
+/// A panic's message, where it is text.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    (panic.downcast_ref::<&str>().copied())
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 /// The columns a runtime filter tests against a key list or key filter (in its top-level
@@ -725,6 +738,40 @@ impl TamisMetrics {
 #[cfg(test)]
 mod tests {
     use super::split;
+
+    #[test]
+    fn a_dynamic_filter_is_converted_once_per_generation() {
+        use datafusion::physical_expr::expressions::{lit, Column, DynamicFilterPhysicalExpr};
+        use datafusion::physical_expr::PhysicalExpr;
+        use std::sync::Arc;
+
+        let k: Arc<dyn PhysicalExpr> = Arc::new(Column::new("k", 0));
+        let filter = Arc::new(DynamicFilterPhysicalExpr::new(vec![k], lit(true)));
+        let dynamic: Arc<dyn PhysicalExpr> = filter.clone();
+        let other: Arc<dyn PhysicalExpr> =
+            Arc::new(DynamicFilterPhysicalExpr::new(vec![], lit(true)));
+        let converted = super::Converted::default();
+        let calls = std::cell::Cell::new(0);
+        let convert = || {
+            calls.set(calls.get() + 1);
+            Ok(Some(tamis::expr::col("k").is_null()))
+        };
+        let tree = converted.get_or_convert(&dynamic, convert).unwrap();
+        assert_eq!(tree.unwrap().to_string(), "k IS NULL");
+        converted.get_or_convert(&dynamic, convert).unwrap();
+        assert_eq!(
+            calls.get(),
+            1,
+            "same filter, same generation: converted once"
+        );
+        converted.get_or_convert(&other, convert).unwrap();
+        assert_eq!(calls.get(), 2, "another filter is converted on its own");
+        filter.update(lit(false)).unwrap();
+        converted.get_or_convert(&dynamic, convert).unwrap();
+        assert_eq!(calls.get(), 3, "a new generation is converted again");
+        converted.get_or_convert(&dynamic, convert).unwrap();
+        assert_eq!(calls.get(), 3);
+    }
 
     /// Row groups as (file, index), in partition order, and each partition's bytes.
     fn layout(
