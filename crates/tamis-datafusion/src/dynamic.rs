@@ -200,7 +200,10 @@ fn conv(
                 filters,
                 ranges,
             )?)),
-            op => compare(b.left(), *op, b.right(), schema, ranges),
+            _ => {
+                let (col, op, value) = column_vs_literal(b, schema)?;
+                bound(col, op, value, ranges)
+            }
         };
     }
     if let Some(l) = e.downcast_ref::<Lit>() {
@@ -304,10 +307,8 @@ fn key_set(
     let span = numbers.fold(None, |span: Option<(f64, f64)>, v| {
         Some(span.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
     });
-    if let (Some(span), Some(&column)) = (span, ranges.get(name)) {
-        if too_dense(keys.len(), span, column) {
-            return None;
-        }
+    if too_dense_on(ranges, name, keys.len(), span) {
+        return None;
     }
     let f = filters.get(name, keys, dt)?;
     Some(tree::col(name).in_keys(f))
@@ -330,6 +331,13 @@ pub fn too_dense(keys: usize, span: (f64, f64), column: (f64, f64)) -> bool {
     }
     let inside = keys as f64 * (hi - lo + 1.0) / (span.1 - span.0 + 1.0).max(1.0);
     inside > DENSE_SHARE * (hi - lo + 1.0)
+}
+
+/// [`too_dense`] for `keys` spanning `span` (`None`: not numbers) on column `name`, whose
+/// range `ranges` knows (or not: never dense).
+pub fn too_dense_on(ranges: &Ranges, name: &str, keys: usize, span: Option<(f64, f64)>) -> bool {
+    span.zip(ranges.get(name))
+        .is_some_and(|(span, &column)| too_dense(keys, span, column))
 }
 
 /// What one branch of a partitioned join's filter says about one column: its bounds and its
@@ -416,12 +424,12 @@ fn union_of_branches<'a>(
     let mut parts = Vec::new();
     for name in names {
         let s = &united[name];
-        let col: Arc<dyn PhysicalExpr> = Arc::new(Column::new(name, 0));
-        for (op, bound) in [(Operator::GtEq, &s.lower), (Operator::LtEq, &s.upper)] {
-            if let Some(v) = bound {
-                let lit: Arc<dyn PhysicalExpr> = Arc::new(Lit::new(v.clone()));
-                parts.extend(compare(&col, op, &lit, schema, ranges));
-            }
+        let col = (
+            name.as_str(),
+            schema.field_with_name(name).ok()?.data_type(),
+        );
+        for (op, value) in [(CmpOp::GtEq, &s.lower), (CmpOp::LtEq, &s.upper)] {
+            parts.extend(value.as_ref().and_then(|v| bound(col, op, v, ranges)));
         }
         let limit = crate::sql::RUNTIME_FILTER_MAX_KEYS;
         let keys = (s.keys.as_ref()).and_then(|lists| distinct_keys(lists.iter(), limit));
@@ -460,25 +468,15 @@ fn summarize<'a>(
             summarize(b.right(), schema, out);
             return;
         }
-        let (name, op, value) = match (column(b.left(), schema), column(b.right(), schema)) {
-            (Some((name, _)), None) => (name, *b.op(), b.right()),
-            (None, Some((name, _))) => match crate::convert::cmp_op(*b.op()) {
-                Some(_) => (name, flip(*b.op()), b.left()),
-                None => return,
-            },
-            _ => return,
-        };
-        let Some(value) = value.downcast_ref::<Lit>().map(|l| l.value().clone()) else {
+        let Some(((name, _), op, value)) = column_vs_literal(b, schema) else {
             return;
         };
-        if value.is_null() {
-            return;
-        }
         let s = out.entry(name.to_string()).or_default();
+        let value = value.clone();
         match op {
-            Operator::GtEq | Operator::Gt => s.lower = Some(value),
-            Operator::LtEq | Operator::Lt => s.upper = Some(value),
-            Operator::Eq => s.keys = Some(vec![Keys::One(value)]),
+            CmpOp::GtEq | CmpOp::Gt => s.lower = Some(value),
+            CmpOp::LtEq | CmpOp::Lt => s.upper = Some(value),
+            CmpOp::Eq => s.keys = Some(vec![Keys::One(value)]),
             _ => {}
         }
         return;
@@ -500,40 +498,35 @@ fn only_nulls(keys: &[Keys<'_>]) -> bool {
     })
 }
 
-/// `a op b` as `b op' a`.
-fn flip(op: Operator) -> Operator {
-    match op {
-        Operator::Gt => Operator::Lt,
-        Operator::GtEq => Operator::LtEq,
-        Operator::Lt => Operator::Gt,
-        Operator::LtEq => Operator::GtEq,
-        other => other,
-    }
-}
-
-/// `column op literal` (either side), for column types whose comparison tamis evaluates as
-/// arrow does (not floats).
-fn compare(
-    left: &Arc<dyn PhysicalExpr>,
-    op: Operator,
-    right: &Arc<dyn PhysicalExpr>,
-    schema: &Schema,
-    ranges: &Ranges,
-) -> Option<T> {
-    let op = crate::convert::cmp_op(op)?;
-    let (col, op, value) = match (column(left, schema), column(right, schema)) {
-        (Some(c), None) => (c, op, right),
-        (None, Some(c)) => (c, op.flip(), left),
+/// `column op literal` (either side) as the column, the operator with the column on its left,
+/// and the non-null literal.
+fn column_vs_literal<'e, 's>(
+    b: &'e BinaryExpr,
+    schema: &'s Schema,
+) -> Option<((&'s str, &'s DataType), CmpOp, &'e ScalarValue)> {
+    let op = crate::convert::cmp_op(*b.op())?;
+    let (col, op, value) = match (column(b.left(), schema), column(b.right(), schema)) {
+        (Some(c), None) => (c, op, b.right()),
+        (None, Some(c)) => (c, op.flip(), b.left()),
         _ => return None,
     };
-    if convert::is_float(col.1) {
-        return None;
-    }
     let value = value.downcast_ref::<Lit>()?.value();
-    if value.is_null() {
+    (!value.is_null()).then_some((col, op, value))
+}
+
+/// `column op value` as a tamis comparison, for column types whose comparison tamis evaluates
+/// as arrow does (not floats); `None` for a bound that removes little of the column's range
+/// ([`WORTH_A_BOUND`]).
+fn bound(
+    (name, dt): (&str, &DataType),
+    op: CmpOp,
+    value: &ScalarValue,
+    ranges: &Ranges,
+) -> Option<T> {
+    if convert::is_float(dt) {
         return None;
     }
-    if let (Some(&(lo, hi)), Some(v)) = (ranges.get(col.0), as_number(value)) {
+    if let (Some(&(lo, hi)), Some(v)) = (ranges.get(name), as_number(value)) {
         // The share of the column's range the bound removes (values spread evenly).
         let removed = match op {
             CmpOp::GtEq | CmpOp::Gt => (v - lo) / (hi - lo),
@@ -544,9 +537,9 @@ fn compare(
             return None;
         }
     }
-    let lit = convert::scalar_literal(value, col.1)?;
+    let lit = convert::scalar_literal(value, dt)?;
     Some(T::Compare(
-        Box::new(tree::col(col.0)),
+        Box::new(tree::col(name)),
         op,
         Box::new(T::Literal(lit)),
     ))
@@ -599,41 +592,18 @@ mod tests {
     /// `CASE h WHEN 0 THEN <keys[0]> WHEN 1 THEN <keys[1]> … ELSE false END` over `k`, each
     /// branch `k >= min AND k <= max AND k IN (keys…)` as DataFusion writes a partition's.
     fn partitioned(keys: &[Vec<i64>]) -> Arc<dyn PhysicalExpr> {
-        let k: Arc<dyn PhysicalExpr> = Arc::new(Column::new("k", 0));
-        let lit = |v: ScalarValue| -> Arc<dyn PhysicalExpr> { Arc::new(Lit::new(v)) };
-        let branches = keys
-            .iter()
-            .enumerate()
-            .map(|(i, keys)| {
-                let then: Arc<dyn PhysicalExpr> = if keys.is_empty() {
-                    lit(ScalarValue::Boolean(Some(false)))
-                } else {
-                    let (lo, hi) = (keys.iter().min().unwrap(), keys.iter().max().unwrap());
-                    let int = |v: i64| lit(ScalarValue::Int64(Some(v)));
-                    let ge = Arc::new(BinaryExpr::new(k.clone(), Operator::GtEq, int(*lo)));
-                    let le = Arc::new(BinaryExpr::new(k.clone(), Operator::LtEq, int(*hi)));
-                    let list = keys.iter().map(|&v| int(v)).collect();
-                    let schema = Schema::new(vec![Field::new("k", DataType::Int64, true)]);
-                    let list = datafusion::physical_expr::expressions::in_list(
-                        k.clone(),
-                        list,
-                        &false,
-                        &schema,
-                    )
-                    .unwrap();
-                    let bounds = Arc::new(BinaryExpr::new(ge, Operator::And, le));
-                    Arc::new(BinaryExpr::new(bounds, Operator::And, list))
-                };
-                (lit(ScalarValue::UInt64(Some(i as u64))), then)
-            })
-            .collect();
-        let when = lit(ScalarValue::UInt64(Some(0)));
-        let case = CaseExpr::try_new(
-            Some(when),
-            branches,
-            Some(lit(ScalarValue::Boolean(Some(false)))),
-        );
-        Arc::new(case.unwrap())
+        let branch = |keys: &Vec<i64>| -> Arc<dyn PhysicalExpr> {
+            let (Some(&lo), Some(&hi)) = (keys.iter().min(), keys.iter().max()) else {
+                return Arc::new(Lit::new(ScalarValue::Boolean(Some(false))));
+            };
+            let bounds = and(
+                cmp("k", Operator::GtEq, Some(lo)),
+                cmp("k", Operator::LtEq, Some(hi)),
+            );
+            let values: Vec<Option<i64>> = keys.iter().map(|&v| Some(v)).collect();
+            and(bounds, list("k", &values))
+        };
+        case_of(keys.iter().map(branch).collect())
     }
 
     fn convert_over(

@@ -224,19 +224,24 @@ fn split(files: &[(String, Vec<u64>)], target: usize) -> Vec<Part> {
         return vec![Vec::new()];
     }
     let n = target.clamp(1, groups.len());
-    let total: u64 = groups.iter().map(|g| g.2).sum();
+    // bytes[i]: the bytes of the first i row groups.
+    let bytes: Vec<u64> = std::iter::once(0)
+        .chain(groups.iter().scan(0, |sum, g| {
+            *sum += g.2;
+            Some(*sum)
+        }))
+        .collect();
+    let total = bytes[groups.len()] as f64;
     let mut out: Vec<Part> = Vec::with_capacity(n);
-    let (mut start, mut before) = (0, 0u64);
+    let mut start = 0;
     for k in 0..n {
         // Range k ends where the bytes so far come closest to (k + 1) / n of the total,
         // leaving a row group for each range after it.
-        let goal = total as f64 * (k + 1) as f64 / n as f64;
+        let goal = total * (k + 1) as f64 / n as f64;
         let last = groups.len() - (n - k - 1);
-        let (mut end, mut upto) = (start + 1, before + groups[start].2);
-        while end < last
-            && (upto as f64 + groups[end].2 as f64 - goal).abs() <= (goal - upto as f64).abs()
-        {
-            upto += groups[end].2;
+        let off = |end: usize| (bytes[end] as f64 - goal).abs();
+        let mut end = start + 1;
+        while end < last && off(end + 1) <= off(end) {
             end += 1;
         }
         if k == n - 1 {
@@ -250,7 +255,6 @@ fn split(files: &[(String, Vec<u64>)], target: usize) -> Vec<Part> {
             }
         }
         out.push(part);
-        before += groups[start..end].iter().map(|g| g.2).sum::<u64>();
         start = end;
     }
     out
@@ -491,15 +495,10 @@ impl ExecutionPlan for TamisExec {
                 if listed.contains(name) {
                     continue;
                 }
-                let keys = tap.filter(name, key_list_limit);
-                let column = ranges.get(name.as_str());
-                let dense = |f: &tamis::expr::KeyFilter| {
+                let keys = tap.filter(name, key_list_limit).filter(|f| {
                     let span = f.int_span().map(|(lo, hi)| (lo as f64, hi as f64));
-                    span.zip(column).is_some_and(|(span, &column)| {
-                        crate::dynamic::too_dense(f.keys(), span, column)
-                    })
-                };
-                let keys = keys.filter(|f| !dense(f));
+                    !crate::dynamic::too_dense_on(&ranges, name, f.keys(), span)
+                });
                 let keys = keys.map(|f| tamis::expr::col(name).in_keys(f));
                 parts.extend(keys.filter(binds));
             }

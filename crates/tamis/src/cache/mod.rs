@@ -137,10 +137,13 @@ impl PageCache {
     /// size (a decompression buffer may be larger, and is lent to the next page when the
     /// caller drops it); returns the copy, to be used in its place.
     pub(crate) fn keep(&self, file: &Arc<FileKey>, offset: u64, page: Page) -> Page {
+        let key = PageKey {
+            file: file.clone(),
+            offset,
+        };
         // The cache admits no item over one shard's part of the budget: such a page is handed
         // on as it is.
-        let weight = (page.buffer().len() + file.location.len()) as u64 + ENTRY_OVERHEAD;
-        if weight > self.pages.shard_capacity() {
+        if PageWeight.weight(&key, &page) > self.pages.shard_capacity() {
             return page;
         }
         let mut copy = page.clone();
@@ -150,10 +153,6 @@ impl PageCache {
             | Page::DataPageV2 { buf, .. }
             | Page::DictionaryPage { buf, .. } => *buf = exact,
         }
-        let key = PageKey {
-            file: file.clone(),
-            offset,
-        };
         self.pages.insert(key, copy.clone());
         copy
     }
