@@ -75,7 +75,11 @@ def main() -> int:
         import tamis.spark
 
         os.environ.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-        spark = (SparkSession.builder.master(url).appName("tamis-cluster-test")
+        builder = SparkSession.builder
+        if os.environ.get("TAMIS_SPARK_JAR"):
+            # The JVM connector: the executors fetch the jar from the driver.
+            builder = builder.config(map=tamis.spark.spark_conf())
+        spark = (builder.master(url).appName("tamis-cluster-test")
                  .config("spark.driver.host", "127.0.0.1")
                  .config("spark.driver.bindAddress", "127.0.0.1")
                  .config("spark.ui.enabled", "false")

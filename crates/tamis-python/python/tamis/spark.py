@@ -1,6 +1,24 @@
-"""tamis as a Spark data source (PySpark's Python Data Source API, Spark 4.x)::
+"""tamis in Spark.
+
+**The connector (a jar).** A Java DataSource V2 connector calls the Rust core in-process
+through JNI and receives Arrow batches through the Arrow C Data Interface: column pruning,
+filter pushdown, planning from footers on the driver, columnar batches on the executors, no
+Python process involved. The wheel ships the jar::
 
     import tamis.spark
+    spark = (SparkSession.builder.config(map=tamis.spark.spark_conf()).getOrCreate())
+    df = spark.read.format("tamis").load("s3://bucket/lineitem/")   # file, directory, glob, prefix
+
+Scala and Java users add the jar (``jar_path()``, or built by
+``crates/tamis-spark/build-jar.sh``) with ``--jars`` / ``spark.jars``. Its options are
+documented in ``crates/tamis-spark/java/io/tamis/spark/Options.java`` and the README.
+
+**The Python data source (fallback).** Where the jar cannot be added (a Spark Connect client
+whose server lacks it), ``register(spark)`` registers the source below, PySpark's Python Data
+Source API, under the same name; where the connector is on the classpath ``register`` does
+nothing, since ``format("tamis")`` already is the connector. What follows describes the
+fallback::
+
     tamis.spark.register(spark)
     df = spark.read.format("tamis").load("s3://bucket/lineitem/")   # file, directory, glob, prefix
     df.where("l_shipmode = 'AIR' AND l_quantity < 5").count()
@@ -86,14 +104,48 @@ _DEFAULT_PARTITION_BYTES = 128 << 20
 _DEFAULT_BATCH_ROWS = 65536
 
 
+def jar_path() -> str:
+    """The path of the connector's jar: ``TAMIS_SPARK_JAR`` when set, else the jar the wheel
+    ships. ``FileNotFoundError`` says how to build one when neither exists."""
+    explicit = os.environ.get("TAMIS_SPARK_JAR")
+    if explicit:
+        return explicit
+    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", "tamis-spark.jar")
+    if os.path.exists(shipped):
+        return shipped
+    raise FileNotFoundError(
+        "this tamis package ships no Spark connector jar; build it with "
+        "`bash crates/tamis-spark/build-jar.sh` and set TAMIS_SPARK_JAR to its path")
+
+
+def spark_conf() -> Dict[str, str]:
+    """The ``SparkSession.builder`` configuration that puts the connector on the driver's and
+    the executors' classpath: ``SparkSession.builder.config(map=spark_conf())``."""
+    return {"spark.jars": jar_path()}
+
+
+def _connector_loaded(spark: Any) -> bool:
+    """Whether the JVM connector is on the session's classpath (classic sessions only)."""
+    try:
+        jvm = spark._jvm
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName("io.tamis.spark.TamisDataSource", False, loader)
+        return True
+    except Exception:
+        return False
+
+
 def register(spark: Any, pushdown: Optional[bool] = None) -> None:
-    """Registers the ``tamis`` format with ``spark``.
+    """Registers the Python ``tamis`` format with ``spark``, unless the JVM connector is on
+    its classpath (then ``format("tamis")`` is the connector and this does nothing).
 
     ``pushdown``: ``None`` (default) pushes filters when the Spark version has Python filter
     pushdown and ``spark.sql.python.filterPushdown.enabled`` is true; ``True`` also sets that
     configuration; ``False`` never pushes (Spark filters above the scan). Call it again after
     changing the configuration: Spark refuses a source that pushes while the option is off.
     """
+    if _connector_loaded(spark):
+        return
     supported = _pushdown_supported()
     if pushdown is None:
         conf = spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")
@@ -564,5 +616,5 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-__all__ = ["register", "TamisDataSource", "PushdownDataSource", "spark_schema", "spark_type",
+__all__ = ["jar_path", "spark_conf", "register", "TamisDataSource", "PushdownDataSource", "spark_schema", "spark_type",
            "to_sql", "FORMAT"]

@@ -1,0 +1,32 @@
+package io.tamis.spark;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.sql.types.StructType;
+
+/** What every task of one scan shares (sent to the executors with the reader factory). */
+final class ScanSpec implements Serializable {
+    private static final long serialVersionUID = 1L;
+    final String root;
+    final StructType readSchema;
+    final List<Filters.Conjunct> conjuncts;
+    final List<List<String>> partitionTypes;
+    final List<String> int96;
+    final Map<String, String> storage;
+    final int threads;
+    final int batchSize;
+
+    ScanSpec(TamisDataset dataset, StructType readSchema, List<Filters.Conjunct> conjuncts) {
+        this.root = dataset.root;
+        this.readSchema = readSchema;
+        this.conjuncts = new ArrayList<>(conjuncts);
+        this.partitionTypes = new ArrayList<>(dataset.partitionTypes);
+        this.int96 = new ArrayList<>(dataset.int96);
+        this.storage = new TreeMap<>(dataset.options.storage);
+        this.threads = dataset.options.threads;
+        this.batchSize = dataset.options.batchSize;
+    }
+}

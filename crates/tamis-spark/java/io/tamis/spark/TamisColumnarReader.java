@@ -1,0 +1,142 @@
+package io.tamis.spark;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.arrow.c.ArrowArrayStream;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * One task's scan: the Rust core scans the partition's row groups and fills an Arrow C stream;
+ * each batch's buffers become Spark column vectors without a copy, and are released when the
+ * next batch is loaded or the reader closes (which also stops the native scan).
+ */
+final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
+    private final ScanSpec spec;
+    private BufferAllocator allocator;
+    private ArrowReader reader;
+    private ColumnarBatch batch;
+    private final List<ColumnVector> owned = new ArrayList<>();
+
+    TamisColumnarReader(ScanSpec spec, TamisPartition partition) {
+        this.spec = spec;
+        Set<String> present = new TreeSet<>(partition.columns);
+        spec.partitionTypes.forEach(pair -> present.add(pair.get(0)));
+        List<String> where = new ArrayList<>();
+        for (Filters.Conjunct c : spec.conjuncts) {
+            if (present.containsAll(c.columns)) {
+                where.add("(" + c.sql + ")");
+            } else if (!Boolean.TRUE.equals(c.onNull)) {
+                return; // the columns are NULL in all these files: no row passes
+            }
+        }
+        List<String> columns = new ArrayList<>();
+        for (StructField f : spec.readSchema.fields()) {
+            if (present.contains(f.name())) {
+                columns.add(f.name());
+            }
+        }
+        if (columns.isEmpty()) {
+            columns.add(present.iterator().next()); // for the row counts
+        }
+        List<Object> parts = new ArrayList<>();
+        for (TamisPartition.Part p : partition.parts) {
+            parts.add(List.of(p.location, p.size, p.first, p.end));
+        }
+        Map<String, Object> request = new LinkedHashMap<>();
+        request.put("root", spec.root);
+        request.put("parts", parts);
+        request.put("where", where.isEmpty() ? null : String.join(" AND ", where));
+        request.put("columns", columns);
+        request.put("int96", spec.int96);
+        request.put("partition_types", spec.partitionTypes);
+        request.put("storage", spec.storage);
+        request.put("threads", spec.threads);
+        request.put("batch_size", spec.batchSize);
+        allocator = TamisDataset.ROOT.newChildAllocator("tamis-scan", 0, Long.MAX_VALUE);
+        try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
+            Native.scan(Json.write(request), stream.memoryAddress());
+            reader = Data.importArrayStream(allocator, stream);
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    @Override
+    public boolean next() throws IOException {
+        closeOwned();
+        if (reader == null || !reader.loadNextBatch()) {
+            return false;
+        }
+        VectorSchemaRoot root = reader.getVectorSchemaRoot();
+        int rows = root.getRowCount();
+        StructField[] fields = spec.readSchema.fields();
+        ColumnVector[] vectors = new ColumnVector[fields.length];
+        for (int i = 0; i < fields.length; i++) {
+            String name = fields[i].name();
+            boolean scanned = root.getSchema().getFields().stream().anyMatch(f -> f.getName().equals(name));
+            vectors[i] = vector(scanned ? root.getVector(name) : null, fields[i], rows);
+        }
+        batch = new ColumnarBatch(vectors, rows);
+        return true;
+    }
+
+    private ColumnVector vector(FieldVector v, StructField field, int rows) {
+        if (v == null) {
+            ConstantColumnVector nulls = new ConstantColumnVector(rows, field.dataType());
+            nulls.setNull();
+            owned.add(nulls);
+            return nulls;
+        }
+        if (field.dataType() instanceof DecimalType && v instanceof BigIntVector) {
+            return new LongDecimalVector((BigIntVector) v, (DecimalType) field.dataType());
+        }
+        return new ArrowColumnVector(v);
+    }
+
+    @Override
+    public ColumnarBatch get() {
+        return batch;
+    }
+
+    private void closeOwned() {
+        owned.forEach(ColumnVector::close);
+        owned.clear();
+    }
+
+    @Override
+    public void close() {
+        closeOwned();
+        try {
+            if (reader != null) {
+                reader.close(); // releases the C stream: the native scan stops
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            reader = null;
+            if (allocator != null) {
+                allocator.close();
+                allocator = null;
+            }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package io.tamis.spark;
+
+import java.util.Map;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * {@code spark.read.format("tamis").load(path)} and {@code CREATE TABLE t USING tamis LOCATION
+ * '...'}: Parquet files, directories, globs, hive-partitioned datasets and object-store URLs
+ * scanned by tamis in the executors' JVMs (see {@link Options} for the options).
+ */
+public final class TamisDataSource implements TableProvider, DataSourceRegister {
+    @Override
+    public String shortName() {
+        return "tamis";
+    }
+
+    @Override
+    public StructType inferSchema(CaseInsensitiveStringMap options) {
+        TamisDataset dataset = TamisDataset.open(new Options(options.asCaseSensitiveMap()));
+        return dataset.columns(dataset.options.columns);
+    }
+
+    @Override
+    public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+        return new TamisTable(TamisDataset.open(new Options(properties)), schema);
+    }
+
+    /** A user schema ({@code .schema("a BIGINT, b STRING")}) names a subset of the columns. */
+    @Override
+    public boolean supportsExternalMetadata() {
+        return true;
+    }
+}

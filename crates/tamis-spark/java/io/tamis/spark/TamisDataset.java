@@ -1,0 +1,183 @@
+package io.tamis.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.lang.ref.Cleaner;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.arrow.c.ArrowSchema;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.types.DateUnit;
+import org.apache.arrow.vector.types.FloatingPointPrecision;
+import org.apache.arrow.vector.types.TimeUnit;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * A dataset opened on the driver: its footers read once by the Rust core, its Spark schema,
+ * and what planning needs. The native handle is freed when nothing refers to this any more.
+ */
+final class TamisDataset {
+    /** One allocator for the JVM: imported buffers are the Rust core's, counted but not copied. */
+    static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
+    private static final Cleaner CLEANER = Cleaner.create();
+    /** The field metadata key of a decimal crossing as its unscaled longs (see types.rs). */
+    static final String DECIMAL_KEY = "tamis.decimal";
+
+    final Options options;
+    final StructType schema;
+    final String root;
+    /** [name, Arrow type] of the hive partition columns. */
+    final List<List<String>> partitionTypes = new ArrayList<>();
+    final List<String> int96 = new ArrayList<>();
+    final Set<String> nanosecond = new HashSet<>();
+    /** Columns every file has. */
+    final Set<String> everywhere = new HashSet<>();
+    private final long[] handle;
+
+    private TamisDataset(Options options) {
+        this.options = options;
+        long h = Native.openDataset(options.path, Json.write(options.storage));
+        this.handle = new long[] {h};
+        long[] cell = this.handle;
+        CLEANER.register(this, () -> {
+            synchronized (cell) {
+                if (cell[0] != 0) {
+                    Native.closeDataset(cell[0]);
+                    cell[0] = 0;
+                }
+            }
+        });
+        JsonNode described;
+        Schema arrow;
+        try (BufferAllocator allocator = ROOT.newChildAllocator("schema", 0, Long.MAX_VALUE);
+             ArrowSchema exported = ArrowSchema.allocateNew(allocator)) {
+            described = Json.read(Native.describe(h, exported.memoryAddress()));
+            arrow = Data.importSchema(allocator, exported, null);
+        }
+        this.root = described.path("root").isNull() ? null : described.path("root").asText();
+        for (JsonNode pair : described.path("partition_types")) {
+            partitionTypes.add(List.of(pair.get(0).asText(), pair.get(1).asText()));
+        }
+        described.path("int96").forEach(n -> int96.add(n.asText()));
+        described.path("nanosecond").forEach(n -> nanosecond.add(n.asText()));
+        described.path("everywhere").forEach(n -> everywhere.add(n.asText()));
+        List<StructField> fields = new ArrayList<>();
+        for (Field f : arrow.getFields()) {
+            fields.add(DataTypes.createStructField(f.getName(), sparkType(f, options.path), true));
+        }
+        this.schema = DataTypes.createStructType(fields);
+    }
+
+    static TamisDataset open(Options options) {
+        return new TamisDataset(options);
+    }
+
+    /** The dataset's schema, or the named columns of it in that order. */
+    StructType columns(List<String> names) {
+        if (names == null) {
+            return schema;
+        }
+        List<StructField> fields = new ArrayList<>();
+        List<String> missing = new ArrayList<>();
+        for (String name : names) {
+            StructField f = java.util.Arrays.stream(schema.fields())
+                .filter(x -> x.name().equals(name)).findFirst().orElse(null);
+            if (f == null) {
+                missing.add(name);
+            } else {
+                fields.add(f);
+            }
+        }
+        if (!missing.isEmpty() || fields.isEmpty()) {
+            throw new IllegalArgumentException("invalid argument: " + options.path
+                + ": option columns names no column of the dataset: "
+                + (missing.isEmpty() ? "''" : String.join(", ", missing)));
+        }
+        return DataTypes.createStructType(fields);
+    }
+
+    long handle() {
+        synchronized (handle) {
+            return handle[0];
+        }
+    }
+
+    boolean binds(String sql) {
+        return Native.binds(handle(), sql);
+    }
+
+    String plan(String filter, long maxBytes, int minSplits) {
+        return Native.plan(handle(), filter, maxBytes, minSplits);
+    }
+
+    /** Spark's type for a field of the Spark-facing Arrow schema the Rust core exported. */
+    static DataType sparkType(Field field, String path) {
+        String decimal = field.getMetadata() == null ? null : field.getMetadata().get(DECIMAL_KEY);
+        if (decimal != null) {
+            String[] ps = decimal.split(",");
+            return DataTypes.createDecimalType(Integer.parseInt(ps[0]), Integer.parseInt(ps[1]));
+        }
+        ArrowType t = field.getType();
+        if (t instanceof ArrowType.Bool) {
+            return DataTypes.BooleanType;
+        }
+        if (t instanceof ArrowType.Int) {
+            switch (((ArrowType.Int) t).getBitWidth()) {
+                case 8: return DataTypes.ByteType;
+                case 16: return DataTypes.ShortType;
+                case 32: return DataTypes.IntegerType;
+                default: return DataTypes.LongType;
+            }
+        }
+        if (t instanceof ArrowType.FloatingPoint) {
+            return ((ArrowType.FloatingPoint) t).getPrecision() == FloatingPointPrecision.DOUBLE
+                ? DataTypes.DoubleType : DataTypes.FloatType;
+        }
+        if (t instanceof ArrowType.Decimal) {
+            ArrowType.Decimal d = (ArrowType.Decimal) t;
+            return DataTypes.createDecimalType(d.getPrecision(), d.getScale());
+        }
+        if (t instanceof ArrowType.Utf8) {
+            return DataTypes.StringType;
+        }
+        if (t instanceof ArrowType.Binary) {
+            return DataTypes.BinaryType;
+        }
+        if (t instanceof ArrowType.Date && ((ArrowType.Date) t).getUnit() == DateUnit.DAY) {
+            return DataTypes.DateType;
+        }
+        if (t instanceof ArrowType.Timestamp
+            && ((ArrowType.Timestamp) t).getUnit() == TimeUnit.MICROSECOND) {
+            return ((ArrowType.Timestamp) t).getTimezone() != null
+                ? DataTypes.TimestampType : DataTypes.TimestampNTZType;
+        }
+        if (t instanceof ArrowType.Null) {
+            return DataTypes.NullType;
+        }
+        if (t instanceof ArrowType.List) {
+            return DataTypes.createArrayType(sparkType(field.getChildren().get(0), path), true);
+        }
+        if (t instanceof ArrowType.Map) {
+            List<Field> kv = field.getChildren().get(0).getChildren();
+            return DataTypes.createMapType(sparkType(kv.get(0), path), sparkType(kv.get(1), path), true);
+        }
+        if (t instanceof ArrowType.Struct) {
+            List<StructField> children = new ArrayList<>();
+            for (Field c : field.getChildren()) {
+                children.add(DataTypes.createStructField(c.getName(), sparkType(c, path), true));
+            }
+            return DataTypes.createStructType(children);
+        }
+        throw new UnsupportedOperationException("unsupported: " + path + ": column '"
+            + field.getName() + "': Arrow type " + t + " has no Spark type");
+    }
+}

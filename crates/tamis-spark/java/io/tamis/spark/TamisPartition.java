@@ -1,0 +1,45 @@
+package io.tamis.spark;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.read.InputPartition;
+
+/** Row groups of some files, and the dataset columns those files have. */
+final class TamisPartition implements InputPartition {
+    private static final long serialVersionUID = 1L;
+
+    /** Row groups {@code [first, end)} of one file. */
+    static final class Part implements Serializable {
+        private static final long serialVersionUID = 1L;
+        final String location;
+        final long size;
+        final int first;
+        final int end;
+
+        Part(String location, long size, int first, int end) {
+            this.location = location;
+            this.size = size;
+            this.first = first;
+            this.end = end;
+        }
+    }
+
+    final List<Part> parts;
+    /** Columns of these files (a column none of them has is NULL in their rows). */
+    final List<String> columns;
+
+    TamisPartition(List<Part> parts, List<String> columns) {
+        this.parts = new ArrayList<>(parts);
+        this.columns = new ArrayList<>(columns);
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder s = new StringBuilder("TamisPartition(");
+        for (Part p : parts) {
+            s.append(p.location).append('[').append(p.first).append("..").append(p.end).append(") ");
+        }
+        return s.append(')').toString();
+    }
+}

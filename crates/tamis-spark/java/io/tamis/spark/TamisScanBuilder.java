@@ -1,0 +1,73 @@
+package io.tamis.spark;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Takes the columns Spark needs and every predicate tamis evaluates exactly as Spark does;
+ * the rest stay with Spark (EXPLAIN lists both).
+ */
+final class TamisScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters {
+    private final TamisDataset dataset;
+    private StructType required;
+    private final Map<String, DataType> types = new TreeMap<>();
+    private final List<Filters.Conjunct> pushed = new ArrayList<>();
+    private final List<Predicate> pushedPredicates = new ArrayList<>();
+    private final List<String> leftToSpark = new ArrayList<>();
+
+    TamisScanBuilder(TamisDataset dataset, StructType schema) {
+        this.dataset = dataset;
+        this.required = schema;
+        for (StructField f : dataset.schema.fields()) {
+            types.put(f.name(), f.dataType());
+        }
+    }
+
+    @Override
+    public void pruneColumns(StructType requiredSchema) {
+        this.required = requiredSchema;
+    }
+
+    @Override
+    public Predicate[] pushPredicates(Predicate[] predicates) {
+        List<Predicate> rest = new ArrayList<>();
+        for (Predicate p : predicates) {
+            Filters.Conjunct c = dataset.options.pushdown
+                ? Filters.translate(p, types, dataset.nanosecond) : null;
+            // Over several columns only where none can be missing from a task's files.
+            if (c != null && c.columns.size() > 1 && !dataset.everywhere.containsAll(c.columns)) {
+                c = null;
+            }
+            if (c != null && !dataset.binds(c.sql)) {
+                c = null;
+            }
+            if (c == null) {
+                rest.add(p);
+                leftToSpark.add(p.toString());
+            } else {
+                pushed.add(c);
+                pushedPredicates.add(p);
+            }
+        }
+        return rest.toArray(new Predicate[0]);
+    }
+
+    @Override
+    public Predicate[] pushedPredicates() {
+        return pushedPredicates.toArray(new Predicate[0]);
+    }
+
+    @Override
+    public Scan build() {
+        return new TamisScan(dataset, required, pushed, leftToSpark);
+    }
+}

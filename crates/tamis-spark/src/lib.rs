@@ -1,0 +1,444 @@
+//! The native half of tamis's Spark connector.
+//!
+//! The Java classes under `java/` (a DataSource V2 source, `format("tamis")`) call these JNI
+//! entry points of `io.tamis.spark.Native`: the driver opens a dataset once, reads its schema
+//! and plans input partitions from the footers; each executor task scans its row groups and
+//! receives the batches through the Arrow C Data Interface (an `ArrowArrayStream` the Java
+//! side allocates and this side fills), so no value is copied or converted on the way.
+//!
+//! Every entry point runs inside [`guarded`]: a tamis error becomes a Java exception naming
+//! the file and column, and a Rust panic becomes an exception too; neither unwinds into the JVM.
+
+pub mod plan;
+pub mod types;
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use arrow::array::{RecordBatch, RecordBatchReader};
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::error::ArrowError;
+use arrow::ffi::FFI_ArrowSchema;
+use arrow::ffi_stream::FFI_ArrowArrayStream;
+use jni::objects::{JClass, JString};
+use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
+use jni::JNIEnv;
+use serde::{Deserialize, Serialize};
+use tamis::io::StorageOptions;
+use tamis::{Dataset, Error, ErrorKind, Scan, ScanStream};
+
+/// Executor memory is the JVM's, but page buffers are large and short-lived: mimalloc reuses
+/// them where glibc malloc unmaps and re-faults them (as in the Python extension).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// What an entry point can fail with: a tamis error, or a Java exception already pending.
+enum Failure {
+    Tamis(Error),
+    Java(jni::errors::Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Tamis(e)
+    }
+}
+
+impl From<jni::errors::Error> for Failure {
+    fn from(e: jni::errors::Error) -> Self {
+        Failure::Java(e)
+    }
+}
+
+type Outcome<T> = std::result::Result<T, Failure>;
+
+/// Runs `body`, turning its error or panic into a pending Java exception and returning
+/// `fallback` then (the JVM ignores the return value of a call that threw).
+fn guarded<T>(env: &mut JNIEnv, fallback: T, body: impl FnOnce(&mut JNIEnv) -> Outcome<T>) -> T {
+    let result = catch_unwind(AssertUnwindSafe(|| body(env)));
+    let (class, message) = match result {
+        Ok(Ok(value)) => return value,
+        Ok(Err(Failure::Java(jni::errors::Error::JavaException))) => return fallback,
+        Ok(Err(Failure::Java(e))) => (
+            "io/tamis/spark/TamisException",
+            format!("internal error: JNI: {e}"),
+        ),
+        Ok(Err(Failure::Tamis(e))) => (exception_class(e.kind), e.to_string()),
+        Err(panic) => (
+            "io/tamis/spark/TamisException",
+            format!("internal error: tamis panicked: {}", panic_message(&*panic)),
+        ),
+    };
+    if !env.exception_check().unwrap_or(false) {
+        // If even this fails the JVM has an exception pending already.
+        let _ = env.throw_new(class, message);
+    }
+    fallback
+}
+
+/// The Java exception class of a tamis error kind: a bad request is Java's
+/// `IllegalArgumentException`, an unsupported feature `UnsupportedOperationException`, the
+/// rest tamis's own (`TamisException`, a `RuntimeException`).
+fn exception_class(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidArgument => "java/lang/IllegalArgumentException",
+        ErrorKind::Unsupported => "java/lang/UnsupportedOperationException",
+        _ => "io/tamis/spark/TamisException",
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+fn string(env: &mut JNIEnv, s: &JString) -> Outcome<String> {
+    Ok(env.get_string(s)?.into())
+}
+
+/// `None` for a Java `null`.
+fn optional_string(env: &mut JNIEnv, s: &JString) -> Outcome<Option<String>> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    string(env, s).map(Some)
+}
+
+fn json<T: for<'de> Deserialize<'de>>(text: &str, what: &str) -> tamis::Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::invalid(format!("{what}: {e}")))
+}
+
+fn to_json<T: Serialize>(value: &T) -> tamis::Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::internal(format!("serializing JSON: {e}")))
+}
+
+fn storage(options: BTreeMap<String, String>) -> StorageOptions {
+    StorageOptions(options)
+}
+
+/// A dataset opened for the driver, and the path it was opened from (errors name it).
+struct Opened {
+    dataset: Dataset,
+    path: String,
+}
+
+/// The dataset behind a handle [`Java_io_tamis_spark_Native_openDataset`] returned.
+///
+/// # Safety
+/// `handle` must come from `openDataset` and not be closed yet (the Java side closes it once,
+/// through a `Cleaner`, when nothing refers to it any more).
+unsafe fn opened<'a>(handle: jlong) -> tamis::Result<&'a Opened> {
+    if handle == 0 {
+        return Err(Error::internal("a closed tamis dataset was used"));
+    }
+    // SAFETY: the caller's contract: a live pointer from `Box::into_raw` in `openDataset`.
+    Ok(unsafe { &*(handle as *const Opened) })
+}
+
+/// Opens a dataset (file, directory, glob or object-store URL), reading its footers once.
+/// `storage`: a JSON object of object-store options. Returns a handle for the calls below.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_openDataset(
+    mut env: JNIEnv,
+    _class: JClass,
+    path: JString,
+    storage_json: JString,
+) -> jlong {
+    guarded(&mut env, 0, |env| {
+        let path = string(env, &path)?;
+        let options = json(&string(env, &storage_json)?, "storage options")?;
+        let dataset = Dataset::open_with(&path, &storage(options), None)?;
+        Ok(Box::into_raw(Box::new(Opened { dataset, path })) as jlong)
+    })
+}
+
+/// Frees a dataset handle.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_closeDataset(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+) {
+    guarded(&mut env, (), |_| {
+        if handle != 0 {
+            // SAFETY: the handle came from `Box::into_raw` in `openDataset`, and the Java side
+            // closes each handle once.
+            drop(unsafe { Box::from_raw(handle as *mut Opened) });
+        }
+        Ok(())
+    })
+}
+
+/// What the driver needs besides the schema.
+#[derive(Serialize)]
+struct Description {
+    root: Option<String>,
+    /// Partition columns and their Arrow types (`DataType`'s display text).
+    partition_types: Vec<(String, String)>,
+    /// Columns stored as INT96 in some file (Spark's timestamps with time zone).
+    int96: Vec<String>,
+    /// Timestamp columns finer than Spark's microseconds: tamis would compare nanoseconds the
+    /// values handed to Spark no longer hold, so only their null tests are pushed.
+    nanosecond: Vec<String>,
+    /// Columns every file has (partition columns included): a filter on several columns is
+    /// pushed only where none of them can be missing from a task's files.
+    everywhere: Vec<String>,
+}
+
+fn int96_columns(dataset: &Dataset) -> Vec<String> {
+    let plan = dataset.plan();
+    let mut names: Vec<String> = (plan.files.iter())
+        .flat_map(|f| {
+            (f.leaves.iter())
+                .filter(|l| l.physical == parquet::basic::Type::INT96)
+                .map(|l| f.schema.field(l.root).name().clone())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Exports the dataset's Spark-facing schema (see [`types`]) into the `ArrowSchema` at
+/// `schema_address` and returns the [`Description`] as JSON.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_describe(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+    schema_address: jlong,
+) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: the Java side passes a live handle (see `opened`).
+        let Opened { dataset, path } = unsafe { opened(handle) }?;
+        let plan = dataset.plan();
+        let int96 = int96_columns(dataset);
+        let spark = types::spark_schema(&plan.schema, &int96).map_err(|e| e.in_file(path))?;
+        let exported = FFI_ArrowSchema::try_from(spark.as_ref())
+            .map_err(|e| Error::internal(format!("exporting the schema: {e}")))?;
+        let nanosecond = (plan.schema.fields().iter())
+            .filter(|f| {
+                matches!(
+                    f.data_type(),
+                    DataType::Timestamp(arrow::datatypes::TimeUnit::Nanosecond, _)
+                )
+            })
+            .map(|f| f.name().clone())
+            .collect();
+        let mut everywhere: Vec<String> = (plan.schema.fields().iter())
+            .map(|f| f.name().clone())
+            .collect();
+        let partitions: Vec<&String> = plan.partitions.fields.iter().map(|(n, _)| n).collect();
+        everywhere.retain(|name| {
+            partitions.contains(&name)
+                || (plan.files.iter()).all(|f| f.schema.fields().iter().any(|c| c.name() == name))
+        });
+        let description = Description {
+            root: dataset.root(),
+            partition_types: (plan.partitions.fields.iter())
+                .map(|(name, t)| (name.clone(), t.to_string()))
+                .collect(),
+            int96,
+            nanosecond,
+            everywhere,
+        };
+        let text = to_json(&description)?;
+        write_struct(schema_address, exported)?;
+        Ok(env.new_string(text)?.into_raw())
+    })
+}
+
+/// Moves `value` into the C struct at `address`, which the Java side allocated empty
+/// (`ArrowSchema.allocateNew`, `ArrowArrayStream.allocateNew`) and owns.
+fn write_struct<T>(address: jlong, value: T) -> tamis::Result<()> {
+    if address == 0 {
+        return Err(Error::internal("no C Data struct to export into"));
+    }
+    // SAFETY: the Java side allocated a zeroed struct of this C Data type at `address`; it has
+    // no release callback yet, so overwriting it leaks nothing. Unaligned writes are allowed.
+    unsafe { std::ptr::write_unaligned(address as *mut T, value) };
+    Ok(())
+}
+
+/// Whether tamis takes `filter` (SQL) on this dataset: it names known columns with
+/// comparable types and tamis evaluates it (an INT96 column, say, it refuses). Reads no data.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_binds(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+    filter: JString,
+) -> jboolean {
+    guarded(&mut env, JNI_FALSE, |env| {
+        // SAFETY: the Java side passes a live handle (see `opened`).
+        let dataset = &unsafe { opened(handle) }?.dataset;
+        let sql = string(env, &filter)?;
+        match dataset.scan().filter(&sql) {
+            Ok(_) => Ok(JNI_TRUE),
+            Err(e) if matches!(e.kind, ErrorKind::InvalidArgument | ErrorKind::Unsupported) => {
+                Ok(JNI_FALSE)
+            }
+            Err(e) => Err(e.into()),
+        }
+    })
+}
+
+/// Plans input partitions: the row groups left after pruning under `filter` (SQL, or null),
+/// split into runs of about `max_bytes` compressed bytes, at least `min_splits` of them where
+/// there are enough row groups. Returns the [`plan::Split`]s as JSON.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_plan(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+    filter: JString,
+    max_bytes: jlong,
+    min_splits: jint,
+) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: the Java side passes a live handle (see `opened`).
+        let dataset = &unsafe { opened(handle) }?.dataset;
+        let filter = optional_string(env, &filter)?;
+        let groups = plan::groups_left(dataset, filter.as_deref())?;
+        let splits = plan::split(&groups, max_bytes.max(1) as u64, min_splits.max(1) as usize);
+        Ok(env.new_string(to_json(&splits)?)?.into_raw())
+    })
+}
+
+/// One executor task's scan.
+#[derive(Deserialize)]
+struct ScanRequest {
+    /// The dataset's root, for hive partition values.
+    root: Option<String>,
+    /// `(file location, file size, first row group, end row group)`.
+    parts: Vec<(String, u64, usize, usize)>,
+    #[serde(rename = "where")]
+    filter: Option<String>,
+    /// Columns to return (at least one).
+    columns: Vec<String>,
+    #[serde(default)]
+    int96: Vec<String>,
+    #[serde(default)]
+    partition_types: Vec<(String, String)>,
+    #[serde(default)]
+    storage: BTreeMap<String, String>,
+    threads: Option<usize>,
+    batch_size: Option<usize>,
+}
+
+impl ScanRequest {
+    fn open(self) -> tamis::Result<ScanStream> {
+        let files: Vec<(String, Option<u64>)> = (self.parts.iter())
+            .map(|(l, size, _, _)| (l.clone(), Some(*size)))
+            .collect();
+        let mut files_once = Vec::with_capacity(files.len());
+        for f in files {
+            if !files_once.contains(&f) {
+                files_once.push(f);
+            }
+        }
+        let listing = tamis::io::named(self.root.as_deref(), &files_once, &storage(self.storage))?;
+        let mut scan = Scan::open_listing(listing)?;
+        if !self.partition_types.is_empty() {
+            let parsed = (self.partition_types.iter())
+                .map(|(name, t)| {
+                    let t = t.parse::<DataType>().map_err(|e| {
+                        Error::invalid(format!("partition column '{name}': type '{t}': {e}"))
+                    })?;
+                    Ok((name.as_str(), t))
+                })
+                .collect::<tamis::Result<Vec<_>>>()?;
+            scan = scan.partition_types(&parsed)?;
+        }
+        if let Some(sql) = &self.filter {
+            scan = scan.filter(sql)?;
+        }
+        scan = scan.select(&self.columns)?;
+        if let Some(n) = self.threads {
+            scan = scan.threads(n.max(1));
+        }
+        if let Some(n) = self.batch_size {
+            scan = scan.batch_size(n.max(1));
+        }
+        let parts = (self.parts.iter())
+            .map(|(file, _, first, end)| (file.clone(), *first..(*end).max(*first)))
+            .collect();
+        scan.row_groups(parts).batches()
+    }
+}
+
+/// Batches of a scan, converted to the types Spark reads ([`types::conform`]); a panic while
+/// scanning is the stream's error (the C stream's callers are in the JVM: nothing may unwind
+/// into them).
+struct SparkBatches {
+    stream: ScanStream,
+    schema: SchemaRef,
+    failed: bool,
+}
+
+impl Iterator for SparkBatches {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let schema = &self.schema;
+        let stream = &mut self.stream;
+        let item = catch_unwind(AssertUnwindSafe(|| {
+            stream
+                .next()
+                .map(|r| r.and_then(|batch| types::conform(&batch, schema)))
+        }));
+        let item = match item {
+            Ok(item) => item,
+            Err(panic) => Some(Err(Error::internal(format!(
+                "tamis panicked: {}",
+                panic_message(&*panic)
+            )))),
+        };
+        if matches!(item, Some(Err(_))) {
+            self.failed = true;
+        }
+        item.map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl RecordBatchReader for SparkBatches {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// Starts one task's scan (`request`: a [`ScanRequest`] as JSON) and exports its batches
+/// into the `ArrowArrayStream` at `stream_address`. Releasing the stream (closing the Java
+/// reader) stops the scan.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_scan(
+    mut env: JNIEnv,
+    _class: JClass,
+    request: JString,
+    stream_address: jlong,
+) {
+    guarded(&mut env, (), |env| {
+        let request: ScanRequest = json(&string(env, &request)?, "scan request")?;
+        if request.columns.is_empty() {
+            return Err(Error::invalid("a scan for Spark needs at least one column").into());
+        }
+        let int96 = request.int96.clone();
+        let stream = request.open()?;
+        let schema = types::spark_schema(&stream.schema(), &int96)?;
+        let batches = SparkBatches {
+            stream,
+            schema,
+            failed: false,
+        };
+        write_struct(stream_address, FFI_ArrowArrayStream::new(Box::new(batches)))?;
+        Ok(())
+    })
+}
