@@ -310,6 +310,27 @@ pub extern "system" fn Java_io_tamis_spark_Native_plan(
     })
 }
 
+/// Spark's estimate of a scan: `{"rows": n, "bytes": n}` of the row groups left under
+/// `filter` (SQL, or null), bytes counting the uncompressed chunks of `columns` (a JSON list).
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_estimate(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+    filter: JString,
+    columns: JString,
+) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: the Java side passes a live handle (see `opened`).
+        let dataset = &unsafe { opened(handle) }?.dataset;
+        let filter = optional_string(env, &filter)?;
+        let columns: Vec<String> = json(&string(env, &columns)?, "columns")?;
+        let (rows, bytes) = plan::estimate(dataset, filter.as_deref(), &columns)?;
+        let text = serde_json::json!({ "rows": rows, "bytes": bytes }).to_string();
+        Ok(env.new_string(text)?.into_raw())
+    })
+}
+
 /// One executor task's scan.
 #[derive(Deserialize)]
 struct ScanRequest {

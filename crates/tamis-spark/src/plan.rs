@@ -65,6 +65,33 @@ pub fn groups_left(dataset: &Dataset, filter: Option<&str>) -> Result<Vec<Group>
     Ok(out)
 }
 
+/// The rows and the uncompressed bytes of `columns` (top-level names; all when empty) in the
+/// row groups left under `filter`: Spark's size estimate of the scan, which decides whether a
+/// join broadcasts it (and so whether its keys can prune the other side at run time).
+pub fn estimate(dataset: &Dataset, filter: Option<&str>, columns: &[String]) -> Result<(u64, u64)> {
+    let left: HashSet<(String, usize)> = groups_left(dataset, filter)?
+        .into_iter()
+        .map(|g| (g.location, g.index))
+        .collect();
+    let (mut rows, mut bytes) = (0u64, 0u64);
+    for file in &dataset.plan().files {
+        let roots = file.metadata.file_metadata().schema_descr();
+        for (index, group) in file.metadata.row_groups().iter().enumerate() {
+            if !left.contains(&(file.location.clone(), index)) {
+                continue;
+            }
+            rows += group.num_rows().max(0) as u64;
+            for (leaf, chunk) in group.columns().iter().enumerate() {
+                let name = roots.get_column_root(leaf).name();
+                if columns.is_empty() || columns.iter().any(|c| c == name) {
+                    bytes += chunk.uncompressed_size().max(0) as u64;
+                }
+            }
+        }
+    }
+    Ok((rows, bytes))
+}
+
 /// Splits `groups` into contiguous runs of about equal compressed bytes: as many as
 /// `max_bytes` per split needs, at least `min_splits`, at most one per row group. A row group
 /// is never split.

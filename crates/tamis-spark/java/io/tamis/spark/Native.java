@@ -67,6 +67,9 @@ final class Native {
     /** Input partitions as JSON: row groups left under {@code filter} (or null), split by bytes. */
     static native String plan(long handle, String filter, long maxBytes, int minSplits);
 
+    /** {"rows", "bytes"} of the row groups left under {@code filter}, bytes of {@code columns}. */
+    static native String estimate(long handle, String filter, String columns);
+
     /** Starts one task's scan into the {@code ArrowArrayStream} at {@code streamAddress}. */
     static native void scan(String request, long streamAddress);
 }

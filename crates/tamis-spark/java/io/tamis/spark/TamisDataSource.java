@@ -30,6 +30,14 @@ public final class TamisDataSource implements TableProvider, DataSourceRegister 
         return new TamisTable(TamisDataset.open(new Options(properties)), schema);
     }
 
+    /**
+     * Bytes of native (Rust) buffers the connector's Arrow allocator holds now: the batches of
+     * the scans running in this JVM; 0 when none runs (a leak check).
+     */
+    public static long allocatedBytes() {
+        return TamisDataset.ROOT.getAllocatedMemory();
+    }
+
     /** A user schema ({@code .schema("a BIGINT, b STRING")}) names a subset of the columns. */
     @Override
     public boolean supportsExternalMetadata() {

@@ -119,6 +119,12 @@ final class TamisDataset {
         return Native.plan(handle(), filter, maxBytes, minSplits);
     }
 
+    /** [rows, uncompressed bytes of {@code columns}] left under {@code filter}. */
+    long[] estimate(String filter, List<String> columns) {
+        JsonNode e = Json.read(Native.estimate(handle(), filter, Json.write(columns)));
+        return new long[] {e.path("rows").asLong(), e.path("bytes").asLong()};
+    }
+
     /** Spark's type for a field of the Spark-facing Arrow schema the Rust core exported. */
     static DataType sparkType(Field field, String path) {
         String decimal = field.getMetadata() == null ? null : field.getMetadata().get(DECIMAL_KEY);

@@ -8,20 +8,41 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
+import java.util.OptionalLong;
 import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The planned scan: input partitions are runs of row groups of about
  * {@code maxPartitionBytes} compressed bytes, planned on the driver from the footers read
  * once; row groups the pushed filters rule out by partition values or statistics get no task.
+ *
+ * <p>Runtime filters: Spark's dynamic pruning hands the probe side of a join the build side's
+ * keys ({@link #filter}, an {@code IN} list), which become conjuncts of the scan like the pushed
+ * ones: row groups and pages pruned by their statistics, the list evaluated on encoded values.
  */
-final class TamisScan implements Scan, Batch {
+final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, SupportsReportStatistics {
+    /** The longest key list taken as a runtime filter (DataFusion's default is the same). */
+    static final int RUNTIME_MAX_KEYS = 16384;
     private final TamisDataset dataset;
     private final StructType readSchema;
     private final List<Filters.Conjunct> pushed;
     private final List<String> leftToSpark;
+    private final List<Filters.Conjunct> runtime = new ArrayList<>();
 
     TamisScan(TamisDataset dataset, StructType readSchema, List<Filters.Conjunct> pushed,
               List<String> leftToSpark) {
@@ -43,6 +64,77 @@ final class TamisScan implements Scan, Batch {
             + " LeftToSpark: [" + String.join(", ", leftToSpark) + "]";
     }
 
+    /** Columns of atomic type: those a runtime key list can filter. */
+    @Override
+    public NamedReference[] filterAttributes() {
+        List<NamedReference> out = new ArrayList<>();
+        for (StructField f : readSchema.fields()) {
+            DataType t = f.dataType();
+            if (!(t instanceof ArrayType || t instanceof MapType || t instanceof StructType
+                || t == DataTypes.BinaryType || t == DataTypes.NullType)) {
+                out.add(Expressions.column(f.name()));
+            }
+        }
+        return out.toArray(new NamedReference[0]);
+    }
+
+    /** Takes the runtime filters tamis evaluates exactly; the rest are dropped (Spark's join
+     * still applies them). Called before the partitions are planned again. */
+    @Override
+    public void filter(Predicate[] predicates) {
+        if (!dataset.options.pushdown) {
+            return;
+        }
+        Map<String, DataType> types = new TreeMap<>();
+        for (StructField f : dataset.schema.fields()) {
+            types.put(f.name(), f.dataType());
+        }
+        for (Predicate p : predicates) {
+            if (p.name().equals("IN") && p.children().length - 1 > RUNTIME_MAX_KEYS) {
+                continue;
+            }
+            Filters.Conjunct c = Filters.translate(p, types, dataset.nanosecond);
+            if (c != null && c.columns.size() == 1 && dataset.binds(c.sql)) {
+                runtime.add(c);
+            }
+        }
+    }
+
+    /** The pushed and the runtime conjuncts. */
+    private List<Filters.Conjunct> conjuncts() {
+        List<Filters.Conjunct> all = new ArrayList<>(pushed);
+        all.addAll(runtime);
+        return all;
+    }
+
+    /**
+     * Rows and uncompressed bytes of the read columns in the row groups left after pruning:
+     * what Spark's planner sizes joins by (a small filtered side is broadcast, and only a
+     * broadcast side's keys become runtime filters of the other side).
+     */
+    @Override
+    public Statistics estimateStatistics() {
+        List<String> names = new ArrayList<>();
+        for (StructField f : readSchema.fields()) {
+            names.add(f.name());
+        }
+        long[] e = dataset.estimate(where(conjuncts()), names);
+        long rows = e[0];
+        // At least 8 bytes a row: a scan of no column (count(*)) still produces rows.
+        long bytes = Math.max(e[1], rows * 8);
+        return new Statistics() {
+            @Override
+            public OptionalLong sizeInBytes() {
+                return OptionalLong.of(bytes);
+            }
+
+            @Override
+            public OptionalLong numRows() {
+                return OptionalLong.of(rows);
+            }
+        };
+    }
+
     @Override
     public Batch toBatch() {
         return this;
@@ -62,7 +154,7 @@ final class TamisScan implements Scan, Batch {
             ? dataset.options.maxPartitionBytes : SQLConf.get().filesMaxPartitionBytes();
         int minSplits = dataset.options.minPartitions != null
             ? dataset.options.minPartitions : SparkContext.getOrCreate().defaultParallelism();
-        JsonNode splits = Json.read(dataset.plan(where(pushed), maxBytes, minSplits));
+        JsonNode splits = Json.read(dataset.plan(where(conjuncts()), maxBytes, minSplits));
         List<InputPartition> out = new ArrayList<>();
         for (JsonNode split : splits) {
             List<TamisPartition.Part> parts = new ArrayList<>();
@@ -79,6 +171,6 @@ final class TamisScan implements Scan, Batch {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new TamisReaderFactory(new ScanSpec(dataset, readSchema, pushed));
+        return new TamisReaderFactory(new ScanSpec(dataset, readSchema, conjuncts()));
     }
 }

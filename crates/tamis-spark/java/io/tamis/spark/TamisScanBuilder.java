@@ -17,6 +17,9 @@ import org.apache.spark.sql.types.StructType;
  * the rest stay with Spark (EXPLAIN lists both).
  */
 final class TamisScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters {
+    /** The predicates Spark's dynamic pruning counts as selective (`isLikelySelective`). */
+    private static final java.util.Set<String> LIKELY_SELECTIVE =
+        java.util.Set.of("=", "<=>", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS");
     private final TamisDataset dataset;
     private StructType required;
     private final Map<String, DataType> types = new TreeMap<>();
@@ -56,6 +59,12 @@ final class TamisScanBuilder implements SupportsPushDownRequiredColumns, Support
             } else {
                 pushed.add(c);
                 pushedPredicates.add(p);
+                if (LIKELY_SELECTIVE.contains(p.name())) {
+                    // Also returned, so that Spark's plan keeps a filter its dynamic pruning
+                    // recognizes as selective (it looks for one above the scan); rows reaching
+                    // it have passed tamis already.
+                    rest.add(p);
+                }
             }
         }
         return rest.toArray(new Predicate[0]);
