@@ -12,8 +12,11 @@
 pub mod plan;
 pub mod types;
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{RecordBatch, RecordBatchReader};
 use arrow::datatypes::{DataType, SchemaRef};
@@ -25,12 +28,52 @@ use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
 use serde::{Deserialize, Serialize};
 use tamis::io::StorageOptions;
-use tamis::{Dataset, Error, ErrorKind, Scan, ScanStream};
+use tamis::{Dataset, Error, ErrorKind, Scan, ScanMetrics, ScanStream};
 
 /// Executor memory is the JVM's, but page buffers are large and short-lived: mimalloc reuses
-/// them where glibc malloc unmaps and re-faults them (as in the Python extension).
+/// them where glibc malloc unmaps and re-faults them (as in the Python extension). Live bytes
+/// are counted so that a leak check can see native memory apart from the JVM's heap.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Counting = Counting;
+
+/// Bytes the library holds now (allocated and not freed).
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+/// mimalloc, counting live bytes (one relaxed atomic per allocation: pages, not values).
+struct Counting;
+
+// SAFETY: every call is forwarded to mimalloc unchanged; the counter has no effect on memory.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Bytes the native library holds now (a leak check: the JVM cannot see them).
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_liveBytes(_env: JNIEnv, _class: JClass) -> jlong {
+    LIVE.load(Relaxed) as jlong
+}
 
 /// What an entry point can fail with: a tamis error, or a Java exception already pending.
 enum Failure {
@@ -290,7 +333,8 @@ pub extern "system" fn Java_io_tamis_spark_Native_binds(
 
 /// Plans input partitions: the row groups left after pruning under `filter` (SQL, or null),
 /// split into runs of about `max_bytes` compressed bytes, at least `min_splits` of them where
-/// there are enough row groups. Returns the [`plan::Split`]s as JSON.
+/// there are enough row groups. Returns `{"splits": [`[`plan::Split`]`…], "row_groups": n,
+/// "row_groups_left": n}` as JSON.
 #[no_mangle]
 pub extern "system" fn Java_io_tamis_spark_Native_plan(
     mut env: JNIEnv,
@@ -306,7 +350,15 @@ pub extern "system" fn Java_io_tamis_spark_Native_plan(
         let filter = optional_string(env, &filter)?;
         let groups = plan::groups_left(dataset, filter.as_deref())?;
         let splits = plan::split(&groups, max_bytes.max(1) as u64, min_splits.max(1) as usize);
-        Ok(env.new_string(to_json(&splits)?)?.into_raw())
+        let total: usize = (dataset.plan().files.iter())
+            .map(|f| f.metadata.num_row_groups())
+            .sum();
+        let planned = serde_json::json!({
+            "splits": splits,
+            "row_groups": total,
+            "row_groups_left": groups.len(),
+        });
+        Ok(env.new_string(planned.to_string())?.into_raw())
     })
 }
 
@@ -400,6 +452,8 @@ struct SparkBatches {
     stream: ScanStream,
     schema: SchemaRef,
     failed: bool,
+    /// The scan's metrics after the last batch, read by the task for Spark's UI.
+    metrics: Arc<Mutex<ScanMetrics>>,
 }
 
 impl Iterator for SparkBatches {
@@ -426,6 +480,9 @@ impl Iterator for SparkBatches {
         if matches!(item, Some(Err(_))) {
             self.failed = true;
         }
+        if let Ok(mut m) = self.metrics.lock() {
+            *m = self.stream.metrics();
+        }
         item.map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }
@@ -438,15 +495,16 @@ impl RecordBatchReader for SparkBatches {
 
 /// Starts one task's scan (`request`: a [`ScanRequest`] as JSON) and exports its batches
 /// into the `ArrowArrayStream` at `stream_address`. Releasing the stream (closing the Java
-/// reader) stops the scan.
+/// reader) stops the scan. Returns a handle to the scan's metrics ([`Java_io_tamis_spark_Native_metrics`]),
+/// which the caller frees with `closeMetrics`.
 #[no_mangle]
 pub extern "system" fn Java_io_tamis_spark_Native_scan(
     mut env: JNIEnv,
     _class: JClass,
     request: JString,
     stream_address: jlong,
-) {
-    guarded(&mut env, (), |env| {
+) -> jlong {
+    guarded(&mut env, 0, |env| {
         let request: ScanRequest = json(&string(env, &request)?, "scan request")?;
         if request.columns.is_empty() {
             return Err(Error::invalid("a scan for Spark needs at least one column").into());
@@ -454,12 +512,51 @@ pub extern "system" fn Java_io_tamis_spark_Native_scan(
         let int96 = request.int96.clone();
         let stream = request.open()?;
         let schema = types::spark_schema(&stream.schema(), &int96)?;
+        let metrics = Arc::new(Mutex::new(stream.metrics()));
         let batches = SparkBatches {
             stream,
             schema,
             failed: false,
+            metrics: metrics.clone(),
         };
         write_struct(stream_address, FFI_ArrowArrayStream::new(Box::new(batches)))?;
+        Ok(Box::into_raw(Box::new(metrics)) as jlong)
+    })
+}
+
+/// The counters of a task's scan so far, as JSON (the fields of [`ScanMetrics`]).
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_metrics(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        if handle == 0 {
+            return Err(Error::internal("a closed metrics handle was used").into());
+        }
+        // SAFETY: a live handle from `scan`, freed only by `closeMetrics` (the reader's close).
+        let metrics = unsafe { &*(handle as *const Arc<Mutex<ScanMetrics>>) };
+        let snapshot = metrics
+            .lock()
+            .map_err(|_| Error::internal("scan metrics poisoned"))?
+            .clone();
+        Ok(env.new_string(to_json(&snapshot)?)?.into_raw())
+    })
+}
+
+/// Frees a metrics handle from `scan`.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_closeMetrics(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+) {
+    guarded(&mut env, (), |_| {
+        if handle != 0 {
+            // SAFETY: the handle came from `Box::into_raw` in `scan`; the reader frees it once.
+            drop(unsafe { Box::from_raw(handle as *mut Arc<Mutex<ScanMetrics>>) });
+        }
         Ok(())
     })
 }

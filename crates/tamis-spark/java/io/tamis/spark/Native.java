@@ -70,6 +70,17 @@ final class Native {
     /** {"rows", "bytes"} of the row groups left under {@code filter}, bytes of {@code columns}. */
     static native String estimate(long handle, String filter, String columns);
 
-    /** Starts one task's scan into the {@code ArrowArrayStream} at {@code streamAddress}. */
-    static native void scan(String request, long streamAddress);
+    /**
+     * Starts one task's scan into the {@code ArrowArrayStream} at {@code streamAddress}; returns
+     * a handle to its metrics, freed by {@link #closeMetrics}.
+     */
+    static native long scan(String request, long streamAddress);
+
+    /** The scan's counters so far, as JSON. */
+    static native String metrics(long handle);
+
+    static native void closeMetrics(long handle);
+
+    /** Bytes the native library holds now. */
+    static native long liveBytes();
 }

@@ -15,6 +15,7 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
 import org.apache.spark.sql.types.DecimalType;
@@ -34,6 +35,10 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
     private ArrowReader reader;
     private ColumnarBatch batch;
     private final List<ColumnVector> owned = new ArrayList<>();
+    /** The native scan's metrics handle (0: none, or closed). */
+    private long metrics;
+    /** The values at close, for a last update after it. */
+    private CustomTaskMetric[] closedMetrics = new CustomTaskMetric[0];
 
     TamisColumnarReader(ScanSpec spec, TamisPartition partition) {
         this.spec = spec;
@@ -72,7 +77,7 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         request.put("batch_size", spec.batchSize);
         allocator = TamisDataset.ROOT.newChildAllocator("tamis-scan", 0, Long.MAX_VALUE);
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
-            Native.scan(Json.write(request), stream.memoryAddress());
+            metrics = Native.scan(Json.write(request), stream.memoryAddress());
             reader = Data.importArrayStream(allocator, stream);
         } catch (RuntimeException e) {
             close();
@@ -113,6 +118,14 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
     }
 
     @Override
+    public CustomTaskMetric[] currentMetricsValues() {
+        if (metrics == 0) {
+            return closedMetrics;
+        }
+        return TamisMetrics.values(Json.read(Native.metrics(metrics)));
+    }
+
+    @Override
     public ColumnarBatch get() {
         return batch;
     }
@@ -133,6 +146,11 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
             throw new UncheckedIOException(e);
         } finally {
             reader = null;
+            if (metrics != 0) {
+                closedMetrics = currentMetricsValues();
+                Native.closeMetrics(metrics);
+                metrics = 0;
+            }
             if (allocator != null) {
                 allocator.close();
                 allocator = null;

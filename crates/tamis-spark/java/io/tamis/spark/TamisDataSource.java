@@ -38,6 +38,14 @@ public final class TamisDataSource implements TableProvider, DataSourceRegister 
         return TamisDataset.ROOT.getAllocatedMemory();
     }
 
+    /**
+     * Bytes the native library holds now (footers of open datasets, running scans): with
+     * {@link #allocatedBytes}, a leak check that the JVM's own memory does not blur.
+     */
+    public static long nativeBytes() {
+        return Native.liveBytes();
+    }
+
     /** A user schema ({@code .schema("a BIGINT, b STRING")}) names a subset of the columns. */
     @Override
     public boolean supportsExternalMetadata() {

@@ -43,6 +43,8 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
     private final List<Filters.Conjunct> pushed;
     private final List<String> leftToSpark;
     private final List<Filters.Conjunct> runtime = new ArrayList<>();
+    /** Row groups the last planning ruled out (no task reads them). */
+    private long prunedPlanning;
 
     TamisScan(TamisDataset dataset, StructType readSchema, List<Filters.Conjunct> pushed,
               List<String> leftToSpark) {
@@ -136,6 +138,16 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
     }
 
     @Override
+    public org.apache.spark.sql.connector.metric.CustomMetric[] supportedCustomMetrics() {
+        return TamisMetrics.all();
+    }
+
+    @Override
+    public org.apache.spark.sql.connector.metric.CustomTaskMetric[] reportDriverMetrics() {
+        return TamisMetrics.driver(prunedPlanning);
+    }
+
+    @Override
     public Batch toBatch() {
         return this;
     }
@@ -154,9 +166,10 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
             ? dataset.options.maxPartitionBytes : SQLConf.get().filesMaxPartitionBytes();
         int minSplits = dataset.options.minPartitions != null
             ? dataset.options.minPartitions : SparkContext.getOrCreate().defaultParallelism();
-        JsonNode splits = Json.read(dataset.plan(where(conjuncts()), maxBytes, minSplits));
+        JsonNode planned = Json.read(dataset.plan(where(conjuncts()), maxBytes, minSplits));
+        prunedPlanning = planned.path("row_groups").asLong() - planned.path("row_groups_left").asLong();
         List<InputPartition> out = new ArrayList<>();
-        for (JsonNode split : splits) {
+        for (JsonNode split : planned.path("splits")) {
             List<TamisPartition.Part> parts = new ArrayList<>();
             for (JsonNode p : split.path("parts")) {
                 parts.add(new TamisPartition.Part(p.get(0).asText(), p.get(1).asLong(),
