@@ -453,6 +453,19 @@ def test_runtime_filters_reach_q17s_lineitem_scan(spark, tpch):
     assert "dynamicpruningexpression" not in plain
 
 
+@pytest.mark.skipif(not JAR, reason="LIMIT pushdown is the JVM connector's")
+def test_a_limit_stops_each_task_early(spark, typed):
+    df = spark.read.format("tamis").option("minPartitions", "3").load(typed)
+    plan = df.limit(7)._jdf.queryExecution().executedPlan().toString()
+    assert "Limit: 7" in plan, plan
+    got = df.limit(7).collect()
+    assert len(got) == 7
+    ids = {r.id for r in spark.read.parquet(typed).collect()}
+    assert {r.id for r in got} <= ids
+    # With a filter left to Spark, nothing is pushed and the answer is still right.
+    assert len(df.where("i32 < i16").limit(5).collect()) == 5
+
+
 @pytest.mark.skipif(not JAR, reason="custom metrics are the JVM connector's")
 def test_scan_metrics_show_the_funnel(spark, typed):
     """The scan node's metrics in Spark's UI: each file's ids are 0..699 in row groups of 200,

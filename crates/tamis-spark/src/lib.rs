@@ -402,6 +402,8 @@ struct ScanRequest {
     storage: BTreeMap<String, String>,
     threads: Option<usize>,
     batch_size: Option<usize>,
+    /// At most this many rows (Spark's pushed LIMIT; Spark still limits the whole result).
+    limit: Option<usize>,
 }
 
 impl ScanRequest {
@@ -441,7 +443,7 @@ impl ScanRequest {
         let parts = (self.parts.iter())
             .map(|(file, _, first, end)| (file.clone(), *first..(*end).max(*first)))
             .collect();
-        scan.row_groups(parts).batches()
+        scan.row_groups(parts).limit(self.limit).batches()
     }
 }
 

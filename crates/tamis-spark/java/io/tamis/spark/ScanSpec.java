@@ -18,8 +18,12 @@ final class ScanSpec implements Serializable {
     final Map<String, String> storage;
     final int threads;
     final int batchSize;
+    /** Rows per task at most, or null. */
+    final Integer limit;
 
-    ScanSpec(TamisDataset dataset, StructType readSchema, List<Filters.Conjunct> conjuncts) {
+    ScanSpec(TamisDataset dataset, StructType readSchema, List<Filters.Conjunct> conjuncts,
+             Integer limit) {
+        this.limit = limit;
         this.root = dataset.root;
         this.readSchema = readSchema;
         this.conjuncts = new ArrayList<>(conjuncts);

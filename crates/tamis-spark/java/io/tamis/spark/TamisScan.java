@@ -46,9 +46,12 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
     /** Row groups the last planning ruled out (no task reads them). */
     private long prunedPlanning;
 
+    private final Integer limit;
+
     TamisScan(TamisDataset dataset, StructType readSchema, List<Filters.Conjunct> pushed,
-              List<String> leftToSpark) {
+              List<String> leftToSpark, Integer limit) {
         this.dataset = dataset;
+        this.limit = limit;
         this.readSchema = readSchema;
         this.pushed = new ArrayList<>(pushed);
         this.leftToSpark = new ArrayList<>(leftToSpark);
@@ -63,7 +66,8 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
     public String description() {
         String taken = pushed.stream().map(c -> c.text).collect(Collectors.joining(", "));
         return "tamis " + dataset.options.path + " PushedFilters: [" + taken + "]"
-            + " LeftToSpark: [" + String.join(", ", leftToSpark) + "]";
+            + " LeftToSpark: [" + String.join(", ", leftToSpark) + "]"
+            + (limit == null ? "" : " Limit: " + limit);
     }
 
     /** Columns of atomic type: those a runtime key list can filter. */
@@ -184,6 +188,6 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new TamisReaderFactory(new ScanSpec(dataset, readSchema, conjuncts()));
+        return new TamisReaderFactory(new ScanSpec(dataset, readSchema, conjuncts(), limit));
     }
 }

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
 import org.apache.spark.sql.types.DataType;
@@ -16,7 +17,8 @@ import org.apache.spark.sql.types.StructType;
  * Takes the columns Spark needs and every predicate tamis evaluates exactly as Spark does;
  * the rest stay with Spark (EXPLAIN lists both).
  */
-final class TamisScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters {
+final class TamisScanBuilder
+    implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownLimit {
     /** The predicates Spark's dynamic pruning counts as selective (`isLikelySelective`). */
     private static final java.util.Set<String> LIKELY_SELECTIVE =
         java.util.Set.of("=", "<=>", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS");
@@ -26,6 +28,8 @@ final class TamisScanBuilder implements SupportsPushDownRequiredColumns, Support
     private final List<Filters.Conjunct> pushed = new ArrayList<>();
     private final List<Predicate> pushedPredicates = new ArrayList<>();
     private final List<String> leftToSpark = new ArrayList<>();
+    /** The pushed LIMIT, or null. */
+    private Integer limit;
 
     TamisScanBuilder(TamisDataset dataset, StructType schema) {
         this.dataset = dataset;
@@ -75,8 +79,18 @@ final class TamisScanBuilder implements SupportsPushDownRequiredColumns, Support
         return pushedPredicates.toArray(new Predicate[0]);
     }
 
+    /**
+     * Each task stops after {@code limit} rows. Spark pushes a LIMIT only when no filter is
+     * left above the scan, and still limits the whole result ({@code isPartiallyPushed}).
+     */
+    @Override
+    public boolean pushLimit(int limit) {
+        this.limit = limit;
+        return true;
+    }
+
     @Override
     public Scan build() {
-        return new TamisScan(dataset, required, pushed, leftToSpark);
+        return new TamisScan(dataset, required, pushed, leftToSpark, limit);
     }
 }
