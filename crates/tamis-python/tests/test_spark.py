@@ -466,6 +466,22 @@ def test_a_limit_stops_each_task_early(spark, typed):
     assert len(df.where("i32 < i16").limit(5).collect()) == 5
 
 
+def test_counts_read_no_column(spark, typed, tmp_path):
+    """count(*) with no filter is the footers' row counts (the connector reads no column);
+    with a filter, or over files lacking the selected column, the rows are still right."""
+    df = spark.read.format("tamis").option("maxPartitionBytes", "1").load(typed)
+    assert df.count() == 2100
+    assert df.where("i32 < 0").count() == spark.read.parquet(typed).where("i32 < 0").count()
+    root = tmp_path / "lacking"
+    root.mkdir()
+    pq.write_table(pa.table({"k": pa.array([1, 2, 3], pa.int64())}), root / "a.parquet")
+    pq.write_table(pa.table({"k": pa.array([4, 5], pa.int64()), "c": pa.array([10, None], pa.int32())}),
+                   root / "b.parquet")
+    ev = spark.read.format("tamis").option("maxPartitionBytes", "1").load(str(root))
+    assert sorted(r.c for r in ev.select("c").collect() if r.c is not None) == [10]
+    assert ev.select("c").count() == 5
+
+
 @pytest.mark.skipif(not JAR, reason="custom metrics are the JVM connector's")
 def test_scan_metrics_show_the_funnel(spark, typed):
     """The scan node's metrics in Spark's UI: each file's ids are 0..699 in row groups of 200,

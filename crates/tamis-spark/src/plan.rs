@@ -13,6 +13,8 @@ pub struct Split {
     pub parts: Vec<(String, u64, usize, usize)>,
     /// The dataset columns these files have (a column none of them has is NULL in their rows).
     pub columns: Vec<String>,
+    /// Rows in these row groups (a scan of no column and no filter, `count(*)`, is only this).
+    pub rows: u64,
 }
 
 /// One row group as the planner sees it.
@@ -22,6 +24,7 @@ pub struct Group {
     pub size: u64,
     pub index: usize,
     pub bytes: u64,
+    pub rows: u64,
     /// The columns of the group's file.
     pub columns: std::sync::Arc<Vec<String>>,
 }
@@ -58,6 +61,7 @@ pub fn groups_left(dataset: &Dataset, filter: Option<&str>) -> Result<Vec<Group>
                 size: file.len,
                 index,
                 bytes: group.compressed_size().max(0) as u64,
+                rows: group.num_rows().max(0) as u64,
                 columns: columns.clone(),
             });
         }
@@ -130,7 +134,9 @@ pub fn split(groups: &[Group], max_bytes: u64, min_splits: usize) -> Vec<Split> 
 fn to_split(groups: &[Group]) -> Split {
     let mut parts: Vec<(String, u64, usize, usize)> = Vec::new();
     let mut columns = BTreeSet::new();
+    let mut rows = 0;
     for g in groups {
+        rows += g.rows;
         match parts.last_mut() {
             Some(last) if last.0 == g.location && last.3 == g.index => last.3 = g.index + 1,
             _ => {
@@ -142,6 +148,7 @@ fn to_split(groups: &[Group]) -> Split {
     Split {
         parts,
         columns: columns.into_iter().collect(),
+        rows,
     }
 }
 
@@ -161,6 +168,7 @@ mod tests {
                     size: 1000,
                     index,
                     bytes: b,
+                    rows: 10,
                     columns: std::sync::Arc::new(vec![format!("{file}_col")]),
                 }
             })
@@ -190,6 +198,7 @@ mod tests {
         assert_eq!(splits[2].parts, vec![("c".to_string(), 1000, 0, 1)]);
         assert_eq!(splits[2].columns, vec!["c_col".to_string()]);
         assert_eq!(splits[0].parts, vec![("a".to_string(), 1000, 0, 3)]);
+        assert_eq!(splits[0].rows, 30);
     }
 
     #[test]

@@ -35,6 +35,8 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
     private ArrowReader reader;
     private ColumnarBatch batch;
     private final List<ColumnVector> owned = new ArrayList<>();
+    /** Rows still to count when no column and no filter is read ({@code count(*)}), or -1. */
+    private long countOnly = -1;
     /** The native scan's metrics handle (0: none, or closed). */
     private long metrics;
     /** The values at close, for a last update after it. */
@@ -58,8 +60,14 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
                 columns.add(f.name());
             }
         }
+        if (columns.isEmpty() && where.isEmpty()) {
+            countOnly = partition.rows; // the footers' row counts: nothing to read
+            return;
+        }
         if (columns.isEmpty()) {
-            columns.add(present.iterator().next()); // for the row counts
+            // For the row counts: a column the filter reads anyway.
+            columns.add(spec.conjuncts.stream().filter(c -> present.containsAll(c.columns))
+                .findFirst().map(c -> c.columns.iterator().next()).orElseThrow());
         }
         List<Object> parts = new ArrayList<>();
         for (TamisPartition.Part p : partition.parts) {
@@ -89,6 +97,17 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
     @Override
     public boolean next() throws IOException {
         closeOwned();
+        if (countOnly > 0) {
+            int rows = (int) Math.min(countOnly, spec.batchSize);
+            countOnly -= rows;
+            StructField[] fields = spec.readSchema.fields();
+            ColumnVector[] nulls = new ColumnVector[fields.length];
+            for (int i = 0; i < fields.length; i++) {
+                nulls[i] = vector(null, fields[i], rows); // columns these files lack
+            }
+            batch = new ColumnarBatch(nulls, rows);
+            return true;
+        }
         if (reader == null || !reader.loadNextBatch()) {
             return false;
         }

@@ -28,10 +28,13 @@ final class TamisPartition implements InputPartition {
     final List<Part> parts;
     /** Columns of these files (a column none of them has is NULL in their rows). */
     final List<String> columns;
+    /** Rows in these row groups. */
+    final long rows;
 
-    TamisPartition(List<Part> parts, List<String> columns) {
+    TamisPartition(List<Part> parts, List<String> columns, long rows) {
         this.parts = new ArrayList<>(parts);
         this.columns = new ArrayList<>(columns);
+        this.rows = rows;
     }
 
     @Override

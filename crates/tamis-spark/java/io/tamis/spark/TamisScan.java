@@ -181,7 +181,7 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
             }
             List<String> columns = new ArrayList<>();
             split.path("columns").forEach(c -> columns.add(c.asText()));
-            out.add(new TamisPartition(parts, columns));
+            out.add(new TamisPartition(parts, columns, split.path("rows").asLong()));
         }
         return out.toArray(new InputPartition[0]);
     }
