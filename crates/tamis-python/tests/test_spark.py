@@ -482,6 +482,34 @@ def test_counts_read_no_column(spark, typed, tmp_path):
     assert ev.select("c").count() == 5
 
 
+def test_aggregates_from_footers_equal_spark_readers(spark, typed, tmp_path):
+    """count, min and max with no filter: the connector answers those the footers give exactly
+    (EXPLAIN says so) and scans for the rest; every answer is Spark's reader's."""
+    queries = ["count(*)", "count(i32), min(i32), max(i32)", "min(id), max(d), count(dec)",
+               "min(dec), max(dec)", "max(f64), min(s)", "min(ts), count(*)"]
+    for q in queries:
+        ours = spark.read.format("tamis").load(typed).selectExpr(*q.split(", "))
+        theirs = spark.read.parquet(typed).selectExpr(*q.split(", "))
+        assert same(rows(ours), rows(theirs)), q
+    if JAR:
+        plan = (spark.read.format("tamis").load(typed).selectExpr("min(i32)", "max(d)")
+                ._jdf.queryExecution().executedPlan().toString())
+        assert "PushedAggregates (from footers)" in plan, plan
+        plan = (spark.read.format("tamis").load(typed).selectExpr("max(f64)")
+                ._jdf.queryExecution().executedPlan().toString())
+        assert "PushedAggregates" not in plan, plan
+    # A file without the column, and one whose values are all NULL.
+    root = tmp_path / "agg"
+    root.mkdir()
+    pq.write_table(pa.table({"k": pa.array([3, 1], pa.int64())}), root / "a.parquet")
+    pq.write_table(pa.table({"k": pa.array([None, 9], pa.int64()),
+                             "c": pa.array([None, None], pa.int32())}), root / "b.parquet")
+    for q in ["count(c)", "min(c), max(c)", "min(k), max(k), count(k), count(*)"]:
+        ours = spark.read.format("tamis").load(str(root)).selectExpr(*q.split(", "))
+        theirs = spark.read.option("mergeSchema", "true").parquet(str(root)).selectExpr(*q.split(", "))
+        assert rows(ours) == rows(theirs), q
+
+
 @pytest.mark.skipif(not JAR, reason="custom metrics are the JVM connector's")
 def test_scan_metrics_show_the_funnel(spark, typed):
     """The scan node's metrics in Spark's UI: each file's ids are 0..699 in row groups of 200,

@@ -9,6 +9,7 @@
 //! Every entry point runs inside [`guarded`]: a tamis error becomes a Java exception naming
 //! the file and column, and a Rust panic becomes an exception too; neither unwinds into the JVM.
 
+pub mod aggregate;
 pub mod plan;
 pub mod types;
 
@@ -380,6 +381,24 @@ pub extern "system" fn Java_io_tamis_spark_Native_estimate(
         let (rows, bytes) = plan::estimate(dataset, filter.as_deref(), &columns)?;
         let text = serde_json::json!({ "rows": rows, "bytes": bytes }).to_string();
         Ok(env.new_string(text)?.into_raw())
+    })
+}
+
+/// Aggregates answered from the footers (`request`: a JSON list of [`aggregate::Aggregate`]):
+/// their values as a JSON list, or `null` when the footers cannot answer them exactly.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_aggregate(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+    request: JString,
+) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: the Java side passes a live handle (see `opened`).
+        let dataset = &unsafe { opened(handle) }?.dataset;
+        let aggregates: Vec<aggregate::Aggregate> = json(&string(env, &request)?, "aggregates")?;
+        let values = aggregate::from_footers(dataset, &aggregates)?;
+        Ok(env.new_string(to_json(&values)?)?.into_raw())
     })
 }
 

@@ -81,6 +81,9 @@ final class Native {
 
     static native void closeMetrics(long handle);
 
+    /** Aggregates answered from the footers: their values as JSON, or "null". */
+    static native String aggregate(long handle, String request);
+
     /** Bytes the native library holds now. */
     static native long liveBytes();
 }

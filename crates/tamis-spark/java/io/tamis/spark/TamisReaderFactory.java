@@ -22,6 +22,9 @@ final class TamisReaderFactory implements PartitionReaderFactory {
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+        if (partition instanceof FooterAggregate.Partition) {
+            return new FooterAggregate.Reader((FooterAggregate.Partition) partition);
+        }
         return new TamisColumnarReader(spec, (TamisPartition) partition);
     }
 

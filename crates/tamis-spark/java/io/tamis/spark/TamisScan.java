@@ -47,10 +47,13 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
     private long prunedPlanning;
 
     private final Integer limit;
+    /** An aggregate answered from the footers: the scan is its one row. */
+    private final FooterAggregate aggregate;
 
     TamisScan(TamisDataset dataset, StructType readSchema, List<Filters.Conjunct> pushed,
-              List<String> leftToSpark, Integer limit) {
+              List<String> leftToSpark, Integer limit, FooterAggregate aggregate) {
         this.dataset = dataset;
+        this.aggregate = aggregate;
         this.limit = limit;
         this.readSchema = readSchema;
         this.pushed = new ArrayList<>(pushed);
@@ -67,7 +70,8 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
         String taken = pushed.stream().map(c -> c.text).collect(Collectors.joining(", "));
         return "tamis " + dataset.options.path + " PushedFilters: [" + taken + "]"
             + " LeftToSpark: [" + String.join(", ", leftToSpark) + "]"
-            + (limit == null ? "" : " Limit: " + limit);
+            + (limit == null ? "" : " Limit: " + limit)
+            + (aggregate == null ? "" : " PushedAggregates (from footers): " + aggregate.schema.simpleString());
     }
 
     /** Columns of atomic type: those a runtime key list can filter. */
@@ -166,6 +170,9 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
 
     @Override
     public InputPartition[] planInputPartitions() {
+        if (aggregate != null) {
+            return new InputPartition[] {new FooterAggregate.Partition(aggregate)};
+        }
         long maxBytes = dataset.options.maxPartitionBytes != null
             ? dataset.options.maxPartitionBytes : SQLConf.get().filesMaxPartitionBytes();
         int minSplits = dataset.options.minPartitions != null

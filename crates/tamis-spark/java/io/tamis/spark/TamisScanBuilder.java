@@ -6,6 +6,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
@@ -18,7 +20,8 @@ import org.apache.spark.sql.types.StructType;
  * the rest stay with Spark (EXPLAIN lists both).
  */
 final class TamisScanBuilder
-    implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownLimit {
+    implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownLimit,
+        SupportsPushDownAggregates {
     /** The predicates Spark's dynamic pruning counts as selective (`isLikelySelective`). */
     private static final java.util.Set<String> LIKELY_SELECTIVE =
         java.util.Set.of("=", "<=>", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS");
@@ -30,6 +33,8 @@ final class TamisScanBuilder
     private final List<String> leftToSpark = new ArrayList<>();
     /** The pushed LIMIT, or null. */
     private Integer limit;
+    /** An aggregate answered from the footers, or null. */
+    private FooterAggregate aggregate;
 
     TamisScanBuilder(TamisDataset dataset, StructType schema) {
         this.dataset = dataset;
@@ -89,8 +94,27 @@ final class TamisScanBuilder
         return true;
     }
 
+    /** Only without filters: footers' statistics count every row. */
+    @Override
+    public boolean supportCompletePushDown(Aggregation aggregation) {
+        return pushed.isEmpty() && leftToSpark.isEmpty() && dataset.options.pushdown
+            && FooterAggregate.answer(dataset, aggregation, types) != null;
+    }
+
+    @Override
+    public boolean pushAggregation(Aggregation aggregation) {
+        if (!pushed.isEmpty() || !leftToSpark.isEmpty() || !dataset.options.pushdown) {
+            return false;
+        }
+        aggregate = FooterAggregate.answer(dataset, aggregation, types);
+        return aggregate != null;
+    }
+
     @Override
     public Scan build() {
-        return new TamisScan(dataset, required, pushed, leftToSpark, limit);
+        if (aggregate != null) {
+            return new TamisScan(dataset, aggregate.schema, List.of(), List.of(), null, aggregate);
+        }
+        return new TamisScan(dataset, required, pushed, leftToSpark, limit, null);
     }
 }
