@@ -418,7 +418,23 @@ def test_tpch_queries_match_spark_reader(spark, tpch, query):
     assert ours and any(v is not None for v in ours[0])
 
 
-def _q17(spark, tpch, runtime: bool):
+def _scans(node) -> list:
+    """(description, metrics) of every tamis scan in an executed plan (AQE off)."""
+    out = []
+    if node.nodeName().startswith("BatchScan"):
+        m = node.metrics()
+        out.append((node.simpleString(1000), {k: m.get(k).get().value()
+                                              for k in ("numOutputRows", "rowsDropped")}))
+    children = node.children()
+    for i in range(children.size()):
+        out += _scans(children.apply(i))
+    subqueries = node.subqueries()
+    for i in range(subqueries.size()):
+        out += _scans(subqueries.apply(i))
+    return out
+
+
+def _q17(spark, tpch, runtime: bool, metrics: bool = False):
     spark.conf.set("spark.sql.optimizer.dynamicPartitionPruning.enabled", str(runtime).lower())
     try:
         for table in ("lineitem", "part"):
@@ -428,7 +444,10 @@ def _q17(spark, tpch, runtime: bool):
         text = text.replace("'Brand#23'", "'Brand#45'").replace("'MED BOX'", "'MED JAR'")
         df = spark.sql(text)
         answer = [tuple(r) for r in df.collect()]
-        return answer, df._jdf.queryExecution().executedPlan().toString()
+        plan = df._jdf.queryExecution().executedPlan()
+        if metrics:
+            return answer, plan.toString(), _scans(plan)
+        return answer, plan.toString()
     finally:
         spark.conf.unset("spark.sql.optimizer.dynamicPartitionPruning.enabled")
 
@@ -443,6 +462,16 @@ def test_runtime_filters_reach_q17s_lineitem_scan(spark, tpch):
     with_filters, plan = _q17(spark, tpch, True)
     without, plain = _q17(spark, tpch, False)
     assert with_filters == without and with_filters[0][0] is not None
+    # The keys reach the tasks: the filtered scan hands Spark a fraction of lineitem's rows.
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        _, _, scans_done = _q17(spark, tpch, True, metrics=True)
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    lineitem_rows = pq.ParquetFile(tpch / "lineitem.parquet").metadata.num_rows
+    outputs = [m["numOutputRows"] for text, m in scans_done
+               if "lineitem" in text and " IN dynamicpruning" in text]
+    assert outputs and all(0 < n < lineitem_rows / 20 for n in outputs), scans_done
     # A scan by its output attributes (AQE prints each plan more than once).
     scans = {line.split("BatchScan ")[1].split("]")[0]: line for line in plan.splitlines()
              if "BatchScan tamis" in line and "lineitem" in line}

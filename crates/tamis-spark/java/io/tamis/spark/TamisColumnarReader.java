@@ -47,7 +47,9 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         Set<String> present = new TreeSet<>(partition.columns);
         spec.partitionTypes.forEach(pair -> present.add(pair.get(0)));
         List<String> where = new ArrayList<>();
-        for (Filters.Conjunct c : spec.conjuncts) {
+        List<Filters.Conjunct> conjuncts = new ArrayList<>(spec.conjuncts);
+        conjuncts.addAll(partition.runtime);
+        for (Filters.Conjunct c : conjuncts) {
             if (present.containsAll(c.columns)) {
                 where.add("(" + c.sql + ")");
             } else if (!Boolean.TRUE.equals(c.onNull)) {
@@ -66,7 +68,7 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         }
         if (columns.isEmpty()) {
             // For the row counts: a column the filter reads anyway.
-            columns.add(spec.conjuncts.stream().filter(c -> present.containsAll(c.columns))
+            columns.add(conjuncts.stream().filter(c -> present.containsAll(c.columns))
                 .findFirst().map(c -> c.columns.iterator().next()).orElseThrow());
         }
         List<Object> parts = new ArrayList<>();

@@ -30,11 +30,19 @@ final class TamisPartition implements InputPartition {
     final List<String> columns;
     /** Rows in these row groups. */
     final long rows;
+    /**
+     * The runtime filters the scan had when it planned this partition. They travel with the
+     * partitions, not the reader factory: Spark makes the factory before it hands the scan
+     * its runtime filters.
+     */
+    final List<Filters.Conjunct> runtime;
 
-    TamisPartition(List<Part> parts, List<String> columns, long rows) {
+    TamisPartition(List<Part> parts, List<String> columns, long rows,
+                   List<Filters.Conjunct> runtime) {
         this.parts = new ArrayList<>(parts);
         this.columns = new ArrayList<>(columns);
         this.rows = rows;
+        this.runtime = new ArrayList<>(runtime);
     }
 
     @Override

@@ -188,13 +188,14 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
             }
             List<String> columns = new ArrayList<>();
             split.path("columns").forEach(c -> columns.add(c.asText()));
-            out.add(new TamisPartition(parts, columns, split.path("rows").asLong()));
+            out.add(new TamisPartition(parts, columns, split.path("rows").asLong(), runtime));
         }
         return out.toArray(new InputPartition[0]);
     }
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new TamisReaderFactory(new ScanSpec(dataset, readSchema, conjuncts(), limit));
+        // The runtime filters go with the partitions (planned after Spark hands them over).
+        return new TamisReaderFactory(new ScanSpec(dataset, readSchema, pushed, limit));
     }
 }
