@@ -539,6 +539,30 @@ def test_aggregates_from_footers_equal_spark_readers(spark, typed, tmp_path):
         assert rows(ours) == rows(theirs), q
 
 
+def test_aggregates_over_partition_columns(spark, hive):
+    for q in ["count(year), max(year), min(year)", "count(region), count(*)"]:
+        ours = spark.read.format("tamis").load(hive).selectExpr(*q.split(", "))
+        theirs = spark.read.parquet(hive).selectExpr(*q.split(", "))
+        assert rows(ours) == rows(theirs), q
+
+
+def test_a_column_widened_across_files_reads_as_the_dataset_types_it(spark, tmp_path):
+    """A task whose files hold a narrower type than the dataset (decimal(9,2) where another
+    file has decimal(12,3); int32 where another has int64) hands Spark the dataset's type:
+    the same values, never misread."""
+    root = tmp_path / "widened"
+    root.mkdir()
+    pq.write_table(pa.table({"d": pa.array([decimal.Decimal("1.50"), None], pa.decimal128(9, 2)),
+                             "i": pa.array([-7, 8], pa.int32())}), root / "a.parquet")
+    pq.write_table(pa.table({"d": pa.array([decimal.Decimal("2.125")], pa.decimal128(12, 3)),
+                             "i": pa.array([2**40], pa.int64())}), root / "b.parquet")
+    df = spark.read.format("tamis").option("maxPartitionBytes", "1").load(str(root))
+    assert df.rdd.getNumPartitions() == 2
+    got = sorted(((r.d, r.i) for r in df.collect()), key=lambda r: r[1])
+    assert got == [(decimal.Decimal("1.500"), -7), (None, 8), (decimal.Decimal("2.125"), 2**40)]
+    assert df.where("d > 1.6").count() == 1
+
+
 @pytest.mark.skipif(not JAR, reason="custom metrics are the JVM connector's")
 def test_scan_metrics_show_the_funnel(spark, typed):
     """The scan node's metrics in Spark's UI: each file's ids are 0..699 in row groups of 200,

@@ -50,6 +50,14 @@ pub fn from_footers(
 /// inexact, the column is nested, a partition column, or typed differently in some file.
 fn column_aggregate(dataset: &Dataset, function: &str, column: &str) -> Option<Option<i64>> {
     let plan = dataset.plan();
+    if plan
+        .partitions
+        .fields
+        .iter()
+        .any(|(name, _)| name == column)
+    {
+        return None; // in no file's footer
+    }
     let wanted = plan
         .schema
         .field_with_name(column)

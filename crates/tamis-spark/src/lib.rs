@@ -46,15 +46,21 @@ struct Counting;
 // SAFETY: every call is forwarded to mimalloc unchanged; the counter has no effect on memory.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe { mimalloc::MiMalloc.alloc(layout) }
+        let p = unsafe { mimalloc::MiMalloc.alloc(layout) };
+        if !p.is_null() {
+            LIVE.fetch_add(layout.size() as isize, Relaxed);
+        }
+        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+        let p = unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) };
+        if !p.is_null() {
+            LIVE.fetch_add(layout.size() as isize, Relaxed);
+        }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -64,9 +70,12 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
         // SAFETY: the caller's contract, passed on.
-        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+        let p = unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
+        }
+        p
     }
 }
 
@@ -232,6 +241,8 @@ struct Description {
     /// Columns every file has (partition columns included): a filter on several columns is
     /// pushed only where none of them can be missing from a task's files.
     everywhere: Vec<String>,
+    /// The Spark-facing type of each atomic column, for the tasks ([`ScanRequest::targets`]).
+    targets: BTreeMap<String, String>,
 }
 
 fn int96_columns(dataset: &Dataset) -> Vec<String> {
@@ -287,13 +298,16 @@ pub extern "system" fn Java_io_tamis_spark_Native_describe(
             partition_types: (plan.partitions.fields.iter())
                 .map(|(name, t)| (name.clone(), t.to_string()))
                 .collect(),
+            targets: (spark.fields().iter())
+                .filter_map(|f| Some((f.name().clone(), types::type_text(f)?)))
+                .collect(),
             int96,
             nanosecond,
             everywhere,
         };
-        let text = to_json(&description)?;
+        let text = env.new_string(to_json(&description)?)?;
         write_struct(schema_address, exported)?;
-        Ok(env.new_string(text)?.into_raw())
+        Ok(text.into_raw())
     })
 }
 
@@ -415,6 +429,11 @@ struct ScanRequest {
     columns: Vec<String>,
     #[serde(default)]
     int96: Vec<String>,
+    /// The driver's Spark-facing type of each atomic column ([`types::type_text`]): a task's
+    /// files may hold a narrower type (a column widened across files), which is converted to
+    /// what the driver told Spark.
+    #[serde(default)]
+    targets: BTreeMap<String, String>,
     #[serde(default)]
     partition_types: Vec<(String, String)>,
     #[serde(default)]
@@ -486,10 +505,15 @@ impl Iterator for SparkBatches {
         }
         let schema = &self.schema;
         let stream = &mut self.stream;
+        let metrics = &self.metrics;
         let item = catch_unwind(AssertUnwindSafe(|| {
-            stream
+            let item = stream
                 .next()
-                .map(|r| r.and_then(|batch| types::conform(&batch, schema)))
+                .map(|r| r.and_then(|batch| types::conform(&batch, schema)));
+            if let Ok(mut m) = metrics.lock() {
+                *m = stream.metrics();
+            }
+            item
         }));
         let item = match item {
             Ok(item) => item,
@@ -500,9 +524,6 @@ impl Iterator for SparkBatches {
         };
         if matches!(item, Some(Err(_))) {
             self.failed = true;
-        }
-        if let Ok(mut m) = self.metrics.lock() {
-            *m = self.stream.metrics();
         }
         item.map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
@@ -531,8 +552,9 @@ pub extern "system" fn Java_io_tamis_spark_Native_scan(
             return Err(Error::invalid("a scan for Spark needs at least one column").into());
         }
         let int96 = request.int96.clone();
+        let targets = request.targets.clone();
         let stream = request.open()?;
-        let schema = types::spark_schema(&stream.schema(), &int96)?;
+        let schema = types::with_targets(types::spark_schema(&stream.schema(), &int96)?, &targets)?;
         let metrics = Arc::new(Mutex::new(stream.metrics()));
         let batches = SparkBatches {
             stream,

@@ -7,7 +7,7 @@
 //! that answers `getDecimal` from the long (no `BigDecimal` per value). Wider decimals, and
 //! decimals inside lists and structs, stay `Decimal128` (Spark's `ArrowColumnVector` reads them).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, Array, ArrayRef, AsArray, RecordBatch};
@@ -50,6 +50,40 @@ pub fn spark_field(field: &Field, int96: bool) -> Result<Field> {
 pub fn spark_schema(schema: &Schema, int96: &[String]) -> Result<SchemaRef> {
     let fields = (schema.fields().iter())
         .map(|f| spark_field(f, int96.contains(f.name())))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// The text a task parses back into `field`'s type ([`with_targets`]): Arrow's `DataType`
+/// display for atomic types, `long_decimal:p,s` for a decimal crossing as longs; `None` for
+/// nested types (a task converts those by their own files' types).
+pub fn type_text(field: &Field) -> Option<String> {
+    if let Some(ps) = field.metadata().get(DECIMAL_KEY) {
+        return Some(format!("long_decimal:{ps}"));
+    }
+    let t = field.data_type();
+    (!t.is_nested()).then(|| t.to_string())
+}
+
+/// `schema` (a task's Spark-facing schema) with the driver's types where they are given.
+pub fn with_targets(schema: SchemaRef, targets: &BTreeMap<String, String>) -> Result<SchemaRef> {
+    if targets.is_empty() {
+        return Ok(schema);
+    }
+    let fields = (schema.fields().iter())
+        .map(|f| {
+            let Some(text) = targets.get(f.name()) else {
+                return Ok(f.as_ref().clone());
+            };
+            if let Some(ps) = text.strip_prefix("long_decimal:") {
+                let metadata = HashMap::from([(DECIMAL_KEY.to_string(), ps.to_string())]);
+                return Ok(Field::new(f.name(), DataType::Int64, true).with_metadata(metadata));
+            }
+            let t = text.parse::<DataType>().map_err(|e| {
+                Error::invalid(format!("column '{}': type '{text}': {e}", f.name()))
+            })?;
+            Ok(Field::new(f.name(), t, true))
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(Schema::new(fields)))
 }
@@ -151,7 +185,7 @@ fn conform_column(column: &ArrayRef, field: &Field) -> Result<ArrayRef> {
         return Ok(column.clone());
     }
     if field.metadata().contains_key(DECIMAL_KEY) {
-        return unscaled(column, field.name());
+        return unscaled(column, field);
     }
     if column.data_type() == &DataType::Null {
         return Ok(new_null_array(target, column.len()));
@@ -170,8 +204,36 @@ fn conform_column(column: &ArrayRef, field: &Field) -> Result<ArrayRef> {
     })
 }
 
-/// A decimal column of at most 18 digits as its unscaled 64-bit values.
-fn unscaled(column: &ArrayRef, name: &str) -> Result<ArrayRef> {
+/// A decimal column of at most 18 digits as its unscaled 64-bit values, at the precision and
+/// scale `field`'s metadata gives (a narrower decimal is rescaled first).
+fn unscaled(column: &ArrayRef, field: &Field) -> Result<ArrayRef> {
+    let name = field.name();
+    let target = (field.metadata().get(DECIMAL_KEY))
+        .and_then(|ps| ps.split_once(','))
+        .and_then(|(p, s)| Some((p.parse::<u8>().ok()?, s.parse::<i8>().ok()?)))
+        .ok_or_else(|| Error::internal(format!("column '{name}': no decimal type to hand over")))?;
+    let rescaled;
+    let column = match decimal_of(column.data_type()) {
+        Some(ps) if ps == target => column,
+        _ if column.data_type() == &DataType::Null => column,
+        _ => {
+            let options = CastOptions {
+                safe: false,
+                ..Default::default()
+            };
+            rescaled =
+                cast_with_options(column, &DataType::Decimal128(target.0, target.1), &options)
+                    .map_err(|e| {
+                        Error::unsupported(format!(
+                            "column '{name}': cannot hand {} to Spark as decimal({},{}): {e}",
+                            column.data_type(),
+                            target.0,
+                            target.1
+                        ))
+                    })?;
+            &rescaled
+        }
+    };
     let array: ArrayRef = match column.data_type() {
         DataType::Decimal32(..) => Arc::new(
             column
@@ -232,6 +294,52 @@ mod tests {
     }
 
     #[test]
+    fn atomic_types_survive_the_trip_to_the_tasks_as_text() {
+        for t in [
+            DataType::Boolean,
+            DataType::Int8,
+            DataType::Int64,
+            DataType::Float32,
+            DataType::Utf8,
+            DataType::Binary,
+            DataType::Date32,
+            DataType::Decimal128(38, 6),
+            DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+            DataType::Timestamp(TimeUnit::Microsecond, None),
+        ] {
+            let text = type_text(&Field::new("c", t.clone(), true)).unwrap();
+            assert_eq!(text.parse::<DataType>().unwrap(), t, "{text}");
+        }
+        let list = Field::new_list("l", Field::new("item", DataType::Int32, true), true);
+        assert_eq!(type_text(&list), None);
+    }
+
+    #[test]
+    fn a_narrower_decimal_is_rescaled_to_the_drivers_type() {
+        let narrow = Field::new("d", DataType::Decimal128(9, 2), true);
+        let schema = Arc::new(Schema::new(vec![narrow]));
+        let targets = BTreeMap::from([("d".to_string(), "long_decimal:10,3".to_string())]);
+        let target = with_targets(spark_schema(&schema, &[]).unwrap(), &targets).unwrap();
+        let values = Decimal128Array::from(vec![Some(150), None])
+            .with_precision_and_scale(9, 2)
+            .unwrap();
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap();
+        let out = conform(&batch, &target).unwrap();
+        // 1.50 as decimal(10,3) is 1500 unscaled.
+        assert_eq!(out.column(0).as_primitive::<Int64Type>().value(0), 1500);
+        let wide = Arc::new(Schema::new(vec![Field::new("i", DataType::Int32, true)]));
+        let targets = BTreeMap::from([("i".to_string(), "Int64".to_string())]);
+        let target = with_targets(spark_schema(&wide, &[]).unwrap(), &targets).unwrap();
+        let ints = arrow::array::Int32Array::from(vec![Some(-7), None]);
+        let out = conform(
+            &RecordBatch::try_new(wide, vec![Arc::new(ints)]).unwrap(),
+            &target,
+        )
+        .unwrap();
+        assert_eq!(out.column(0).as_primitive::<Int64Type>().value(0), -7);
+    }
+
+    #[test]
     fn timestamps_are_microseconds_zoned_when_the_file_says_so_or_int96() {
         let naive = Field::new("t", DataType::Timestamp(TimeUnit::Nanosecond, None), true);
         let zoned = DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()));
@@ -248,6 +356,7 @@ mod tests {
             .column(0)
             .as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
         assert_eq!(micros.value(0), 1);
+        assert_eq!(micros.value(1), -1, "toward zero, as Arrow casts");
         assert!(micros.is_null(2));
     }
 

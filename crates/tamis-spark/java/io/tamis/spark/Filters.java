@@ -29,7 +29,7 @@ import org.apache.spark.sql.types.DecimalType;
  */
 final class Filters {
     private static final DateTimeFormatter MICROS =
-        DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS");
+        DateTimeFormatter.ofPattern("uuuu-MM-dd HH:mm:ss.SSSSSS");
 
     private Filters() {}
 
@@ -117,7 +117,8 @@ final class Filters {
             return null;
         }
         String name = column(c[0], types, columns);
-        if (name == null && c.length == 2 && c[1] instanceof NamedReference && isComparison(p.name())) {
+        if (name == null && c.length == 2 && c[0] instanceof Literal && c[1] instanceof NamedReference
+            && isComparison(p.name())) {
             // `5 < x` as `x > 5`.
             return sql(new Predicate(flip(p.name()), new Expression[] {c[1], c[0]}), types,
                 nanosecond, columns);

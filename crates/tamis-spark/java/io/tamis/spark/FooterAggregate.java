@@ -78,7 +78,7 @@ final class FooterAggregate {
             // Spark maps the answer to the aggregates by position.
             fields.add(DataTypes.createStructField("agg" + fields.size(), type, true));
         }
-        JsonNode values = Json.read(Native.aggregate(dataset.handle(), Json.write(request)));
+        JsonNode values = Json.read(dataset.aggregate(Json.write(request)));
         if (!values.isArray()) {
             return null;
         }

@@ -16,6 +16,8 @@ final class ScanSpec implements Serializable {
     final List<List<String>> partitionTypes;
     final List<String> int96;
     final Map<String, String> storage;
+    /** The driver's Spark-facing type of each read atomic column (see types.rs). */
+    final Map<String, String> targets = new TreeMap<>();
     final int threads;
     final int batchSize;
     /** Rows per task at most, or null. */
@@ -32,5 +34,11 @@ final class ScanSpec implements Serializable {
         this.storage = new TreeMap<>(dataset.options.storage);
         this.threads = dataset.options.threads;
         this.batchSize = dataset.options.batchSize;
+        for (org.apache.spark.sql.types.StructField f : readSchema.fields()) {
+            String t = dataset.targets.get(f.name());
+            if (t != null) {
+                targets.put(f.name(), t);
+            }
+        }
     }
 }

@@ -81,6 +81,7 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         request.put("where", where.isEmpty() ? null : String.join(" AND ", where));
         request.put("columns", columns);
         request.put("int96", spec.int96);
+        request.put("targets", spec.targets);
         request.put("partition_types", spec.partitionTypes);
         request.put("storage", spec.storage);
         request.put("threads", spec.threads);
@@ -89,10 +90,40 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         allocator = TamisDataset.ROOT.newChildAllocator("tamis-scan", 0, Long.MAX_VALUE);
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
             metrics = Native.scan(Json.write(request), stream.memoryAddress());
-            reader = Data.importArrayStream(allocator, stream);
-        } catch (RuntimeException e) {
+            try {
+                reader = Data.importArrayStream(allocator, stream);
+            } catch (RuntimeException e) {
+                stream.release(); // the native scan, which the importer did not take
+                throw e;
+            }
+            check(partition);
+        } catch (RuntimeException | IOException e) {
             close();
-            throw e;
+            throw e instanceof RuntimeException ? (RuntimeException) e
+                : new UncheckedIOException((IOException) e);
+        }
+    }
+
+    /**
+     * Every column the native scan returns has the type the driver gave Spark: a mismatch is a
+     * clear error, never values read as the wrong type.
+     */
+    private void check(TamisPartition partition) throws IOException {
+        Map<String, org.apache.spark.sql.types.DataType> expected = new java.util.HashMap<>();
+        for (StructField f : spec.readSchema.fields()) {
+            expected.put(f.name(), f.dataType());
+        }
+        for (org.apache.arrow.vector.types.pojo.Field f : reader.getVectorSchemaRoot().getSchema().getFields()) {
+            org.apache.spark.sql.types.DataType want = expected.get(f.getName());
+            if (want == null) {
+                continue; // read for the row counts only
+            }
+            org.apache.spark.sql.types.DataType got = TamisDataset.sparkType(f, partition.toString());
+            if (!got.equals(want)) {
+                throw new TamisException("unsupported: " + partition + ": column '" + f.getName()
+                    + "' has type " + got.simpleString() + " in these files where the dataset has "
+                    + want.simpleString());
+            }
         }
     }
 

@@ -22,7 +22,11 @@ public final class TamisDataSource implements TableProvider, DataSourceRegister 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         TamisDataset dataset = TamisDataset.open(new Options(options.asCaseSensitiveMap()));
-        return dataset.columns(dataset.options.columns);
+        try {
+            return dataset.columns(dataset.options.columns);
+        } finally {
+            dataset.close(); // getTable opens its own
+        }
     }
 
     @Override

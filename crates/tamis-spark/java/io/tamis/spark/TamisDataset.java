@@ -41,6 +41,8 @@ final class TamisDataset {
     final Set<String> nanosecond = new HashSet<>();
     /** Columns every file has. */
     final Set<String> everywhere = new HashSet<>();
+    /** The Spark-facing Arrow type of each atomic column, as text the tasks convert to. */
+    final java.util.Map<String, String> targets = new java.util.TreeMap<>();
     private final long[] handle;
 
     private TamisDataset(Options options) {
@@ -70,6 +72,7 @@ final class TamisDataset {
         described.path("int96").forEach(n -> int96.add(n.asText()));
         described.path("nanosecond").forEach(n -> nanosecond.add(n.asText()));
         described.path("everywhere").forEach(n -> everywhere.add(n.asText()));
+        described.path("targets").fields().forEachRemaining(e -> targets.put(e.getKey(), e.getValue().asText()));
         List<StructField> fields = new ArrayList<>();
         for (Field f : arrow.getFields()) {
             fields.add(DataTypes.createStructField(f.getName(), sparkType(f, options.path), true));
@@ -111,18 +114,51 @@ final class TamisDataset {
         }
     }
 
+    /** Frees the native dataset now (its footers), rather than when the JVM collects this. */
+    void close() {
+        synchronized (handle) {
+            if (handle[0] != 0) {
+                Native.closeDataset(handle[0]);
+                handle[0] = 0;
+            }
+        }
+    }
+
+    // Each native call is followed by a reachability fence: until it returns, this object (and
+    // so the handle its Cleaner would free) stays reachable.
+
     boolean binds(String sql) {
-        return Native.binds(handle(), sql);
+        try {
+            return Native.binds(handle(), sql);
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(this);
+        }
     }
 
     String plan(String filter, long maxBytes, int minSplits) {
-        return Native.plan(handle(), filter, maxBytes, minSplits);
+        try {
+            return Native.plan(handle(), filter, maxBytes, minSplits);
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(this);
+        }
+    }
+
+    String aggregate(String request) {
+        try {
+            return Native.aggregate(handle(), request);
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(this);
+        }
     }
 
     /** [rows, uncompressed bytes of {@code columns}] left under {@code filter}. */
     long[] estimate(String filter, List<String> columns) {
-        JsonNode e = Json.read(Native.estimate(handle(), filter, Json.write(columns)));
-        return new long[] {e.path("rows").asLong(), e.path("bytes").asLong()};
+        try {
+            JsonNode e = Json.read(Native.estimate(handle(), filter, Json.write(columns)));
+            return new long[] {e.path("rows").asLong(), e.path("bytes").asLong()};
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(this);
+        }
     }
 
     /** Spark's type for a field of the Spark-facing Arrow schema the Rust core exported. */

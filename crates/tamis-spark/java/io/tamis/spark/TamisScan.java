@@ -99,6 +99,7 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
         for (StructField f : dataset.schema.fields()) {
             types.put(f.name(), f.dataType());
         }
+        runtime.clear(); // each call hands over the scan's runtime filters anew
         for (Predicate p : predicates) {
             if (p.name().equals("IN") && p.children().length - 1 > RUNTIME_MAX_KEYS) {
                 continue;
@@ -124,14 +125,19 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
      */
     @Override
     public Statistics estimateStatistics() {
+        if (aggregate != null) {
+            return statistics(1, 8L * Math.max(1, readSchema.fields().length));
+        }
         List<String> names = new ArrayList<>();
         for (StructField f : readSchema.fields()) {
             names.add(f.name());
         }
         long[] e = dataset.estimate(where(conjuncts()), names);
-        long rows = e[0];
         // At least 8 bytes a row: a scan of no column (count(*)) still produces rows.
-        long bytes = Math.max(e[1], rows * 8);
+        return statistics(e[0], Math.max(e[1], e[0] * 8));
+    }
+
+    private static Statistics statistics(long rows, long bytes) {
         return new Statistics() {
             @Override
             public OptionalLong sizeInBytes() {
