@@ -224,16 +224,7 @@ impl Request {
 
     fn configure(&self, mut scan: Scan) -> tamis::Result<ScanStream> {
         if let Some(types) = &self.partition_types {
-            let parsed = types
-                .iter()
-                .map(|(name, t)| {
-                    let t = t.parse::<arrow::datatypes::DataType>().map_err(|e| {
-                        Error::invalid(format!("partition column '{name}': type '{t}': {e}"))
-                    })?;
-                    Ok((name.as_str(), t))
-                })
-                .collect::<tamis::Result<Vec<_>>>()?;
-            scan = scan.partition_types(&parsed)?;
+            scan = scan.partition_types_text(types)?;
         }
         if let Some(sql) = &self.filter {
             scan = scan.filter(sql)?;
@@ -639,16 +630,7 @@ impl PyDataset {
                 (f.location.clone(), f.len, columns, groups)
             })
             .collect();
-        let mut int96: Vec<String> = (plan.files.iter())
-            .flat_map(|f| {
-                (f.leaves.iter())
-                    .filter(|l| l.physical == parquet::basic::Type::INT96)
-                    .map(|l| f.schema.field(l.root).name().clone())
-            })
-            .collect();
-        int96.sort();
-        int96.dedup();
-        (self.inner.root(), partitions, files, int96)
+        (self.inner.root(), partitions, files, plan.int96_columns())
     }
 
     /// The row groups a scan with this filter would read after pruning by partition values

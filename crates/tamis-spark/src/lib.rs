@@ -245,20 +245,6 @@ struct Description {
     targets: BTreeMap<String, String>,
 }
 
-fn int96_columns(dataset: &Dataset) -> Vec<String> {
-    let plan = dataset.plan();
-    let mut names: Vec<String> = (plan.files.iter())
-        .flat_map(|f| {
-            (f.leaves.iter())
-                .filter(|l| l.physical == parquet::basic::Type::INT96)
-                .map(|l| f.schema.field(l.root).name().clone())
-        })
-        .collect();
-    names.sort();
-    names.dedup();
-    names
-}
-
 /// Exports the dataset's Spark-facing schema (see [`types`]) into the `ArrowSchema` at
 /// `schema_address` and returns the [`Description`] as JSON.
 #[no_mangle]
@@ -272,7 +258,7 @@ pub extern "system" fn Java_io_tamis_spark_Native_describe(
         // SAFETY: the Java side passes a live handle (see `opened`).
         let Opened { dataset, path } = unsafe { opened(handle) }?;
         let plan = dataset.plan();
-        let int96 = int96_columns(dataset);
+        let int96 = plan.int96_columns();
         let spark = types::spark_schema(&plan.schema, &int96).map_err(|e| e.in_file(path))?;
         let exported = FFI_ArrowSchema::try_from(spark.as_ref())
             .map_err(|e| Error::internal(format!("exporting the schema: {e}")))?;
@@ -458,15 +444,7 @@ impl ScanRequest {
         let listing = tamis::io::named(self.root.as_deref(), &files_once, &storage(self.storage))?;
         let mut scan = Scan::open_listing(listing)?;
         if !self.partition_types.is_empty() {
-            let parsed = (self.partition_types.iter())
-                .map(|(name, t)| {
-                    let t = t.parse::<DataType>().map_err(|e| {
-                        Error::invalid(format!("partition column '{name}': type '{t}': {e}"))
-                    })?;
-                    Ok((name.as_str(), t))
-                })
-                .collect::<tamis::Result<Vec<_>>>()?;
-            scan = scan.partition_types(&parsed)?;
+            scan = scan.partition_types_text(&self.partition_types)?;
         }
         if let Some(sql) = &self.filter {
             scan = scan.filter(sql)?;

@@ -126,6 +126,20 @@ impl DatasetPlan {
         Self::open_typed(listing, keep_open, &[])
     }
 
+    /// The top-level columns stored as INT96 in any file (Spark's timestamps), sorted.
+    pub fn int96_columns(&self) -> Vec<String> {
+        let mut names: Vec<String> = (self.files.iter())
+            .flat_map(|f| {
+                (f.leaves.iter())
+                    .filter(|l| l.physical == parquet::basic::Type::INT96)
+                    .map(|l| f.schema.field(l.root).name().clone())
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// [`DatasetPlan::schema`] with its dictionary-encoded string and binary file columns as
     /// views (`with_views`; see [`crate::Scan::string_views`]).
     pub fn schema_with_views(&self) -> SchemaRef {

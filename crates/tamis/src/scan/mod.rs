@@ -345,6 +345,21 @@ impl Scan {
         Ok(self)
     }
 
+    /// [`Scan::partition_types`] with each type as Arrow's `DataType` display text (`Int32`,
+    /// `Utf8`, …): how an engine that planned the dataset elsewhere hands the inferred types to
+    /// the scans of its parts.
+    pub fn partition_types_text(self, types: &[(String, String)]) -> Result<Scan> {
+        let parsed = (types.iter())
+            .map(|(name, t)| {
+                let t = t.parse::<DataType>().map_err(|e| {
+                    Error::invalid(format!("partition column '{name}': type '{t}': {e}"))
+                })?;
+                Ok((name.as_str(), t))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.partition_types(&parsed)
+    }
+
     /// Gives partition columns types instead of inferring them (integer types, Utf8, Date32,
     /// Boolean); keys not named are still inferred.
     pub fn partition_types(mut self, types: &[(&str, DataType)]) -> Result<Scan> {

@@ -149,9 +149,8 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         StructField[] fields = spec.readSchema.fields();
         ColumnVector[] vectors = new ColumnVector[fields.length];
         for (int i = 0; i < fields.length; i++) {
-            String name = fields[i].name();
-            boolean scanned = root.getSchema().getFields().stream().anyMatch(f -> f.getName().equals(name));
-            vectors[i] = vector(scanned ? root.getVector(name) : null, fields[i], rows);
+            // Null where these files lack the column.
+            vectors[i] = vector(root.getVector(fields[i].name()), fields[i], rows);
         }
         batch = new ColumnarBatch(vectors, rows);
         return true;

@@ -34,6 +34,8 @@ final class TamisDataset {
 
     final Options options;
     final StructType schema;
+    /** The schema's types by column name. */
+    final java.util.Map<String, DataType> types = new java.util.TreeMap<>();
     final String root;
     /** [name, Arrow type] of the hive partition columns. */
     final List<List<String>> partitionTypes = new ArrayList<>();
@@ -78,6 +80,7 @@ final class TamisDataset {
             fields.add(DataTypes.createStructField(f.getName(), sparkType(f, options.path), true));
         }
         this.schema = DataTypes.createStructType(fields);
+        fields.forEach(f -> types.put(f.name(), f.dataType()));
     }
 
     static TamisDataset open(Options options) {

@@ -23,8 +23,6 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
-import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * The planned scan: input partitions are runs of row groups of about
@@ -95,16 +93,12 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
         if (!dataset.options.pushdown) {
             return;
         }
-        Map<String, DataType> types = new TreeMap<>();
-        for (StructField f : dataset.schema.fields()) {
-            types.put(f.name(), f.dataType());
-        }
         runtime.clear(); // each call hands over the scan's runtime filters anew
         for (Predicate p : predicates) {
             if (p.name().equals("IN") && p.children().length - 1 > RUNTIME_MAX_KEYS) {
                 continue;
             }
-            Filters.Conjunct c = Filters.translate(p, types, dataset.nanosecond);
+            Filters.Conjunct c = Filters.translate(p, dataset.types, dataset.nanosecond);
             if (c != null && c.columns.size() == 1 && dataset.binds(c.sql)) {
                 runtime.add(c);
             }

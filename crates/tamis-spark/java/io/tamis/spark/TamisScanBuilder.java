@@ -2,8 +2,6 @@ package io.tamis.spark;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
@@ -11,8 +9,6 @@ import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
-import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -27,7 +23,6 @@ final class TamisScanBuilder
         java.util.Set.of("=", "<=>", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS");
     private final TamisDataset dataset;
     private StructType required;
-    private final Map<String, DataType> types = new TreeMap<>();
     private final List<Filters.Conjunct> pushed = new ArrayList<>();
     private final List<Predicate> pushedPredicates = new ArrayList<>();
     private final List<String> leftToSpark = new ArrayList<>();
@@ -35,13 +30,13 @@ final class TamisScanBuilder
     private Integer limit;
     /** An aggregate answered from the footers, or null. */
     private FooterAggregate aggregate;
+    /** The last aggregation asked about, and the footers' answer to it. */
+    private Aggregation answered;
+    private FooterAggregate answer;
 
     TamisScanBuilder(TamisDataset dataset, StructType schema) {
         this.dataset = dataset;
         this.required = schema;
-        for (StructField f : dataset.schema.fields()) {
-            types.put(f.name(), f.dataType());
-        }
     }
 
     @Override
@@ -54,7 +49,7 @@ final class TamisScanBuilder
         List<Predicate> rest = new ArrayList<>();
         for (Predicate p : predicates) {
             Filters.Conjunct c = dataset.options.pushdown
-                ? Filters.translate(p, types, dataset.nanosecond) : null;
+                ? Filters.translate(p, dataset.types, dataset.nanosecond) : null;
             // Over several columns only where none can be missing from a task's files.
             if (c != null && c.columns.size() > 1 && !dataset.everywhere.containsAll(c.columns)) {
                 c = null;
@@ -97,17 +92,25 @@ final class TamisScanBuilder
     /** Only without filters: footers' statistics count every row. */
     @Override
     public boolean supportCompletePushDown(Aggregation aggregation) {
-        return pushed.isEmpty() && leftToSpark.isEmpty() && dataset.options.pushdown
-            && FooterAggregate.answer(dataset, aggregation, types) != null;
+        return answer(aggregation) != null;
     }
 
     @Override
     public boolean pushAggregation(Aggregation aggregation) {
-        if (!pushed.isEmpty() || !leftToSpark.isEmpty() || !dataset.options.pushdown) {
-            return false;
-        }
-        aggregate = FooterAggregate.answer(dataset, aggregation, types);
+        aggregate = answer(aggregation);
         return aggregate != null;
+    }
+
+    /** The footers' answer to {@code aggregation}, computed once (Spark asks twice). */
+    private FooterAggregate answer(Aggregation aggregation) {
+        if (!pushed.isEmpty() || !leftToSpark.isEmpty() || !dataset.options.pushdown) {
+            return null;
+        }
+        if (!aggregation.equals(answered)) {
+            answered = aggregation;
+            answer = FooterAggregate.answer(dataset, aggregation, dataset.types);
+        }
+        return answer;
     }
 
     @Override
