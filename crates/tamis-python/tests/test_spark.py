@@ -434,8 +434,11 @@ def _scans(node) -> list:
     return out
 
 
-def _q17(spark, tpch, runtime: bool, metrics: bool = False):
-    spark.conf.set("spark.sql.optimizer.dynamicPartitionPruning.enabled", str(runtime).lower())
+def _q17(spark, tpch, runtime: bool, metrics: bool = False, conf: dict = None):
+    conf = {"spark.sql.optimizer.dynamicPartitionPruning.enabled": str(runtime).lower(),
+            **(conf or {})}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
     try:
         for table in ("lineitem", "part"):
             spark.read.format("tamis").load(str(tpch / f"{table}.parquet")) \
@@ -449,37 +452,49 @@ def _q17(spark, tpch, runtime: bool, metrics: bool = False):
             return answer, plan.toString(), _scans(plan)
         return answer, plan.toString()
     finally:
-        spark.conf.unset("spark.sql.optimizer.dynamicPartitionPruning.enabled")
+        for k in conf:
+            spark.conf.unset(k)
+
+
+def _aggregated_lineitem_scan(spark, tpch, conf: dict) -> tuple:
+    """(rows it hands Spark, whether it has a runtime filter) of Q17's lineitem scan under the
+    aggregate (the one without ``l_extendedprice``; AQE off, to read the metrics)."""
+    _, _, scans = _q17(spark, tpch, True, metrics=True,
+                       conf={"spark.sql.adaptive.enabled": "false", **conf})
+    found = [(m["numOutputRows"], " IN dynamicpruning" in text) for text, m in scans
+             if "lineitem" in text and "l_extendedprice" not in text]
+    assert len(found) == 1, scans
+    return found[0]
 
 
 @pytest.mark.skipif(not JAR, reason="runtime filters are the JVM connector's")
-def test_runtime_filters_reach_q17s_lineitem_scan(spark, tpch):
-    """Spark's dynamic pruning hands the lineitem scan joined with part the selected part keys
-    (the part side is small enough to broadcast by the connector's size estimate); the answer
-    is the same with it off. (Whether the second lineitem scan, under the aggregate, gets the
-    keys too depends on Spark's join order: only where its partner is broadcast. On this data
-    it does; at SF 1 it does not, and Spark's runtime Bloom filter stays above that scan.)"""
+def test_runtime_filters_reach_both_of_q17s_lineitem_scans(spark, tpch):
+    """Both lineitem scans of Q17 receive the selected part keys, and hand Spark a fraction of
+    lineitem's rows: the one joined with part through Spark's dynamic pruning, the one under the
+    aggregate through the connector's session extension (`TamisRuntimeFilters`), whose other
+    side is the join `lineitem ⨝ part` that Spark will not run twice. The answer is the same
+    with runtime filters off."""
     with_filters, plan = _q17(spark, tpch, True)
     without, plain = _q17(spark, tpch, False)
     assert with_filters == without and with_filters[0][0] is not None
-    # The keys reach the tasks: the filtered scan hands Spark a fraction of lineitem's rows.
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        _, _, scans_done = _q17(spark, tpch, True, metrics=True)
-    finally:
-        spark.conf.unset("spark.sql.adaptive.enabled")
-    lineitem_rows = pq.ParquetFile(tpch / "lineitem.parquet").metadata.num_rows
-    outputs = [m["numOutputRows"] for text, m in scans_done
-               if "lineitem" in text and " IN dynamicpruning" in text]
-    assert outputs and all(0 < n < lineitem_rows / 20 for n in outputs), scans_done
+    assert "dynamicpruningexpression" not in plain
     # A scan by its output attributes (AQE prints each plan more than once).
     scans = {line.split("BatchScan ")[1].split("]")[0]: line for line in plan.splitlines()
              if "BatchScan tamis" in line and "lineitem" in line}
     assert len(scans) == 2, plan
-    filtered = [line for line in scans.values()
-                if "RuntimeFilters: [dynamicpruningexpression(l_partkey" in line]
-    assert len(filtered) >= 1, plan
-    assert "dynamicpruningexpression" not in plain
+    assert all("RuntimeFilters: [dynamicpruningexpression(l_partkey" in line
+               for line in scans.values()), plan
+    lineitem_rows = pq.ParquetFile(tpch / "lineitem.parquet").metadata.num_rows
+    # No broadcast at all: Spark's own dynamic pruning has no broadcast to reuse, so only what
+    # the extension adds is left on the scan under the aggregate.
+    no_broadcast = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
+    rows, filtered = _aggregated_lineitem_scan(spark, tpch, no_broadcast)
+    assert filtered and 0 < rows < lineitem_rows / 20
+    rows, filtered = _aggregated_lineitem_scan(
+        spark, tpch, {**no_broadcast, "spark.tamis.runtimeFilters.enabled": "false"})
+    assert not filtered and rows == lineitem_rows
+    answer, _ = _q17(spark, tpch, True, conf=no_broadcast)
+    assert answer == without
 
 
 @pytest.mark.skipif(not JAR, reason="LIMIT pushdown is the JVM connector's")

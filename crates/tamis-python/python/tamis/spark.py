@@ -120,8 +120,10 @@ def jar_path() -> str:
 
 def spark_conf() -> Dict[str, str]:
     """The ``SparkSession.builder`` configuration that puts the connector on the driver's and
-    the executors' classpath: ``SparkSession.builder.config(map=spark_conf())``."""
-    return {"spark.jars": jar_path()}
+    the executors' classpath and adds its session extension (runtime join filters Spark's own
+    dynamic pruning leaves out): ``SparkSession.builder.config(map=spark_conf())``. A session
+    with other extensions lists ``io.tamis.spark.TamisExtensions`` beside them."""
+    return {"spark.jars": jar_path(), "spark.sql.extensions": "io.tamis.spark.TamisExtensions"}
 
 
 def _connector_loaded(spark: Any) -> bool:
