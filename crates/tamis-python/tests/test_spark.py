@@ -756,3 +756,98 @@ def test_filters_tamis_cannot_bind_go_back_to_spark(spark, typed, tmp_path):
     for where in ["t > TIMESTAMP '1970-01-01 12:00:00+00:00'", "t IS NULL", "t IS NOT NULL"]:
         ours = spark.read.format("tamis").load(str(path)).where(where)
         assert rows(ours) == rows(theirs.where(where)), where
+
+
+# --------------------------------------------------------------------------------------------
+# Cancellation: a killed task's native scan stops, though its thread is inside a batch read.
+
+
+@contextlib.contextmanager
+def _slow_http(path: Path, delay: float):
+    """An HTTP server on 127.0.0.1 serving `path` (range reads), each answer `delay` seconds
+    late; yields (its URL, the times of the requests so far)."""
+    import http.server
+    import threading
+
+    data = path.read_bytes()
+    requests: list = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _answer(self, body: bool):
+            requests.append(time.monotonic())
+            time.sleep(delay)
+            start, end = 0, len(data) - 1
+            spec = self.headers.get("Range")
+            if spec:
+                first, _, last = spec.split("=")[1].partition("-")
+                if first:
+                    start, end = int(first), min(int(last) if last else end, end)
+                else:
+                    start = max(0, len(data) - int(last))
+            self.send_response(206 if spec else 200)
+            self.send_header("Content-Length", str(end - start + 1))
+            if spec:
+                self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+            if body:
+                self.wfile.write(data[start:end + 1])
+
+        def do_GET(self):
+            self._answer(True)
+
+        def do_HEAD(self):
+            self._answer(False)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/{path.name}", requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.skipif(not JAR, reason="the JVM connector's native scans")
+def test_a_killed_task_stops_its_native_scan(spark, tmp_path):
+    """A scan whose filter matches nothing reads row group after row group inside one batch
+    read (40 of them, each a request answered 0.2 s late); cancelling the job stops the
+    requests at once, not when the scan ends, and the session goes on working."""
+    import threading
+
+    path = tmp_path / "slow.parquet"
+    rng = random.Random(7)
+    x = pa.array([rng.randrange(-10**12, 10**12) for _ in range(400_000)], pa.int64())
+    pq.write_table(pa.table({"x": x}), path, row_group_size=10_000, compression="none")
+    with _slow_http(path, 0.2) as (url, requests):
+        df = (spark.read.format("tamis").option("minPartitions", "1").option("threads", "1")
+              .load(url).where("x = 5"))
+        failure: list = []
+
+        def run():
+            spark.sparkContext.setJobGroup("slow-scan", "slow scan", interruptOnCancel=True)
+            try:
+                df.collect()
+            except Exception as e:  # the cancellation
+                failure.append(e)
+
+        job = threading.Thread(target=run)
+        started = len(requests)
+        job.start()
+        deadline = time.monotonic() + 60
+        while len(requests) < started + 5 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the task is reading
+        spark.sparkContext.cancelJobGroup("slow-scan")
+        job.join(60)
+        assert not job.is_alive() and failure, "the job was not cancelled"
+        time.sleep(1.0)  # the watcher's period and the request in flight
+        settled = len(requests)
+        time.sleep(2.0)  # the whole scan takes 40 requests of 0.2 s
+        assert len(requests) == settled, "the native scan went on reading"
+        assert settled - started < 30
+    # The executor lives on.
+    assert spark.range(3).count() == 3

@@ -29,7 +29,7 @@ use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
 use serde::{Deserialize, Serialize};
 use tamis::io::StorageOptions;
-use tamis::{Dataset, Error, ErrorKind, Scan, ScanMetrics, ScanStream};
+use tamis::{Canceller, Dataset, Error, ErrorKind, Scan, ScanMetrics, ScanStream};
 
 /// Executor memory is the JVM's, but page buffers are large and short-lived: mimalloc reuses
 /// them where glibc malloc unmaps and re-faults them (as in the Python extension). Live bytes
@@ -513,10 +513,29 @@ impl RecordBatchReader for SparkBatches {
     }
 }
 
+/// What a task holds of its running scan besides the stream: the metrics for Spark's UI and a
+/// way to stop the scan from another thread (Spark kills a task while its thread may be inside
+/// a batch read).
+struct TaskScan {
+    metrics: Arc<Mutex<ScanMetrics>>,
+    canceller: Canceller,
+}
+
+/// The [`TaskScan`] behind a handle from `scan`.
+fn task_scan<'a>(handle: jlong) -> Outcome<&'a TaskScan> {
+    if handle == 0 {
+        return Err(Error::internal("a closed scan handle was used").into());
+    }
+    // SAFETY: a live handle from `scan`, freed only by `closeMetrics`, which the Java reader
+    // calls once, under the same lock as its calls here.
+    Ok(unsafe { &*(handle as *const TaskScan) })
+}
+
 /// Starts one task's scan (`request`: a [`ScanRequest`] as JSON) and exports its batches
 /// into the `ArrowArrayStream` at `stream_address`. Releasing the stream (closing the Java
-/// reader) stops the scan. Returns a handle to the scan's metrics ([`Java_io_tamis_spark_Native_metrics`]),
-/// which the caller frees with `closeMetrics`.
+/// reader) stops the scan. Returns a handle to the scan's metrics ([`Java_io_tamis_spark_Native_metrics`])
+/// and canceller ([`Java_io_tamis_spark_Native_cancel`]), which the caller frees with
+/// `closeMetrics`.
 #[no_mangle]
 pub extern "system" fn Java_io_tamis_spark_Native_scan(
     mut env: JNIEnv,
@@ -534,6 +553,7 @@ pub extern "system" fn Java_io_tamis_spark_Native_scan(
         let stream = request.open()?;
         let schema = types::with_targets(types::spark_schema(&stream.schema(), &int96)?, &targets)?;
         let metrics = Arc::new(Mutex::new(stream.metrics()));
+        let canceller = stream.canceller();
         let batches = SparkBatches {
             stream,
             schema,
@@ -541,7 +561,8 @@ pub extern "system" fn Java_io_tamis_spark_Native_scan(
             metrics: metrics.clone(),
         };
         write_struct(stream_address, FFI_ArrowArrayStream::new(Box::new(batches)))?;
-        Ok(Box::into_raw(Box::new(metrics)) as jlong)
+        let task = TaskScan { metrics, canceller };
+        Ok(Box::into_raw(Box::new(task)) as jlong)
     })
 }
 
@@ -553,12 +574,7 @@ pub extern "system" fn Java_io_tamis_spark_Native_metrics(
     handle: jlong,
 ) -> jstring {
     guarded(&mut env, std::ptr::null_mut(), |env| {
-        if handle == 0 {
-            return Err(Error::internal("a closed metrics handle was used").into());
-        }
-        // SAFETY: a live handle from `scan`, freed only by `closeMetrics` (the reader's close).
-        let metrics = unsafe { &*(handle as *const Arc<Mutex<ScanMetrics>>) };
-        let snapshot = metrics
+        let snapshot = (task_scan(handle)?.metrics)
             .lock()
             .map_err(|_| Error::internal("scan metrics poisoned"))?
             .clone();
@@ -566,7 +582,21 @@ pub extern "system" fn Java_io_tamis_spark_Native_metrics(
     })
 }
 
-/// Frees a metrics handle from `scan`.
+/// Stops a task's scan from any thread: row groups in flight stop at their next read, and the
+/// stream's next batch is a "cancelled" error.
+#[no_mangle]
+pub extern "system" fn Java_io_tamis_spark_Native_cancel(
+    mut env: JNIEnv,
+    _class: JClass,
+    handle: jlong,
+) {
+    guarded(&mut env, (), |_| {
+        task_scan(handle)?.canceller.cancel();
+        Ok(())
+    })
+}
+
+/// Frees a handle from `scan`.
 #[no_mangle]
 pub extern "system" fn Java_io_tamis_spark_Native_closeMetrics(
     mut env: JNIEnv,
@@ -576,7 +606,7 @@ pub extern "system" fn Java_io_tamis_spark_Native_closeMetrics(
     guarded(&mut env, (), |_| {
         if handle != 0 {
             // SAFETY: the handle came from `Box::into_raw` in `scan`; the reader frees it once.
-            drop(unsafe { Box::from_raw(handle as *mut Arc<Mutex<ScanMetrics>>) });
+            drop(unsafe { Box::from_raw(handle as *mut TaskScan) });
         }
         Ok(())
     })

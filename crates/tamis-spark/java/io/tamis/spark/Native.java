@@ -72,12 +72,15 @@ final class Native {
 
     /**
      * Starts one task's scan into the {@code ArrowArrayStream} at {@code streamAddress}; returns
-     * a handle to its metrics, freed by {@link #closeMetrics}.
+     * a handle to its metrics and canceller, freed by {@link #closeMetrics}.
      */
     static native long scan(String request, long streamAddress);
 
     /** The scan's counters so far, as JSON. */
     static native String metrics(long handle);
+
+    /** Stops the scan from any thread: its next batch is a "cancelled" error. */
+    static native void cancel(long handle);
 
     static native void closeMetrics(long handle);
 

@@ -15,6 +15,7 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.spark.TaskContext;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
@@ -37,8 +38,10 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
     private final List<ColumnVector> owned = new ArrayList<>();
     /** Rows still to count when no column and no filter is read ({@code count(*)}), or -1. */
     private long countOnly = -1;
-    /** The native scan's metrics handle (0: none, or closed). */
+    /** The native scan's handle, for its metrics and to cancel it (0: none, or closed). */
     private long metrics;
+    /** The task reading (null outside one), whose kill stops the native scan. */
+    private final TaskContext task = TaskContext.get();
     /** The values at close, for a last update after it. */
     private CustomTaskMetric[] closedMetrics = new CustomTaskMetric[0];
 
@@ -90,6 +93,9 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         allocator = TamisDataset.ROOT.newChildAllocator("tamis-scan", 0, Long.MAX_VALUE);
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
             metrics = Native.scan(Json.write(request), stream.memoryAddress());
+            if (task != null) {
+                TaskWatch.add(this);
+            }
             try {
                 reader = Data.importArrayStream(allocator, stream);
             } catch (RuntimeException e) {
@@ -127,8 +133,26 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         }
     }
 
+    /** The task reading, or null. */
+    TaskContext task() {
+        return task;
+    }
+
+    /**
+     * Stops the native scan (its thread may be inside a batch read, where Spark's interrupt does
+     * not reach): called by {@link TaskWatch} when Spark kills the task.
+     */
+    synchronized void cancel() {
+        if (metrics != 0) {
+            Native.cancel(metrics);
+        }
+    }
+
     @Override
     public boolean next() throws IOException {
+        if (task != null) {
+            task.killTaskIfInterrupted();
+        }
         closeOwned();
         if (countOnly > 0) {
             int rows = (int) Math.min(countOnly, spec.batchSize);
@@ -170,7 +194,7 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
     }
 
     @Override
-    public CustomTaskMetric[] currentMetricsValues() {
+    public synchronized CustomTaskMetric[] currentMetricsValues() {
         if (metrics == 0) {
             return closedMetrics;
         }
@@ -189,6 +213,7 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public void close() {
+        TaskWatch.remove(this);
         closeOwned();
         try {
             if (reader != null) {
@@ -198,10 +223,12 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
             throw new UncheckedIOException(e);
         } finally {
             reader = null;
-            if (metrics != 0) {
-                closedMetrics = currentMetricsValues();
-                Native.closeMetrics(metrics);
-                metrics = 0;
+            synchronized (this) {
+                if (metrics != 0) {
+                    closedMetrics = currentMetricsValues();
+                    Native.closeMetrics(metrics);
+                    metrics = 0;
+                }
             }
             if (allocator != null) {
                 allocator.close();
