@@ -28,6 +28,7 @@ use jni::objects::{JClass, JString};
 use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE, JNI_TRUE};
 use jni::JNIEnv;
 use serde::{Deserialize, Serialize};
+use tamis::expr::{Expr, KeyFilter};
 use tamis::io::StorageOptions;
 use tamis::{Canceller, Dataset, Error, ErrorKind, Scan, ScanMetrics, ScanStream};
 
@@ -411,6 +412,10 @@ struct ScanRequest {
     parts: Vec<(String, u64, usize, usize)>,
     #[serde(rename = "where")]
     filter: Option<String>,
+    /// Join key lists too long for `IN` text, probed as Bloom filters (the filter holds their
+    /// range for pruning).
+    #[serde(default)]
+    keys: Vec<KeyList>,
     /// Columns to return (at least one).
     columns: Vec<String>,
     #[serde(default)]
@@ -430,6 +435,30 @@ struct ScanRequest {
     limit: Option<usize>,
 }
 
+/// A runtime filter's keys on one column: integers (dates as days) or strings.
+#[derive(Deserialize)]
+struct KeyList {
+    column: String,
+    ints: Option<Vec<i64>>,
+    strings: Option<Vec<String>>,
+}
+
+impl KeyList {
+    /// `column IN (keys)` as a Bloom filter probe (a superset of the rows: the join above
+    /// removes the rest), which switches itself off where it keeps most rows.
+    fn expr(&self) -> Expr {
+        let label = format!("runtime keys of {}", self.column);
+        let filter = match (&self.ints, &self.strings) {
+            (Some(ints), _) => KeyFilter::from_ints(ints, label),
+            (None, Some(strings)) => {
+                KeyFilter::from_bytes(strings.iter().map(|s| s.as_bytes()), label)
+            }
+            (None, None) => KeyFilter::from_ints(&[], label),
+        };
+        tamis::expr::col(&self.column).in_keys(Arc::new(filter))
+    }
+}
+
 impl ScanRequest {
     fn open(self) -> tamis::Result<ScanStream> {
         let files: Vec<(String, Option<u64>)> = (self.parts.iter())
@@ -446,8 +475,16 @@ impl ScanRequest {
         if !self.partition_types.is_empty() {
             scan = scan.partition_types_text(&self.partition_types)?;
         }
-        if let Some(sql) = &self.filter {
-            scan = scan.filter(sql)?;
+        let mut filter = self.filter.as_deref().map(tamis::expr::parse).transpose()?;
+        for keys in &self.keys {
+            let probe = keys.expr();
+            filter = Some(match filter {
+                Some(e) => e.and(probe),
+                None => probe,
+            });
+        }
+        if let Some(e) = filter {
+            scan = scan.filter_expr(e)?;
         }
         scan = scan.select(&self.columns)?;
         if let Some(n) = self.threads {

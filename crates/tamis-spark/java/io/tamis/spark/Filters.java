@@ -41,13 +41,95 @@ final class Filters {
         /** TRUE, FALSE, or null (SQL NULL) where its columns are NULL (files lacking them). */
         final Boolean onNull;
         final String text;
+        /**
+         * A join's key list too long for {@code IN} text ({@code long[]}: integers and dates as
+         * days; {@code String[]}), which the scan probes as a Bloom filter; {@link #sql} is then
+         * the keys' range (for pruning) and {@link #keyColumn} their column. Null otherwise.
+         */
+        final Object keys;
+        final String keyColumn;
 
         Conjunct(String sql, Set<String> columns, Boolean onNull, String text) {
+            this(sql, columns, onNull, text, null, null);
+        }
+
+        Conjunct(String sql, Set<String> columns, Boolean onNull, String text, Object keys,
+                 String keyColumn) {
             this.sql = sql;
             this.columns = columns;
             this.onNull = onNull;
             this.text = text;
+            this.keys = keys;
+            this.keyColumn = keyColumn;
         }
+    }
+
+    /**
+     * A runtime filter {@code column IN (many keys)} as a key list the scan probes as a Bloom
+     * filter, and its range as SQL (row groups and pages outside it are pruned): for integer,
+     * date and string columns; null for other types, or when a key is not a literal.
+     * NULL keys are dropped (they never join).
+     */
+    static Conjunct keyList(Predicate p, Map<String, DataType> types, Set<String> nanosecond) {
+        Expression[] c = p.children();
+        Set<String> columns = new TreeSet<>();
+        String name = column(c[0], types, columns);
+        if (name == null || nanosecond.contains(name)) {
+            return null;
+        }
+        DataType t = types.get(name);
+        boolean ints = t == DataTypes.ByteType || t == DataTypes.ShortType || t == DataTypes.IntegerType
+            || t == DataTypes.LongType || t == DataTypes.DateType;
+        if (!ints && t != DataTypes.StringType) {
+            return null;
+        }
+        long[] longs = new long[c.length - 1];
+        String[] strings = new String[c.length - 1];
+        int n = 0;
+        Literal<?> min = null;
+        Literal<?> max = null;
+        for (int i = 1; i < c.length; i++) {
+            if (!(c[i] instanceof Literal)) {
+                return null;
+            }
+            Literal<?> lit = (Literal<?>) c[i];
+            Object v = lit.value();
+            if (v == null) {
+                continue;
+            }
+            if (ints) {
+                long k = ((Number) v).longValue();
+                longs[n] = k;
+                if (min == null || k < ((Number) min.value()).longValue()) {
+                    min = lit;
+                }
+                if (max == null || k > ((Number) max.value()).longValue()) {
+                    max = lit;
+                }
+            } else {
+                org.apache.spark.unsafe.types.UTF8String k = (org.apache.spark.unsafe.types.UTF8String) v;
+                strings[n] = k.toString();
+                if (min == null || k.binaryCompare((org.apache.spark.unsafe.types.UTF8String) min.value()) < 0) {
+                    min = lit;
+                }
+                if (max == null || k.binaryCompare((org.apache.spark.unsafe.types.UTF8String) max.value()) > 0) {
+                    max = lit;
+                }
+            }
+            n++;
+        }
+        if (n == 0) {
+            return null;
+        }
+        Expression ref = c[0];
+        String range = sql(new Predicate("AND", new Expression[] {
+            new Predicate(">=", new Expression[] {ref, min}),
+            new Predicate("<=", new Expression[] {ref, max})}), types, nanosecond, columns);
+        if (range == null) {
+            return null;
+        }
+        Object keys = ints ? java.util.Arrays.copyOf(longs, n) : java.util.Arrays.copyOf(strings, n);
+        return new Conjunct(range, columns, Boolean.FALSE, name + " IN (" + n + " keys)", keys, name);
     }
 
     /** The conjunct of {@code p}, or null when it stays with Spark. */

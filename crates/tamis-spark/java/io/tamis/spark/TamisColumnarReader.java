@@ -52,9 +52,14 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         List<String> where = new ArrayList<>();
         List<Filters.Conjunct> conjuncts = new ArrayList<>(spec.conjuncts);
         conjuncts.addAll(partition.runtime);
+        List<Map<String, Object>> keyLists = new ArrayList<>();
         for (Filters.Conjunct c : conjuncts) {
             if (present.containsAll(c.columns)) {
                 where.add("(" + c.sql + ")");
+                if (c.keys != null) {
+                    keyLists.add(Map.of("column", c.keyColumn,
+                        c.keys instanceof long[] ? "ints" : "strings", c.keys));
+                }
             } else if (!Boolean.TRUE.equals(c.onNull)) {
                 return; // the columns are NULL in all these files: no row passes
             }
@@ -82,6 +87,7 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         request.put("root", spec.root);
         request.put("parts", parts);
         request.put("where", where.isEmpty() ? null : String.join(" AND ", where));
+        request.put("keys", keyLists);
         request.put("columns", columns);
         request.put("int96", spec.int96);
         request.put("targets", spec.targets);

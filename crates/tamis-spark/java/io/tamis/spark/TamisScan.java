@@ -36,6 +36,11 @@ import org.apache.spark.sql.types.StructType;
 final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, SupportsReportStatistics {
     /** The longest key list taken as a runtime filter (DataFusion's default is the same). */
     static final int RUNTIME_MAX_KEYS = 16384;
+    /**
+     * The longest key list probed as a Bloom filter instead: each task receives the keys (8
+     * bytes each for integers), and builds a filter of 2 bytes a key.
+     */
+    static final int RUNTIME_MAX_BLOOM_KEYS = 1 << 22;
     private final TamisDataset dataset;
     private final StructType readSchema;
     private final List<Filters.Conjunct> pushed;
@@ -96,6 +101,12 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
         runtime.clear(); // each call hands over the scan's runtime filters anew
         for (Predicate p : predicates) {
             if (p.name().equals("IN") && p.children().length - 1 > RUNTIME_MAX_KEYS) {
+                if (p.children().length - 1 <= RUNTIME_MAX_BLOOM_KEYS) {
+                    Filters.Conjunct keys = Filters.keyList(p, dataset.types, dataset.nanosecond);
+                    if (keys != null && dataset.binds(keys.sql)) {
+                        runtime.add(keys);
+                    }
+                }
                 continue;
             }
             Filters.Conjunct c = Filters.translate(p, dataset.types, dataset.nanosecond);

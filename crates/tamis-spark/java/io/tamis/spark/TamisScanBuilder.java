@@ -18,9 +18,12 @@ import org.apache.spark.sql.types.StructType;
 final class TamisScanBuilder
     implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownLimit,
         SupportsPushDownAggregates {
-    /** The predicates Spark's dynamic pruning counts as selective (`isLikelySelective`). */
-    private static final java.util.Set<String> LIKELY_SELECTIVE =
-        java.util.Set.of("=", "<=>", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS");
+    /**
+     * The predicates Spark's dynamic pruning counts as selective (`isLikelySelective`: every
+     * comparison, IN and string match; AND, OR and NOT of them).
+     */
+    private static final java.util.Set<String> LIKELY_SELECTIVE = java.util.Set.of("=", "<=>",
+        "<>", "<", "<=", ">", ">=", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS", "AND", "OR", "NOT");
     private final TamisDataset dataset;
     private StructType required;
     private final List<Filters.Conjunct> pushed = new ArrayList<>();
