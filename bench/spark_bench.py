@@ -109,6 +109,31 @@ def vectored_io(spark, on: bool) -> None:
         "parquet.hadoop.vectored.io.enabled", "true" if on else "false")
 
 
+def connector_bytes_read(spark, paths: dict, sql: str, tables: dict) -> int:
+    """Bytes the connector's tasks read in one run of `sql` (their `bytesRead` metrics, runtime
+    filters applied; AQE off so that the plan holds every scan)."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        views(spark, paths, "tamis", tables)
+        df = spark.sql(sql)
+        df.collect()
+        plan = df._jdf.queryExecution().executedPlan()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+
+    def walk(node) -> int:
+        total = 0
+        if node.nodeName().startswith("BatchScan"):
+            metric = node.metrics().get("bytesRead")
+            total += metric.get().value() if metric.isDefined() else 0
+        for children in (node.children(), node.subqueries()):
+            for i in range(children.size()):
+                total += walk(children.apply(i))
+        return total
+
+    return walk(plan)
+
+
 def views(spark, paths: dict, reader: str, tables: dict) -> None:
     for table, path in paths.items():
         if reader == "spark":
@@ -226,11 +251,14 @@ def main() -> int:
                         vectored_io(spark, True)
                     else:
                         read, alone = 0, 0.0
+                        if JAR:
+                            read = connector_bytes_read(spark, paths, sql, tables)
                         for table, (columns, predicate, scans) in tables.items():
                             where = predicate.format(**params) if predicate else None
                             funnel = tamis.explain(paths[table], where=where, columns=columns,
                                                    threads=args.threads)
-                            read += funnel["bytes_read"] * scans
+                            if not JAR:
+                                read += funnel["bytes_read"] * scans
                             t = time.perf_counter()
                             for _ in range(runs):
                                 tamis.scan(paths[table], where=where, columns=columns,

@@ -229,12 +229,11 @@ def test_supported_filters_are_taken_and_the_rest_returned(spark, typed):
 
     taken = plan("i32 < 5 AND s LIKE 'AI%' AND d IN (DATE '2020-01-02') AND dec > 1.5")
     if JAR:
-        # All four taken, and also left above the scan, where Spark's dynamic pruning looks
-        # for a selective side; the null tests tamis adds are not.
+        # All four taken; the two Spark's dynamic pruning counts as selective are also left
+        # above the scan (it looks for them there), the ranges are not.
         assert "i32 < 5, s LIKE 'AI%' ESCAPE '\\', d = 18263, dec > 1.50]" in taken, taken
         spark_filters = "\n".join(line for line in taken.splitlines() if "Filter (" in line)
-        assert "(i32" in spark_filters and "(dec" in spark_filters, taken
-        assert "isnotnull" not in spark_filters, taken
+        assert "i32" not in spark_filters and "dec" not in spark_filters, taken
     else:
         assert "Filter (" not in taken, taken
     returned = plan("i32 < i16 AND s = 'AIR'")
@@ -840,16 +839,21 @@ def test_a_killed_task_stops_its_native_scan(spark, tmp_path):
         started = len(requests)
         job.start()
         deadline = time.monotonic() + 60
-        while len(requests) < started + 5 and time.monotonic() < deadline:
-            time.sleep(0.05)  # the task is reading
+        # The driver's planning and the task's opening take a few requests; a kill sent
+        # before the task runs is lost by Spark (the executor knows no such task yet), so
+        # wait until the task reads row groups.
+        while len(requests) < started + 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cancelled_at = time.monotonic()
         spark.sparkContext.cancelJobGroup("slow-scan")
         job.join(60)
         assert not job.is_alive() and failure, "the job was not cancelled"
         time.sleep(1.0)  # the watcher's period and the request in flight
         settled = len(requests)
         time.sleep(2.0)  # the whole scan takes 40 requests of 0.2 s
-        assert len(requests) == settled, "the native scan went on reading"
-        assert settled - started < 30
+        assert len(requests) == settled, ("the native scan went on reading", started,
+                                          [round(t - cancelled_at, 2) for t in requests])
+        assert settled - started < 25
     # The executor lives on.
     assert spark.range(3).count() == 3
 

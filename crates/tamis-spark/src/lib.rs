@@ -496,7 +496,10 @@ impl ScanRequest {
         let parts = (self.parts.iter())
             .map(|(file, _, first, end)| (file.clone(), *first..(*end).max(*first)))
             .collect();
-        scan.row_groups(parts).limit(self.limit).batches()
+        // Spark's decimals of up to 18 digits are 64-bit: built as such, never widened.
+        (scan.row_groups(parts).limit(self.limit))
+            .short_decimals(true)
+            .batches()
     }
 }
 

@@ -119,6 +119,7 @@ fn data_files_match_parquet_crate() {
     let mut failures = Vec::new();
     let views = Req {
         string_views: true,
+        short_decimals: true,
         ..Req::default()
     };
     for path in &files {
@@ -137,7 +138,8 @@ fn data_files_match_parquet_crate() {
                 Some(format!("tamis panicked: {}", panic_text(panic))),
             ),
             (Ok(Ok((got, _))), Ok(want)) => match diff_batches(&got, &want) {
-                // The same rows again with strings and binaries as views.
+                // The same rows again with strings and binaries as views and short decimals
+                // as `Decimal64`.
                 None => match tamis_scan(&p, &views) {
                     Ok((got, _)) => match diff_batches(&got, &want) {
                         None if PYARROW_READ.contains(&name.as_str()) => ("ok (as pyarrow)", None),

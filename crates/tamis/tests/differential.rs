@@ -1262,6 +1262,7 @@ fn check(
     let range_rows = [None, Some(64), Some(129), Some(1000)][sql.len() % 4];
     let drive = sql.len() % 3 == 1;
     let string_views = sql.len() % 5 == 2;
+    let short_decimals = sql.len() % 7 == 3;
     let req = Req {
         filter: Some(sql),
         select: proj.clone(),
@@ -1273,10 +1274,11 @@ fn check(
         evaluation: Some(evaluation),
         drive,
         string_views,
+        short_decimals,
     };
     let report = |what: String| {
         Some(format!(
-            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, drive {drive}, views {string_views}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
+            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, drive {drive}, views {string_views}, short decimals {short_decimals}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
         ))
     };
     match tamis_scan(f.path.to_str().unwrap(), &req) {

@@ -324,6 +324,26 @@ fn native_array(leaf: &LeafColumn, projected: Projected, target: &DataType) -> R
                 .collect();
             prim::<Float16Type>(x, v, nulls)
         }
+        // Decimals asked for as `Decimal64` (`Scan::short_decimals`): the integers as they are.
+        (DataType::Decimal128(p, s), Values::I64(x))
+            if matches!(target, DataType::Decimal64(..)) =>
+        {
+            let a = PrimitiveArray::<Decimal64Type>::new(
+                ScalarBuffer::from(spread(x, v, has_nulls)),
+                nulls,
+            );
+            Arc::new(a.with_precision_and_scale(*p, *s)?)
+        }
+        (DataType::Decimal128(p, s), Values::I32(x))
+            if matches!(target, DataType::Decimal64(..)) =>
+        {
+            let x: Vec<i64> = x.into_iter().map(i64::from).collect();
+            let a = PrimitiveArray::<Decimal64Type>::new(
+                ScalarBuffer::from(spread(x, v, has_nulls)),
+                nulls,
+            );
+            Arc::new(a.with_precision_and_scale(*p, *s)?)
+        }
         (DataType::Decimal128(p, s), vals) => {
             let x: Vec<i128> = match vals {
                 Values::I32(x) => x.into_iter().map(i128::from).collect(),

@@ -32,7 +32,7 @@ use super::partition::{
     constant_array, discover_partitions, partition_leaves, partition_verdict, PartitionSchema,
     PartitionValue,
 };
-use super::schema::{conform, unify, view_of, with_views, UnifiedSchema};
+use super::schema::{conform, short_decimal_of, unify, view_of, with_views, UnifiedSchema};
 use crate::column::arrays::is_widened;
 use crate::error::{Error, Result};
 use crate::expr::{bind, Expr, Predicate};
@@ -550,7 +550,13 @@ impl FileOutput {
         let k = self.read.iter().position(|&r| r == root);
         let out = (self.columns.iter()).position(|c| matches!(c, Output::Read(j) if Some(*j) == k));
         match out.map(|i| schema.field(i).data_type()) {
-            Some(t) if k.is_some() && view_of(file_type).as_ref() == Some(t) => t,
+            Some(t)
+                if k.is_some()
+                    && (view_of(file_type).as_ref() == Some(t)
+                        || short_decimal_of(file_type).as_ref() == Some(t)) =>
+            {
+                t
+            }
             _ => file_type,
         }
     }

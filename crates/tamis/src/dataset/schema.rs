@@ -174,6 +174,27 @@ pub(crate) fn with_views(schema: &Schema, viewed: &[bool]) -> Schema {
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
+/// `schema` with its top-level decimals of at most 18 digits as `Decimal64` (see
+/// [`crate::Scan::short_decimals`]).
+pub(crate) fn with_short_decimals(schema: &Schema) -> Schema {
+    let fields: Vec<FieldRef> = (schema.fields().iter())
+        .map(|f| match short_decimal_of(f.data_type()) {
+            Some(t) => Arc::new(f.as_ref().clone().with_data_type(t)),
+            None => f.clone(),
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// The `Decimal64` that [`with_short_decimals`] gives a decimal of type `file`, if it has at
+/// most 18 digits (`None`: it keeps `file`).
+pub(crate) fn short_decimal_of(file: &DataType) -> Option<DataType> {
+    match file {
+        DataType::Decimal128(p, s) if *p <= 18 => Some(DataType::Decimal64(*p, *s)),
+        _ => None,
+    }
+}
+
 /// The view type that [`with_views`] gives a column of type `file` (`None`: it keeps `file`).
 pub(crate) fn view_of(file: &DataType) -> Option<DataType> {
     match file {

@@ -27,6 +27,7 @@ use once_cell::sync::OnceCell;
 
 use crate::column::adapt::Evaluation;
 use crate::dataset::plan::KEEP_OPEN;
+use crate::dataset::schema::with_short_decimals;
 use crate::dataset::{
     discover_partitions, parse_hive_path, partition_leaves, partition_verdict, Partitions,
 };
@@ -85,6 +86,7 @@ pub struct Scan {
     range_rows: usize,
     /// Strings and binaries as views (see [`Scan::string_views`]).
     string_views: bool,
+    short_decimals: bool,
     filter_order: FilterOrder,
     evaluation: Evaluation,
     pruning: Pruning,
@@ -228,6 +230,7 @@ impl Scan {
             batch_size: 8192,
             range_rows: row_group::RANGE_ROWS,
             string_views: false,
+            short_decimals: false,
             filter_order: FilterOrder::Auto,
             evaluation: Evaluation::Auto,
             pruning: Pruning::default(),
@@ -442,6 +445,15 @@ impl Scan {
         self
     }
 
+    /// Outputs top-level decimal columns of at most 18 digits as `Decimal64` (default off:
+    /// `Decimal128`, as Parquet readers do). Those stored as INT32 or INT64 are then built from
+    /// their integers directly, 8 bytes a value, never widened to 16: for consumers whose own
+    /// decimals of that precision are 64-bit (Spark, DuckDB).
+    pub fn short_decimals(mut self, on: bool) -> Scan {
+        self.short_decimals = on;
+        self
+    }
+
     /// How filters are ordered (default [`FilterOrder::Auto`]: the cost model with measured
     /// selectivities). `AsWritten` lets benchmarks force an order; results never depend on it.
     pub fn filter_order(mut self, order: FilterOrder) -> Scan {
@@ -521,12 +533,16 @@ impl Scan {
     /// reads the footers).
     pub fn schema(&mut self) -> Result<SchemaRef> {
         let views = self.string_views;
+        let short_decimals = self.short_decimals;
         let plan = self.plan()?;
-        let schema = if views {
+        let mut schema = if views {
             plan.schema_with_views()
         } else {
             plan.schema.clone()
         };
+        if short_decimals {
+            schema = Arc::new(with_short_decimals(&schema));
+        }
         schema
             .project(&self.projection)
             .map(Arc::new)

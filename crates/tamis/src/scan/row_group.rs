@@ -273,7 +273,8 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
                     let how = Projection {
                         sub_page,
                         dictionary_codes: true,
-                        decimal128: widens_to_i128(leaf),
+                        decimal128: widens_to_i128(leaf)
+                            && matches!(target, DataType::Decimal128(..)),
                     };
                     let projected = project(ch, &range, how, m)?;
                     // The last range frees the whole chunk before the next column is read.

@@ -82,6 +82,9 @@ pub struct Req<'a> {
     /// returned is cast back to the plain scan's types after checking that only those columns
     /// may have changed type.
     pub string_views: bool,
+    /// Decimals of at most 18 digits as `Decimal64` (`Scan::short_decimals`); cast back like
+    /// views.
+    pub short_decimals: bool,
 }
 
 /// Runs tamis; returns the concatenated batches and the metrics.
@@ -108,7 +111,9 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     if let Some(e) = req.evaluation {
         scan = scan.evaluation(e);
     }
-    scan = scan.limit(req.limit).string_views(req.string_views);
+    scan = (scan.limit(req.limit))
+        .string_views(req.string_views)
+        .short_decimals(req.short_decimals);
     let mut stream = scan.batches()?;
     let schema = stream.schema();
     let mut batches = Vec::new();
@@ -124,10 +129,11 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     }
     let m = stream.metrics();
     let batch = concat_batches(&schema, &batches).expect("tamis batches concatenate");
-    if !req.string_views {
+    if !req.string_views && !req.short_decimals {
         return Ok((batch, m));
     }
-    // The plain scan's schema: every column keeps its type but for strings and binaries.
+    // The plain scan's schema: every column keeps its type but for strings and binaries (as
+    // views) and short decimals (as `Decimal64`).
     let mut plain = tamis::Scan::open(path)?;
     if let Some(s) = &req.select {
         plain = plain.select(s)?;
@@ -136,12 +142,17 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     let columns = (batch.columns().iter().zip(plain.fields()))
         .map(|(c, f)| {
             let view = match f.data_type() {
-                DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
-                DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+                DataType::Utf8 | DataType::LargeUtf8 if req.string_views => DataType::Utf8View,
+                DataType::Binary | DataType::LargeBinary if req.string_views => {
+                    DataType::BinaryView
+                }
+                DataType::Decimal128(p, s) if req.short_decimals && *p <= 18 => {
+                    DataType::Decimal64(*p, *s)
+                }
                 other => other.clone(),
             };
             let typed = c.data_type() == &view || c.data_type() == f.data_type();
-            assert!(typed, "column {} is {} with views", f.name(), c.data_type());
+            assert!(typed, "column {} is {} ({req:?})", f.name(), c.data_type());
             arrow::compute::cast(c, f.data_type()).unwrap()
         })
         .collect();

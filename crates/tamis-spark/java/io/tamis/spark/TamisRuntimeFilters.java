@@ -7,10 +7,15 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.DynamicPruningSubquery;
+import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
 import org.apache.spark.sql.catalyst.expressions.EqualTo;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.InSet;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
+import org.apache.spark.sql.catalyst.expressions.StringPredicate;
+import org.apache.spark.sql.catalyst.expressions.StringRegexExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
@@ -42,7 +47,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * descend from ({@code σ(part)} in Q17), which every row of the other side passes, so the
  * scan's rows that cannot join are dropped inside the scan. The filter is a
  * {@link DynamicPruningSubquery} that Spark plans as usual (reusing a broadcast of the same
- * plan where there is one) and hands to {@link TamisScan#filter} as an {@code IN} list.
+ * plan where there is one) and hands to {@link TamisScan#filter} as an {@code IN} list. It also
+ * covers a join whose other side is a tamis scan filtered by ranges only: tamis takes those
+ * filters, and Spark's pruning, finding no {@code Filter} above the scan, plans nothing.
  *
  * <p>It runs before the scans are built (Spark's pre-CBO batch); Spark's own predicate push-down
  * moves the filter through projections and aggregates to the scan afterwards. It does nothing
@@ -135,16 +142,18 @@ public final class TamisRuntimeFilters extends Rule<LogicalPlan> {
             || !(atScan.dataType() instanceof AtomicType) || atScan.dataType() instanceof BinaryType) {
             return side;
         }
-        // Where the other side is the filtered scan itself, Spark's dynamic pruning covers it.
-        if (!other.exists(n -> n instanceof Join || n instanceof Aggregate)) {
-            return side;
-        }
         if (side.exists(n -> n instanceof Filter && ((Filter) n).condition().exists(
             e -> e instanceof DynamicPruningSubquery && ((DynamicPruningSubquery) e).pruningKey().semanticEquals(key)))) {
             return side;
         }
         LogicalPlan build = narrow(other, (Attribute) otherKey);
         if (build == null) {
+            return side;
+        }
+        // Where the other side is the filtered scan itself and Spark will see its filter as
+        // selective, Spark's dynamic pruning covers it (reusing the broadcast of that side).
+        if (!other.exists(n -> n instanceof Join || n instanceof Aggregate)
+            && sparkSeesSelective((Filter) build)) {
             return side;
         }
         List<NamedExpression> keys = List.of((Attribute) otherKey);
@@ -186,6 +195,21 @@ public final class TamisRuntimeFilters extends Rule<LogicalPlan> {
             return narrow(j.left().outputSet().contains(key) ? j.left() : j.right(), key);
         }
         return null;
+    }
+
+    /**
+     * Whether Spark's dynamic pruning will find {@code filter} selective above its scan: a scan
+     * of another source keeps its filters above it; a tamis scan keeps equality, IN and string
+     * matches ({@link TamisScanBuilder#LIKELY_SELECTIVE}) and takes ranges away.
+     */
+    private static boolean sparkSeesSelective(Filter filter) {
+        LogicalPlan leaf = filter.collectLeaves().head();
+        if (tamisBytes(leaf) == null) {
+            return true;
+        }
+        return filter.condition().exists(e -> e instanceof EqualTo || e instanceof EqualNullSafe
+            || e instanceof In || e instanceof InSet || e instanceof StringPredicate
+            || e instanceof StringRegexExpression);
     }
 
     /** A scan under projections and filters only. */

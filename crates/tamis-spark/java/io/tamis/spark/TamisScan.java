@@ -103,17 +103,25 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
             if (p.name().equals("IN") && p.children().length - 1 > RUNTIME_MAX_KEYS) {
                 if (p.children().length - 1 <= RUNTIME_MAX_BLOOM_KEYS) {
                     Filters.Conjunct keys = Filters.keyList(p, dataset.types, dataset.nanosecond);
-                    if (keys != null && dataset.binds(keys.sql)) {
+                    if (keys != null && dataset.binds(keys.sql) && !taken(keys)) {
                         runtime.add(keys);
                     }
                 }
                 continue;
             }
             Filters.Conjunct c = Filters.translate(p, dataset.types, dataset.nanosecond);
-            if (c != null && c.columns.size() == 1 && dataset.binds(c.sql)) {
+            if (c != null && c.columns.size() == 1 && dataset.binds(c.sql) && !taken(c)) {
                 runtime.add(c);
             }
         }
+    }
+
+    /**
+     * Whether an equal runtime filter was taken already (Spark's dynamic pruning and the
+     * session extension's may hand over the same keys).
+     */
+    private boolean taken(Filters.Conjunct c) {
+        return runtime.stream().anyMatch(r -> r.text.equals(c.text) && r.sql.equals(c.sql));
     }
 
     /** The pushed and the runtime conjuncts. */

@@ -19,11 +19,13 @@ final class TamisScanBuilder
     implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownLimit,
         SupportsPushDownAggregates {
     /**
-     * The predicates Spark's dynamic pruning counts as selective (`isLikelySelective`: every
-     * comparison, IN and string match; AND, OR and NOT of them).
+     * The predicates also left above the scan, where Spark's dynamic pruning looks for a
+     * selective side (`isLikelySelective`): equality, IN and string matches, which keep few
+     * rows for Spark to check again. Ranges, which often keep most (Q1's ship date: 98%), are
+     * not; {@link TamisRuntimeFilters} covers a side filtered by ranges only.
      */
-    private static final java.util.Set<String> LIKELY_SELECTIVE = java.util.Set.of("=", "<=>",
-        "<>", "<", "<=", ">", ">=", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS", "AND", "OR", "NOT");
+    static final java.util.Set<String> LIKELY_SELECTIVE =
+        java.util.Set.of("=", "<=>", "IN", "STARTS_WITH", "ENDS_WITH", "CONTAINS");
     private final TamisDataset dataset;
     private StructType required;
     private final List<Filters.Conjunct> pushed = new ArrayList<>();
