@@ -499,6 +499,7 @@ impl ScanRequest {
         // Spark's decimals of up to 18 digits are 64-bit: built as such, never widened.
         (scan.row_groups(parts).limit(self.limit))
             .short_decimals(true)
+            .string_dictionaries(true)
             .batches()
     }
 }

@@ -32,6 +32,9 @@ const SPARK_DECIMAL_DIGITS: u8 = 38;
 /// in Spark). An Arrow type Spark has no type for is an `Unsupported` error naming the column.
 pub fn spark_field(field: &Field, int96: bool) -> Result<Field> {
     let name = field.name();
+    if let Some(t) = string_dictionary(field.data_type()) {
+        return Ok(Field::new(name, t, true));
+    }
     if let Some((precision, scale)) = decimal_of(field.data_type()) {
         if precision <= LONG_DECIMAL_DIGITS {
             let metadata =
@@ -44,6 +47,20 @@ pub fn spark_field(field: &Field, int96: bool) -> Result<Field> {
         spark_type(field.data_type(), name, int96)?,
         true,
     ))
+}
+
+/// A top-level dictionary of strings or binaries crosses as it is: the Java side reads its
+/// codes and entries in place (`DictionaryStringVector`), where Spark's `ArrowColumnVector`
+/// would need every row's value copied out.
+fn string_dictionary(t: &DataType) -> Option<DataType> {
+    match t {
+        DataType::Dictionary(k, v)
+            if **k == DataType::Int32 && matches!(**v, DataType::Utf8 | DataType::Binary) =>
+        {
+            Some(t.clone())
+        }
+        _ => None,
+    }
 }
 
 /// The Spark-facing schema of a scan's schema (`int96`: the columns stored as INT96).
@@ -82,7 +99,11 @@ pub fn with_targets(schema: SchemaRef, targets: &BTreeMap<String, String>) -> Re
             let t = text.parse::<DataType>().map_err(|e| {
                 Error::invalid(format!("column '{}': type '{text}': {e}", f.name()))
             })?;
-            Ok(Field::new(f.name(), t, true))
+            match f.data_type() {
+                // The driver's `Utf8`/`Binary` read from a dictionary of them: kept as is.
+                DataType::Dictionary(_, v) if **v == t => Ok(f.as_ref().clone()),
+                _ => Ok(Field::new(f.name(), t, true)),
+            }
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(Schema::new(fields)))

@@ -122,6 +122,10 @@ fn data_files_match_parquet_crate() {
         short_decimals: true,
         ..Req::default()
     };
+    let dictionaries = Req {
+        string_dictionaries: true,
+        ..Req::default()
+    };
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let p = path.to_str().unwrap().to_string();
@@ -139,14 +143,28 @@ fn data_files_match_parquet_crate() {
             ),
             (Ok(Ok((got, _))), Ok(want)) => match diff_batches(&got, &want) {
                 // The same rows again with strings and binaries as views and short decimals
-                // as `Decimal64`.
-                None => match tamis_scan(&p, &views) {
-                    Ok((got, _)) => match diff_batches(&got, &want) {
-                        None if PYARROW_READ.contains(&name.as_str()) => ("ok (as pyarrow)", None),
-                        None => ("ok", None),
-                        Some(d) => ("VIEWS", Some(format!("with string views: {d}"))),
-                    },
-                    Err(e) => ("VIEWS", Some(format!("fails with string views: {e}"))),
+                // as `Decimal64`, and with strings and binaries as Arrow dictionaries.
+                None => match (tamis_scan(&p, &views), tamis_scan(&p, &dictionaries)) {
+                    (Ok((got, _)), Ok((in_dictionaries, _))) => {
+                        match (
+                            diff_batches(&got, &want),
+                            diff_batches(&in_dictionaries, &want),
+                        ) {
+                            (None, None) if PYARROW_READ.contains(&name.as_str()) => {
+                                ("ok (as pyarrow)", None)
+                            }
+                            (None, None) => ("ok", None),
+                            (Some(d), _) => ("VIEWS", Some(format!("with string views: {d}"))),
+                            (None, Some(d)) => {
+                                ("DICTIONARIES", Some(format!("with dictionaries: {d}")))
+                            }
+                        }
+                    }
+                    (Err(e), _) => ("VIEWS", Some(format!("fails with string views: {e}"))),
+                    (_, Err(e)) => (
+                        "DICTIONARIES",
+                        Some(format!("fails with dictionaries: {e}")),
+                    ),
                 },
                 Some(d) => ("MISMATCH", Some(d)),
             },

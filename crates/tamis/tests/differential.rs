@@ -1263,6 +1263,7 @@ fn check(
     let drive = sql.len() % 3 == 1;
     let string_views = sql.len() % 5 == 2;
     let short_decimals = sql.len() % 7 == 3;
+    let string_dictionaries = sql.len() % 3 == 2;
     let req = Req {
         filter: Some(sql),
         select: proj.clone(),
@@ -1275,10 +1276,11 @@ fn check(
         drive,
         string_views,
         short_decimals,
+        string_dictionaries,
     };
     let report = |what: String| {
         Some(format!(
-            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, drive {drive}, views {string_views}, short decimals {short_decimals}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
+            "  SQL: {sql}\n  select: {proj:?}, threads {threads}, batch_size {batch}, range_rows {range_rows:?}, drive {drive}, views {string_views}, short decimals {short_decimals}, dictionaries {string_dictionaries}, limit {limit:?}, filter order {order:?}, evaluation {evaluation:?}\n  {what}"
         ))
     };
     match tamis_scan(f.path.to_str().unwrap(), &req) {

@@ -243,6 +243,16 @@ fn take_codes(
         return Ok(Err(codes));
     };
     let has_nulls = nulls.is_some();
+    if let DataType::Dictionary(_, value) = target {
+        // Asked for as a dictionary (`Scan::string_dictionaries`): the entries and the codes.
+        if entries.data_type() == value.as_ref() && i32::try_from(entries.len()).is_ok() {
+            let keys: Vec<i32> = codes.into_iter().map(|c| c as i32).collect();
+            let keys = Int32Array::new(spread(keys, validity, has_nulls).into(), nulls);
+            return Ok(Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
+                keys, entries,
+            )?)));
+        }
+    }
     let indices = UInt32Array::new(spread(codes, validity, has_nulls).into(), nulls);
     let short: Option<ArrayRef> = match entries.data_type() {
         DataType::Utf8 => {

@@ -32,7 +32,10 @@ use super::partition::{
     constant_array, discover_partitions, partition_leaves, partition_verdict, PartitionSchema,
     PartitionValue,
 };
-use super::schema::{conform, short_decimal_of, unify, view_of, with_views, UnifiedSchema};
+use super::schema::{
+    conform, dictionary_of, short_decimal_of, unify, view_of, with_dictionaries, with_views,
+    UnifiedSchema,
+};
 use crate::column::arrays::is_widened;
 use crate::error::{Error, Result};
 use crate::expr::{bind, Expr, Predicate};
@@ -143,11 +146,22 @@ impl DatasetPlan {
     /// [`DatasetPlan::schema`] with its dictionary-encoded string and binary file columns as
     /// views (`with_views`; see [`crate::Scan::string_views`]).
     pub fn schema_with_views(&self) -> SchemaRef {
+        Arc::new(with_views(&self.schema, &self.dictionary_columns()))
+    }
+
+    /// [`DatasetPlan::schema`] with its dictionary-encoded string and binary file columns as
+    /// Arrow dictionaries (`with_dictionaries`; see [`crate::Scan::string_dictionaries`]).
+    pub fn schema_with_dictionaries(&self) -> SchemaRef {
+        Arc::new(with_dictionaries(&self.schema, &self.dictionary_columns()))
+    }
+
+    /// For each column of [`DatasetPlan::schema`], whether it is a file column whose every
+    /// data page is dictionary-encoded.
+    fn dictionary_columns(&self) -> Vec<bool> {
         let file_columns = self.unified.schema.fields().len();
-        let viewed: Vec<bool> = (self.schema.fields().iter().enumerate())
+        (self.schema.fields().iter().enumerate())
             .map(|(i, f)| i < file_columns && self.dictionary_encoded(f.name()))
-            .collect();
-        Arc::new(with_views(&self.schema, &viewed))
+            .collect()
     }
 
     /// Whether every data page of top-level column `name` is dictionary-encoded, in every row
@@ -553,6 +567,7 @@ impl FileOutput {
             Some(t)
                 if k.is_some()
                     && (view_of(file_type).as_ref() == Some(t)
+                        || dictionary_of(file_type).as_ref() == Some(t)
                         || short_decimal_of(file_type).as_ref() == Some(t)) =>
             {
                 t

@@ -174,6 +174,30 @@ pub(crate) fn with_views(schema: &Schema, viewed: &[bool]) -> Schema {
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
+/// `schema` with the columns marked in `dictionaries` as Arrow dictionaries of their strings or
+/// binaries (see [`crate::Scan::string_dictionaries`]).
+pub(crate) fn with_dictionaries(schema: &Schema, dictionaries: &[bool]) -> Schema {
+    let fields: Vec<FieldRef> = (schema.fields().iter().zip(dictionaries))
+        .map(|(f, &d)| match dictionary_of(f.data_type()).filter(|_| d) {
+            Some(t) => Arc::new(f.as_ref().clone().with_data_type(t)),
+            None => f.clone(),
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// The dictionary type that [`with_dictionaries`] gives a column of type `file`: 32-bit codes
+/// into its row group's entries (`None`: it keeps `file`).
+pub(crate) fn dictionary_of(file: &DataType) -> Option<DataType> {
+    match file {
+        DataType::Utf8 | DataType::Binary => Some(DataType::Dictionary(
+            Box::new(DataType::Int32),
+            Box::new(file.clone()),
+        )),
+        _ => None,
+    }
+}
+
 /// `schema` with its top-level decimals of at most 18 digits as `Decimal64` (see
 /// [`crate::Scan::short_decimals`]).
 pub(crate) fn with_short_decimals(schema: &Schema) -> Schema {

@@ -87,6 +87,7 @@ pub struct Scan {
     /// Strings and binaries as views (see [`Scan::string_views`]).
     string_views: bool,
     short_decimals: bool,
+    string_dictionaries: bool,
     filter_order: FilterOrder,
     evaluation: Evaluation,
     pruning: Pruning,
@@ -231,6 +232,7 @@ impl Scan {
             range_rows: row_group::RANGE_ROWS,
             string_views: false,
             short_decimals: false,
+            string_dictionaries: false,
             filter_order: FilterOrder::Auto,
             evaluation: Evaluation::Auto,
             pruning: Pruning::default(),
@@ -445,6 +447,16 @@ impl Scan {
         self
     }
 
+    /// Outputs the files' top-level dictionary-encoded string and binary columns as Arrow
+    /// dictionaries, `Dictionary(Int32, Utf8 | Binary)`: each batch holds its row group's
+    /// entries once and a 4-byte code a row, nothing copied per row (default off). For
+    /// consumers that read dictionaries as they are (Spark's column vectors through the
+    /// connector). Takes precedence over [`Scan::string_views`].
+    pub fn string_dictionaries(mut self, on: bool) -> Scan {
+        self.string_dictionaries = on;
+        self
+    }
+
     /// Outputs top-level decimal columns of at most 18 digits as `Decimal64` (default off:
     /// `Decimal128`, as Parquet readers do). Those stored as INT32 or INT64 are then built from
     /// their integers directly, 8 bytes a value, never widened to 16: for consumers whose own
@@ -534,8 +546,11 @@ impl Scan {
     pub fn schema(&mut self) -> Result<SchemaRef> {
         let views = self.string_views;
         let short_decimals = self.short_decimals;
+        let dictionaries = self.string_dictionaries;
         let plan = self.plan()?;
-        let mut schema = if views {
+        let mut schema = if dictionaries {
+            plan.schema_with_dictionaries()
+        } else if views {
             plan.schema_with_views()
         } else {
             plan.schema.clone()

@@ -85,6 +85,9 @@ pub struct Req<'a> {
     /// Decimals of at most 18 digits as `Decimal64` (`Scan::short_decimals`); cast back like
     /// views.
     pub short_decimals: bool,
+    /// Dictionary-encoded strings and binaries as Arrow dictionaries
+    /// (`Scan::string_dictionaries`); cast back like views.
+    pub string_dictionaries: bool,
 }
 
 /// Runs tamis; returns the concatenated batches and the metrics.
@@ -113,7 +116,8 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     }
     scan = (scan.limit(req.limit))
         .string_views(req.string_views)
-        .short_decimals(req.short_decimals);
+        .short_decimals(req.short_decimals)
+        .string_dictionaries(req.string_dictionaries);
     let mut stream = scan.batches()?;
     let schema = stream.schema();
     let mut batches = Vec::new();
@@ -129,7 +133,7 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     }
     let m = stream.metrics();
     let batch = concat_batches(&schema, &batches).expect("tamis batches concatenate");
-    if !req.string_views && !req.short_decimals {
+    if !req.string_views && !req.short_decimals && !req.string_dictionaries {
         return Ok((batch, m));
     }
     // The plain scan's schema: every column keeps its type but for strings and binaries (as
@@ -142,6 +146,9 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     let columns = (batch.columns().iter().zip(plain.fields()))
         .map(|(c, f)| {
             let view = match f.data_type() {
+                t @ (DataType::Utf8 | DataType::Binary) if req.string_dictionaries => {
+                    DataType::Dictionary(Box::new(DataType::Int32), Box::new(t.clone()))
+                }
                 DataType::Utf8 | DataType::LargeUtf8 if req.string_views => DataType::Utf8View,
                 DataType::Binary | DataType::LargeBinary if req.string_views => {
                     DataType::BinaryView

@@ -11,10 +11,13 @@ import java.util.TreeSet;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
@@ -130,7 +133,9 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
             if (want == null) {
                 continue; // read for the row counts only
             }
-            org.apache.spark.sql.types.DataType got = TamisDataset.sparkType(f, partition.toString());
+            org.apache.arrow.vector.types.pojo.Field typed = f.getDictionary() == null ? f
+                : reader.lookup(f.getDictionary().getId()).getVector().getField();
+            org.apache.spark.sql.types.DataType got = TamisDataset.sparkType(typed, partition.toString());
             if (!got.equals(want)) {
                 throw new TamisException("unsupported: " + partition + ": column '" + f.getName()
                     + "' has type " + got.simpleString() + " in these files where the dataset has "
@@ -195,6 +200,13 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         }
         if (field.dataType() instanceof DecimalType && v instanceof BigIntVector) {
             return new LongDecimalVector((BigIntVector) v, (DecimalType) field.dataType());
+        }
+        DictionaryEncoding encoding = v.getField().getDictionary();
+        if (encoding != null) {
+            // A row group's dictionary of strings or binaries and the rows' codes.
+            FieldVector entries = reader.lookup(encoding.getId()).getVector();
+            return new DictionaryStringVector((IntVector) v, (BaseVariableWidthVector) entries,
+                field.dataType());
         }
         return new ArrowColumnVector(v);
     }

@@ -68,6 +68,32 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
         return readSchema;
     }
 
+    /**
+     * Scans of one loaded dataset with the same columns, pushed filters, limit and aggregate
+     * are equal, so that Spark reuses one's exchange or broadcast for the other (a table read
+     * twice in a query; a runtime filter's build side that is also a broadcast join's). Runtime
+     * filters are not compared here: Spark compares its scan nodes' runtime filters itself.
+     */
+    @Override
+    public boolean equals(Object other) {
+        if (!(other instanceof TamisScan)) {
+            return false;
+        }
+        TamisScan o = (TamisScan) other;
+        return dataset == o.dataset && readSchema.equals(o.readSchema)
+            && sqlOf(pushed).equals(sqlOf(o.pushed)) && java.util.Objects.equals(limit, o.limit)
+            && aggregate == o.aggregate;
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(System.identityHashCode(dataset), readSchema, sqlOf(pushed), limit);
+    }
+
+    private static List<String> sqlOf(List<Filters.Conjunct> conjuncts) {
+        return conjuncts.stream().map(c -> c.sql).collect(Collectors.toList());
+    }
+
     @Override
     public String description() {
         String taken = pushed.stream().map(c -> c.text).collect(Collectors.joining(", "));
