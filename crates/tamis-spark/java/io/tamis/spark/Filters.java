@@ -43,8 +43,9 @@ final class Filters {
         final String text;
         /**
          * A join's key list too long for {@code IN} text ({@code long[]}: integers and dates as
-         * days; {@code String[]}), which the scan probes as a Bloom filter; {@link #sql} is then
-         * the keys' range (for pruning) and {@link #keyColumn} their column. Null otherwise.
+         * days; {@code String[]}; or a Spark {@code Broadcast} of one), which the scan probes as
+         * a Bloom filter; {@link #sql} is then the keys' range (for pruning) and
+         * {@link #keyColumn} their column. Null otherwise.
          */
         final Object keys;
         final String keyColumn;

@@ -60,8 +60,10 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
             if (present.containsAll(c.columns)) {
                 where.add("(" + c.sql + ")");
                 if (c.keys != null) {
+                    Object keys = c.keys instanceof org.apache.spark.broadcast.Broadcast
+                        ? ((org.apache.spark.broadcast.Broadcast<?>) c.keys).value() : c.keys;
                     keyLists.add(Map.of("column", c.keyColumn,
-                        c.keys instanceof long[] ? "ints" : "strings", c.keys));
+                        keys instanceof long[] ? "ints" : "strings", keys));
                 }
             } else if (!Boolean.TRUE.equals(c.onNull)) {
                 return; // the columns are NULL in all these files: no row passes

@@ -19,9 +19,9 @@ import org.apache.spark.sql.catalyst.expressions.StringRegexExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
-import org.apache.spark.sql.catalyst.plans.logical.LeafNode;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Subquery;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
@@ -72,6 +72,9 @@ public final class TamisRuntimeFilters extends Rule<LogicalPlan> {
         if (!session.sessionState().conf().dynamicPartitionPruningEnabled()
             || !Boolean.parseBoolean(session.sessionState().conf().getConfString(ENABLED, "true"))) {
             return plan;
+        }
+        if (plan instanceof Subquery && ((Subquery) plan).correlated()) {
+            return plan; // its outer references are not bound here (as Spark's own pruning)
         }
         return rewrite(plan);
     }
@@ -126,11 +129,20 @@ public final class TamisRuntimeFilters extends Rule<LogicalPlan> {
     }
 
     /**
-     * {@code side} under a runtime filter {@code key IN (keys of the selective filter over a
-     * scan that otherKey descends from)}, or {@code side} as it is when there is none to give,
-     * Spark's own dynamic pruning gives it, or it would cost more than it saves.
+     * {@code side} with a runtime filter {@code key IN (keys of the selective filter over a
+     * scan that otherKey descends from)} directly over its tamis scan, or {@code side} as it is
+     * when there is none to give, Spark's own dynamic pruning gives it, it would cost more than
+     * it saves, or planning it fails (the query then runs without it).
      */
     private LogicalPlan filtered(LogicalPlan side, Expression key, LogicalPlan other, Expression otherKey) {
+        try {
+            return tryFiltered(side, key, other, otherKey);
+        } catch (RuntimeException e) {
+            return side;
+        }
+    }
+
+    private LogicalPlan tryFiltered(LogicalPlan side, Expression key, LogicalPlan other, Expression otherKey) {
         Option<Tuple2<Expression, LogicalPlan>> source = SPARK.findExpressionAndTrackLineageDown(key, side);
         if (source.isEmpty() || !(otherKey instanceof Attribute)) {
             return side;
@@ -143,11 +155,12 @@ public final class TamisRuntimeFilters extends Rule<LogicalPlan> {
             return side;
         }
         if (side.exists(n -> n instanceof Filter && ((Filter) n).condition().exists(
-            e -> e instanceof DynamicPruningSubquery && ((DynamicPruningSubquery) e).pruningKey().semanticEquals(key)))) {
+            e -> e instanceof DynamicPruningSubquery && ((DynamicPruningSubquery) e).pruningKey().semanticEquals(atScan)))) {
             return side;
         }
         LogicalPlan build = narrow(other, (Attribute) otherKey);
-        if (build == null) {
+        // The build side runs again as a subquery: only where it gives the same keys again.
+        if (build == null || build.exists(n -> n.expressions().exists(e -> !e.deterministic()))) {
             return side;
         }
         // Where the other side is the filtered scan itself and Spark will see its filter as
@@ -162,9 +175,28 @@ public final class TamisRuntimeFilters extends Rule<LogicalPlan> {
         if (!worthIt(query, scanned)) {
             return side;
         }
-        DynamicPruningSubquery keysOf = new DynamicPruningSubquery(key, query, seq(List.of((Expression) otherKey)),
+        // Planned whatever `reuseBroadcastOnly` says: the narrowed build side is one filtered
+        // scan, cheap to run again where no broadcast of it can be reused.
+        DynamicPruningSubquery keysOf = new DynamicPruningSubquery(atScan, query, seq(List.of((Expression) otherKey)),
             seq(List.of((Object) 0)), false, NamedExpression$.MODULE$.newExprId(), Option.empty(), Option.empty());
-        return new Filter(keysOf, side);
+        // Directly over the scan, not over the join's child: Spark's own pruning skips a join
+        // whose child is a filter of dynamic pruning, and would then prune its other side no more.
+        return over(side, leaf, new Filter(keysOf, leaf));
+    }
+
+    /** {@code plan} with the node {@code leaf} (this very instance) replaced by {@code with}. */
+    private static LogicalPlan over(LogicalPlan plan, LogicalPlan leaf, LogicalPlan with) {
+        if (plan == leaf) {
+            return with;
+        }
+        List<LogicalPlan> children = new ArrayList<>();
+        boolean changed = false;
+        for (LogicalPlan child : CollectionConverters.asJava(plan.children())) {
+            LogicalPlan replaced = over(child, leaf, with);
+            changed |= replaced != child;
+            children.add(replaced);
+        }
+        return changed ? plan.withNewChildren(seq(children)) : plan;
     }
 
     /**
@@ -212,12 +244,14 @@ public final class TamisRuntimeFilters extends Rule<LogicalPlan> {
             || e instanceof StringRegexExpression);
     }
 
-    /** A scan under projections and filters only. */
+    /** A table's scan under projections and filters only (not a CTE's reference, nor rows). */
     private static boolean overScan(LogicalPlan plan) {
         while (plan instanceof Project || plan instanceof Filter) {
             plan = plan.children().head();
         }
-        return plan instanceof LeafNode;
+        return plan instanceof DataSourceV2Relation || plan instanceof DataSourceV2ScanRelation
+            || plan instanceof org.apache.spark.sql.execution.datasources.LogicalRelation
+            || plan instanceof org.apache.spark.sql.catalyst.catalog.HiveTableRelation;
     }
 
     /**

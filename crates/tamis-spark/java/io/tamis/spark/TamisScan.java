@@ -37,8 +37,8 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
     /** The longest key list taken as a runtime filter (DataFusion's default is the same). */
     static final int RUNTIME_MAX_KEYS = 16384;
     /**
-     * The longest key list probed as a Bloom filter instead: each task receives the keys (8
-     * bytes each for integers), and builds a filter of 2 bytes a key.
+     * The longest key list probed as a Bloom filter instead: the keys (8 bytes each for
+     * integers) are broadcast to the executors, and each task builds a filter of 2 bytes a key.
      */
     static final int RUNTIME_MAX_BLOOM_KEYS = 1 << 22;
     private final TamisDataset dataset;
@@ -130,7 +130,11 @@ final class TamisScan implements Scan, Batch, SupportsRuntimeV2Filtering, Suppor
                 if (p.children().length - 1 <= RUNTIME_MAX_BLOOM_KEYS) {
                     Filters.Conjunct keys = Filters.keyList(p, dataset.types, dataset.nanosecond);
                     if (keys != null && dataset.binds(keys.sql) && !taken(keys)) {
-                        runtime.add(keys);
+                        // Broadcast: each executor fetches the keys once, not every task.
+                        Object shared = org.apache.spark.api.java.JavaSparkContext
+                            .fromSparkContext(SparkContext.getOrCreate()).broadcast(keys.keys);
+                        runtime.add(new Filters.Conjunct(keys.sql, keys.columns, keys.onNull,
+                            keys.text, shared, keys.keyColumn));
                     }
                 }
                 continue;

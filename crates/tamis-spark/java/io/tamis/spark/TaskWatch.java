@@ -32,6 +32,8 @@ final class TaskWatch {
         }
         watcher = new Thread(TaskWatch::watch, "tamis-task-watch");
         watcher.setDaemon(true);
+        // Not the first task's class loader, which a long-lived executor would then keep.
+        watcher.setContextClassLoader(TaskWatch.class.getClassLoader());
         watcher.start();
     }
 
@@ -47,8 +49,8 @@ final class TaskWatch {
                     RUNNING.remove(reader);
                     try {
                         reader.cancel();
-                    } catch (RuntimeException e) {
-                        // The scan ended meanwhile: nothing to stop.
+                    } catch (Throwable e) {
+                        // The scan ended meanwhile: nothing to stop. Never let the watcher die.
                     }
                 }
             }
