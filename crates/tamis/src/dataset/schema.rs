@@ -162,23 +162,24 @@ pub(crate) fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
 /// compare and hash short values inside the 16-byte view, and a dictionary's entries are shared
 /// by every row instead of copied.
 pub(crate) fn with_views(schema: &Schema, viewed: &[bool]) -> Schema {
-    let fields: Vec<FieldRef> = schema
-        .fields()
-        .iter()
-        .zip(viewed)
-        .map(|(f, &v)| match view_of(f.data_type()).filter(|_| v) {
-            Some(view) => Arc::new(f.as_ref().clone().with_data_type(view)),
-            None => f.clone(),
-        })
-        .collect();
-    Schema::new_with_metadata(fields, schema.metadata().clone())
+    retyped(schema, |i, t| {
+        view_of(t).filter(|_| viewed.get(i) == Some(&true))
+    })
 }
 
 /// `schema` with the columns marked in `dictionaries` as Arrow dictionaries of their strings or
 /// binaries (see [`crate::Scan::string_dictionaries`]).
 pub(crate) fn with_dictionaries(schema: &Schema, dictionaries: &[bool]) -> Schema {
-    let fields: Vec<FieldRef> = (schema.fields().iter().zip(dictionaries))
-        .map(|(f, &d)| match dictionary_of(f.data_type()).filter(|_| d) {
+    retyped(schema, |i, t| {
+        dictionary_of(t).filter(|_| dictionaries.get(i) == Some(&true))
+    })
+}
+
+/// `schema` with each top-level field `i` of type `t` given type `to(i, t)` where that is
+/// `Some` (names, nullability and metadata kept).
+fn retyped(schema: &Schema, to: impl Fn(usize, &DataType) -> Option<DataType>) -> Schema {
+    let fields: Vec<FieldRef> = (schema.fields().iter().enumerate())
+        .map(|(i, f)| match to(i, f.data_type()) {
             Some(t) => Arc::new(f.as_ref().clone().with_data_type(t)),
             None => f.clone(),
         })
@@ -201,13 +202,7 @@ pub(crate) fn dictionary_of(file: &DataType) -> Option<DataType> {
 /// `schema` with its top-level decimals of at most 18 digits as `Decimal64` (see
 /// [`crate::Scan::short_decimals`]).
 pub(crate) fn with_short_decimals(schema: &Schema) -> Schema {
-    let fields: Vec<FieldRef> = (schema.fields().iter())
-        .map(|f| match short_decimal_of(f.data_type()) {
-            Some(t) => Arc::new(f.as_ref().clone().with_data_type(t)),
-            None => f.clone(),
-        })
-        .collect();
-    Schema::new_with_metadata(fields, schema.metadata().clone())
+    retyped(schema, |_, t| short_decimal_of(t))
 }
 
 /// The `Decimal64` that [`with_short_decimals`] gives a decimal of type `file`, if it has at

@@ -3,10 +3,6 @@ package io.tamis.spark;
 import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.Decimal;
-import org.apache.spark.sql.vectorized.ColumnVector;
-import org.apache.spark.sql.vectorized.ColumnarArray;
-import org.apache.spark.sql.vectorized.ColumnarMap;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -15,19 +11,14 @@ import org.apache.spark.unsafe.types.UTF8String;
  * {@code ArrowColumnVector} reads no Arrow dictionary, so every value would otherwise be copied
  * out of the dictionary into a plain column first).
  */
-final class DictionaryStringVector extends ColumnVector {
+final class DictionaryStringVector extends ReadOnlyVector {
     private final IntVector codes;
     private final BaseVariableWidthVector entries;
 
     DictionaryStringVector(IntVector codes, BaseVariableWidthVector entries, DataType type) {
-        super(type);
+        super(type, "a string or binary column");
         this.codes = codes;
         this.entries = entries;
-    }
-
-    @Override
-    public void close() {
-        // The Arrow reader owns the buffers.
     }
 
     @Override
@@ -62,64 +53,5 @@ final class DictionaryStringVector extends ColumnVector {
             return null;
         }
         return entries.get(codes.get(rowId));
-    }
-
-    private static UnsupportedOperationException notString() {
-        return new UnsupportedOperationException("a string or binary column");
-    }
-
-    @Override
-    public boolean getBoolean(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public byte getByte(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public short getShort(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public int getInt(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public long getLong(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public float getFloat(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public double getDouble(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public Decimal getDecimal(int rowId, int precision, int scale) {
-        throw notString();
-    }
-
-    @Override
-    public ColumnarArray getArray(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public ColumnarMap getMap(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public ColumnVector getChild(int ordinal) {
-        throw notString();
     }
 }

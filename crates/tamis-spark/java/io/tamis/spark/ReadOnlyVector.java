@@ -1,0 +1,95 @@
+package io.tamis.spark;
+
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarArray;
+import org.apache.spark.sql.vectorized.ColumnarMap;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * A column vector over Arrow buffers the reader owns, answering only the getters of its own
+ * type; every other getter is an error naming what the column is.
+ */
+abstract class ReadOnlyVector extends ColumnVector {
+    private final String what;
+
+    ReadOnlyVector(DataType type, String what) {
+        super(type);
+        this.what = what;
+    }
+
+    private UnsupportedOperationException other() {
+        return new UnsupportedOperationException(what);
+    }
+
+    @Override
+    public void close() {
+        // The Arrow reader owns the buffers.
+    }
+
+    @Override
+    public boolean getBoolean(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public byte getByte(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public short getShort(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public int getInt(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public long getLong(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public float getFloat(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public double getDouble(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public Decimal getDecimal(int rowId, int precision, int scale) {
+        throw other();
+    }
+
+    @Override
+    public UTF8String getUTF8String(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public byte[] getBinary(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public ColumnarArray getArray(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public ColumnarMap getMap(int rowId) {
+        throw other();
+    }
+
+    @Override
+    public ColumnVector getChild(int ordinal) {
+        throw other();
+    }
+}
