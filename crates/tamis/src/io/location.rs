@@ -22,7 +22,7 @@ use url::Url;
 
 use super::local::LocalFile;
 use super::object::{runtime, store_cache, store_error, ObjectSource, Store};
-use super::{ByteSource, Identity, IoProfile};
+use super::{ByteSource, Identity, IoProfile, LOCAL_TAIL_READ};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Options for object stores (see the module docs for the keys).
@@ -133,7 +133,7 @@ impl FileRef {
             FileRef::Local(p) => {
                 let f = LocalFile::open(p)?;
                 let len = f.identity().len;
-                let tail = f.profile().tail_read(Some(len)).min(len);
+                let tail = LOCAL_TAIL_READ.min(len);
                 let source: Arc<dyn ByteSource> = Arc::new(f);
                 let never = std::sync::atomic::AtomicBool::new(false);
                 let bytes = if tail == 0 {

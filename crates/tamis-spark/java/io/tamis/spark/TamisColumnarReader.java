@@ -12,7 +12,7 @@ import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BaseVariableWidthVector;
-import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BaseFixedWidthVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -22,7 +22,6 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
-import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
 import org.apache.spark.sql.vectorized.ColumnVector;
@@ -200,17 +199,21 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
             owned.add(nulls);
             return nulls;
         }
-        if (field.dataType() instanceof DecimalType && v instanceof BigIntVector) {
-            return new LongDecimalVector((BigIntVector) v, (DecimalType) field.dataType());
-        }
         DictionaryEncoding encoding = v.getField().getDictionary();
         if (encoding != null) {
             // A row group's dictionary of strings or binaries and the rows' codes.
             FieldVector entries = reader.lookup(encoding.getId()).getVector();
-            return new DictionaryStringVector((IntVector) v, (BaseVariableWidthVector) entries,
+            return new StringVector((IntVector) v, (BaseVariableWidthVector) entries,
                 field.dataType());
         }
-        return new ArrowColumnVector(v);
+        if (v instanceof BaseVariableWidthVector) {
+            return new StringVector((BaseVariableWidthVector) v, field.dataType());
+        }
+        if (v instanceof BaseFixedWidthVector && FixedWidthVector.fits((BaseFixedWidthVector) v, field.dataType())) {
+            // Decimals of at most 18 digits arrive as their 64-bit unscaled values.
+            return new FixedWidthVector((BaseFixedWidthVector) v, field.dataType());
+        }
+        return new ArrowColumnVector(v); // booleans, 16-byte decimals, nested columns
     }
 
     @Override

@@ -1,0 +1,91 @@
+package io.tamis.spark;
+
+import org.apache.arrow.vector.BaseVariableWidthVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * A string or binary column read in place from its Arrow buffers: either plain (32-bit offsets
+ * into the values' bytes) or dictionary-encoded (a row group's entries once and a 32-bit code a
+ * row; Spark's {@code ArrowColumnVector} reads no Arrow dictionary, so every value would
+ * otherwise be copied out of the dictionary first). A row's {@code UTF8String} points into the
+ * buffer; nothing is copied a value.
+ */
+final class StringVector extends ReadOnlyVector {
+    private final long validity;
+    private final int nulls;
+    /** The rows' dictionary codes, or 0 when the rows are the entries themselves. */
+    private final long codes;
+    private final long offsets;
+    private final long bytes;
+
+    /** A plain column: row i is entry i. */
+    StringVector(BaseVariableWidthVector values, DataType type) {
+        this(values, 0, values.getNullCount(), ArrowAddresses.validity(values), type);
+    }
+
+    /** A dictionary-encoded column: row i is entry {@code codes[i]} of {@code entries}. */
+    StringVector(IntVector codes, BaseVariableWidthVector entries, DataType type) {
+        this(entries, codes.getDataBuffer().memoryAddress(), codes.getNullCount(),
+            ArrowAddresses.validity(codes), type);
+    }
+
+    private StringVector(BaseVariableWidthVector entries, long codes, int nulls, long validity,
+                         DataType type) {
+        super(type, "a string or binary column");
+        this.validity = validity;
+        this.nulls = nulls;
+        this.codes = codes;
+        this.offsets = entries.getOffsetBuffer().memoryAddress();
+        this.bytes = entries.getDataBuffer().memoryAddress();
+    }
+
+    @Override
+    public boolean hasNull() {
+        return nulls > 0;
+    }
+
+    @Override
+    public int numNulls() {
+        return nulls;
+    }
+
+    @Override
+    public boolean isNullAt(int rowId) {
+        return ArrowAddresses.isNull(validity, rowId);
+    }
+
+    // SAFETY (memory), for entry() and the getters: Spark reads only rows below the batch's row
+    // count; each has a code (when encoded) naming an entry of the dictionary, which the core
+    // checked when it decoded the page, and offsets i and i + 1 for entry i; the reader keeps
+    // the buffers until the next batch, when Spark no longer reads this one.
+
+    private int entry(int rowId) {
+        return codes == 0 ? rowId : Platform.getInt(null, codes + 4L * rowId);
+    }
+
+    @Override
+    public UTF8String getUTF8String(int rowId) {
+        if (isNullAt(rowId)) {
+            return null;
+        }
+        long at = offsets + 4L * entry(rowId);
+        int start = Platform.getInt(null, at);
+        int end = Platform.getInt(null, at + 4);
+        return UTF8String.fromAddress(null, bytes + start, end - start);
+    }
+
+    @Override
+    public byte[] getBinary(int rowId) {
+        if (isNullAt(rowId)) {
+            return null;
+        }
+        long at = offsets + 4L * entry(rowId);
+        int start = Platform.getInt(null, at);
+        byte[] out = new byte[Platform.getInt(null, at + 4) - start];
+        Platform.copyMemory(null, bytes + start, out, Platform.BYTE_ARRAY_OFFSET, out.length);
+        return out;
+    }
+}
