@@ -1,5 +1,6 @@
 //! `tamis`: query, explain, inspect and generate Parquet files from the command line.
 
+mod cache;
 mod explain;
 mod gen;
 mod index;
@@ -122,6 +123,9 @@ enum Command {
     /// Generate benchmark data.
     #[command(subcommand)]
     Gen(GenCommand),
+    /// The disk cache of decompressed pages: fill it, show it, empty it.
+    #[command(subcommand)]
+    Cache(CacheCommand),
     /// Print the kernel instruction-set paths this CPU and build support (one per line, fastest
     /// last; any can be forced with TAMIS_FORCE_ISA), then the one this process uses and why.
     Kernels {
@@ -175,6 +179,11 @@ pub struct ScanArgs {
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub threads: Option<u64>,
+    /// Cache directory for decompressed pages (still encoded): pages found there are neither
+    /// read from the source nor decompressed; pages decompressed are written there. Budget:
+    /// TAMIS_DISK_CACHE_BYTES, else a quarter of the free space. Rows are the same.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Order of filter evaluation: the cost model's, from estimated and measured selectivities
     /// (auto), or the order of the WHERE text (written). Results are the same either way.
     #[arg(long, value_enum, default_value_t = FilterOrderArg::Auto)]
@@ -286,6 +295,10 @@ pub struct SqlArgs {
     /// 2GiB; default: off).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub page_cache: Option<usize>,
+    /// Cache directory for decompressed pages, shared with later runs (see `tamis query
+    /// --cache-dir`).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Also run statements, not only queries: DDL (CREATE EXTERNAL TABLE, CREATE VIEW, DROP…),
     /// DML (INSERT, COPY … TO) and SET; they may read and write any local file.
     #[arg(long)]
@@ -308,6 +321,24 @@ pub struct InspectArgs {
 }
 
 #[derive(Subcommand, Debug)]
+enum CacheCommand {
+    /// Read files' pages into the cache directory, decompressed but still encoded (paper 000's
+    /// CACHE SELECT): all columns, or those of --select; --where limits it to the pages a
+    /// filter needs.
+    Warm(ScanArgs),
+    /// What a cache directory holds.
+    Stats {
+        /// The cache directory.
+        dir: PathBuf,
+    },
+    /// Remove every entry of a cache directory.
+    Clear {
+        /// The cache directory.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum GenCommand {
     /// TPC-H tables as Parquet files with page indexes (DIR/<table>.parquet).
     Tpch(gen::TpchArgs),
@@ -323,6 +354,9 @@ fn main() -> ExitCode {
         Command::Optimize(args) => optimize::run(&args),
         Command::Index(args) => index::run(&args),
         Command::Gen(GenCommand::Tpch(args)) => gen::run(&args),
+        Command::Cache(CacheCommand::Warm(args)) => cache::warm(&args),
+        Command::Cache(CacheCommand::Stats { dir }) => cache::stats(&dir),
+        Command::Cache(CacheCommand::Clear { dir }) => cache::clear(&dir),
         Command::Kernels { list } => {
             for isa in tamis::kernels::supported() {
                 println!("{}", isa.name());
@@ -333,6 +367,8 @@ fn main() -> ExitCode {
             Ok(())
         }
     };
+    // Pages decompressed into a cache directory reach it before the process ends.
+    tamis::cache::flush_disk_cache(std::time::Duration::from_secs(60));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.broken_pipe || STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed) => {

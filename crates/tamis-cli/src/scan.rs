@@ -10,6 +10,9 @@ use crate::{
 /// Builds the scan described by the command line.
 pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Scan> {
     let options: tamis::io::StorageOptions = args.storage_options.iter().cloned().collect();
+    if let Some(dir) = &args.cache_dir {
+        tamis::cache::set_disk_cache(Some(dir), None)?;
+    }
     let mut scan = tamis::Scan::open_with(&args.path, &options)?;
     if let Some(filter) = &args.filter {
         scan = scan.filter(filter)?;

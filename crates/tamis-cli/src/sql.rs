@@ -16,6 +16,9 @@ pub fn run(args: &SqlArgs) -> CliResult<()> {
     if let Some(bytes) = args.page_cache {
         tamis::cache::set_page_cache_bytes(bytes as u64);
     }
+    if let Some(dir) = &args.cache_dir {
+        tamis::cache::set_disk_cache(Some(dir), None)?;
+    }
     if matches!(args.format, Format::Parquet | Format::Arrow) && args.output.is_none() {
         return Err(CliError::msg(
             "this --format writes a binary file: give it a path with --output FILE",

@@ -478,6 +478,26 @@ fn set_page_cache_bytes(bytes: u64) {
     tamis::cache::set_page_cache_bytes(bytes);
 }
 
+/// Sets the page cache's disk tier: a cache directory and its budget (`None`: a quarter of the
+/// free space), or off when `dir` is `None`; see `tamis::cache::set_disk_cache`.
+#[pyfunction]
+#[pyo3(signature = (dir, bytes=None))]
+fn set_disk_cache(
+    py: Python<'_>,
+    dir: Option<std::path::PathBuf>,
+    bytes: Option<u64>,
+) -> PyResult<()> {
+    tamis::cache::set_disk_cache(dir.as_deref(), bytes).map_err(|e| to_py_err(py, e))
+}
+
+/// Waits until the pages queued for the disk tier are written (at most `seconds`).
+#[pyfunction]
+fn flush_disk_cache(py: Python<'_>, seconds: f64) {
+    py.detach(|| {
+        tamis::cache::flush_disk_cache(std::time::Duration::from_secs_f64(seconds.max(0.0)))
+    });
+}
+
 /// The page cache's budget, contents and counts, as JSON.
 #[pyfunction]
 fn page_cache_stats_json(py: Python<'_>) -> PyResult<String> {
@@ -836,6 +856,8 @@ fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDataset>()?;
     m.add_function(wrap_pyfunction!(set_page_cache_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(page_cache_stats_json, m)?)?;
+    m.add_function(wrap_pyfunction!(set_disk_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(flush_disk_cache, m)?)?;
     m.add_function(wrap_pyfunction!(scan_all, m)?)?;
     m.add_function(wrap_pyfunction!(scan_stream, m)?)?;
     m.add_function(wrap_pyfunction!(scan_files, m)?)?;

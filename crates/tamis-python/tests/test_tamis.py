@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -484,3 +485,79 @@ def test_page_cache_serves_the_same_rows_without_reading_pages_again(tmp_path):
     assert tamis.page_cache_stats()["budget_bytes"] == 0
     off = tamis.explain(str(path), where="g < 3")
     assert off["pages_cache_hits"] == 0 and off["pages_cache_misses"] == 0
+
+
+def test_disk_cache_serves_the_next_process_never_a_changed_file_or_a_damaged_entry(tmp_path):
+    """tamis.set_disk_cache: a second process reads every page from the cache directory (no
+    page read or decompressed) and gets pyarrow's rows; a byte flipped in every entry, or the
+    file rewritten in place with the same size and mtime, changes no row."""
+    import random
+
+    path, cache = tmp_path / "t.parquet", tmp_path / "cache"
+    n = 50_000
+    rng = random.Random(5)
+    # Random 62-bit values, PLAIN: Snappy keeps them as literals, so a value's bytes are in
+    # the file as they are.
+    v = [rng.getrandbits(62) - (1 << 61) for _ in range(n)]
+    table = pa.table({"k": pa.array(range(n), pa.int64()), "v": pa.array(v, pa.int64())})
+    pq.write_table(table, path, compression="snappy", row_group_size=20_000,
+                   data_page_size=16 << 10, write_page_index=True, use_dictionary=False)
+
+    script = (
+        "import json, sys, tamis\n"
+        "tamis.set_disk_cache(sys.argv[2], '64MiB')\n"
+        "e = tamis.explain(sys.argv[1], where=sys.argv[3])\n"
+        "rows = tamis.scan(sys.argv[1], where=sys.argv[3]).column('k').to_pylist()\n"
+        "tamis.flush_disk_cache()\n"
+        "s = tamis.page_cache_stats()\n"
+        "print(json.dumps({'hits': e['pages_cache_hits'], 'misses': e['pages_cache_misses'],\n"
+        "                  'read': e['pages_read'], 'rows': rows, 'corrupt': s['disk_corrupt']}))\n"
+    )
+
+    def child(where):
+        out = subprocess.run([sys.executable, "-c", script, str(path), str(cache), where],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    negative = [k for k, x in enumerate(v) if x < 0]
+    time.sleep(1.1)  # a file changed less than a second ago is not cached
+    first = child("v < 0")
+    assert first["misses"] > 0 and first["hits"] == 0 and first["rows"] == negative
+    entries = sorted(cache.glob("*.page"))
+    assert entries
+    second = child("v < 0")
+    assert second["misses"] == 0 and second["hits"] > 0 and second["read"] == 0
+    assert second["rows"] == negative
+
+    # Every entry damaged: all misses, counted, the rows unchanged.
+    for entry in entries:
+        data = bytearray(entry.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        entry.write_bytes(bytes(data))
+    damaged = child("v < 0")
+    assert damaged["hits"] == 0 and damaged["corrupt"] > 0 and damaged["rows"] == negative
+
+    # The file rewritten in place: row r takes row r + 1's value (same page, so statistics and
+    # page index still hold); same inode, same size, mtime set back.
+    r = 30_017
+    new = v[r + 1]
+    where = f"v = {new}"
+    assert child(where)["rows"] == [r + 1]
+    assert child(where)["hits"] > 0
+    before = os.stat(path)
+    data = path.read_bytes()
+    pair = struct.pack("<qq", v[r], new)
+    at = data.index(pair)
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(struct.pack("<q", new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == \
+        (before.st_size, before.st_mtime_ns, before.st_ino)
+    assert child(where)["rows"] == [r, r + 1]
+    time.sleep(1.1)
+    settled = child(where)
+    assert settled["hits"] == 0 and settled["rows"] == [r, r + 1]
+    assert child(where)["hits"] > 0

@@ -153,10 +153,36 @@ fn warm_cache_returns_the_same_rows_and_reads_less() {
 #[test]
 fn a_file_rewritten_in_place_is_never_served_from_the_cache() {
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    tamis::cache::set_page_cache_bytes(256 << 20);
+    // The memory tier stays as it is between the runs.
+    rewritten_in_place(|_| {});
+    tamis::cache::set_page_cache_bytes(0);
+}
+
+#[test]
+fn a_file_rewritten_in_place_is_never_served_from_the_disk_cache() {
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    rewritten_in_place(|dir| {
+        tamis::cache::set_page_cache_bytes(0);
+        disk_tier_on(&dir.join("cache"));
+    });
+    tamis::cache::set_disk_cache(None, None).unwrap();
+}
+
+/// Turns a new disk tier on over `dir` (as a new process would find it), what the last one
+/// queued written first.
+fn disk_tier_on(dir: &Path) {
+    tamis::cache::flush_disk_cache(std::time::Duration::from_secs(60));
+    tamis::cache::set_disk_cache(Some(dir), Some(256 << 20)).unwrap();
+    tamis::cache::disk_cache_waits(true);
+}
+
+/// `cache_on` runs before the first scan and between the cold and the warm one.
+fn rewritten_in_place(cache_on: impl Fn(&Path)) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.parquet");
     write(&path, 2);
-    tamis::cache::set_page_cache_bytes(256 << 20);
+    cache_on(dir.path());
     let data = oracle_read(&path).unwrap();
     let v = data
         .column(1)
@@ -171,6 +197,7 @@ fn a_file_rewritten_in_place_is_never_served_from_the_cache() {
     let mask = move |b: &RecordBatch| eq(col(b, "v"), &Int64Array::new_scalar(new)).unwrap();
     let before = check(&path, &filter, mask);
     assert_eq!(before.rows_selected, 1);
+    cache_on(dir.path());
     let warm = check(&path, &filter, mask);
     assert!(warm.pages_cache_hits > 0, "{warm:?}");
 
@@ -204,5 +231,46 @@ fn a_file_rewritten_in_place_is_never_served_from_the_cache() {
     assert_eq!(settled.rows_selected, 2, "{settled:?}");
     assert!(settled.pages_cache_misses > 0, "{settled:?}");
     assert_eq!(settled.pages_cache_hits, 0, "{settled:?}");
+}
+
+/// The differential queries through a warm disk tier alone (memory off, a tier opened anew
+/// over the directory the cold runs filled, as the next process would): the `parquet` crate's
+/// rows, no page read or decompressed.
+#[test]
+fn a_warm_disk_cache_returns_the_same_rows_without_reading_pages() {
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    write(&path, 3);
+    let queries: Vec<(&str, Box<Mask>)> = vec![
+        (
+            "d = 7",
+            Box::new(|b| eq(col(b, "d"), &Int64Array::new_scalar(7)).unwrap()),
+        ),
+        (
+            "v < 0",
+            Box::new(|b| lt(col(b, "v"), &Int64Array::new_scalar(0)).unwrap()),
+        ),
+        (
+            "s = 's5'",
+            Box::new(|b| eq(col(b, "s"), &StringArray::new_scalar("s5")).unwrap()),
+        ),
+    ];
     tamis::cache::set_page_cache_bytes(0);
+    let cache = dir.path().join("cache");
+    disk_tier_on(&cache);
+    let cold: Vec<_> = queries.iter().map(|(f, m)| check(&path, f, m)).collect();
+    disk_tier_on(&cache);
+    for ((filter, mask), cold) in queries.iter().zip(&cold) {
+        let warm = check(&path, filter, mask);
+        assert_eq!(warm.pages_cache_misses, 0, "`{filter}` warm: {warm:?}");
+        assert!(warm.pages_cache_hits > 0, "`{filter}` warm: {warm:?}");
+        assert_eq!(warm.pages_read, 0, "`{filter}` warm: {warm:?}");
+        assert_eq!(warm.time_decompress_ns, 0, "`{filter}` warm: {warm:?}");
+        assert_eq!(warm.rows_selected, cold.rows_selected);
+    }
+    let stats = tamis::cache::page_cache_stats();
+    assert!(stats.disk_hits > 0 && stats.disk_corrupt == 0, "{stats:?}");
+    assert_eq!(stats.pages, 0, "memory tier off: {stats:?}");
+    tamis::cache::set_disk_cache(None, None).unwrap();
 }

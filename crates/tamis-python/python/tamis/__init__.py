@@ -497,9 +497,28 @@ def set_page_cache(size: Union[int, str, None]) -> None:
     _tamis.set_page_cache_bytes(n)
 
 
+def set_disk_cache(directory, size: Union[int, str, None] = None) -> None:
+    """Keeps decompressed pages (still encoded) in files of ``directory`` as well, for every
+    later scan of this process and of any other process given the same directory: a page found
+    there is neither read from its source nor decompressed. ``size`` bounds the directory
+    (bytes, or a string such as ``"20GiB"``; ``None``: a quarter of the free space there); the
+    oldest entries go first. ``directory=None`` turns it off. Entries are checksummed and keyed
+    by the file's identity: a changed file or a damaged entry is a miss, never a wrong page."""
+    n = None if size is None else _size(size, "disk cache size")
+    _tamis.set_disk_cache(None if directory is None else str(directory), n)
+
+
+def flush_disk_cache(seconds: float = 60.0) -> None:
+    """Waits (at most ``seconds``) until the pages queued for the cache directory are written:
+    a process about to exit calls it so that what it decompressed is there for the next one."""
+    _tamis.flush_disk_cache(seconds)
+
+
 def page_cache_stats() -> Dict[str, int]:
     """The page cache's budget and bytes held (``budget_bytes``, ``bytes``), pages held
-    (``pages``), and lookups since the process started (``hits``, ``misses``)."""
+    (``pages``), and lookups since the process started (``hits``, ``misses``); for the disk
+    tier ``disk_dir``, ``disk_budget_bytes``, ``disk_bytes``, ``disk_hits``, ``disk_written``,
+    ``disk_dropped``, ``disk_corrupt`` and ``disk_evicted``."""
     return json.loads(_tamis.page_cache_stats_json())
 
 
@@ -507,6 +526,8 @@ __all__ = [
     "ScanOptions",
     "set_page_cache",
     "page_cache_stats",
+    "set_disk_cache",
+    "flush_disk_cache",
     "Dataset",
     "scan",
     "scan_batches",

@@ -24,7 +24,15 @@
 //! pages read once by a large scan leave before pages read again. Uncompressed chunks are not
 //! cached: the operating system's page cache already holds their bytes, and sub-page reads skip
 //! what a scan does not need.
+//!
+//! **On disk too.** With a cache directory ([`set_disk_cache`], or [`DISK_CACHE_ENV`]) a page
+//! missed in memory is looked up there before it is read and decompressed, and a page
+//! decompressed is also written there, by a background thread ([`disk`]): the next process
+//! reading it pays one positioned read and no decompression.
 
+pub(crate) mod disk;
+
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 
@@ -32,7 +40,9 @@ use parquet::column::page::Page;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
+use crate::error::{Error, Result};
 use crate::io::Identity;
+use disk::DiskTier;
 
 /// Which version of which file a page belongs to.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -48,6 +58,14 @@ pub(crate) struct FileKey {
 const RACY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl FileKey {
+    pub(crate) fn location(&self) -> &str {
+        &self.location
+    }
+
+    pub(crate) fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
     pub(crate) fn new(location: &str, identity: &Identity) -> Arc<FileKey> {
         Arc::new(FileKey {
             location: location.to_string(),
@@ -94,8 +112,14 @@ impl Weighter<PageKey, Page> for PageWeight {
     }
 }
 
-/// The process-wide page cache.
+/// The process-wide page cache: a memory tier, a disk tier, or both.
 pub(crate) struct PageCache {
+    memory: Option<Arc<MemoryTier>>,
+    disk: Option<Arc<DiskTier>>,
+}
+
+/// Pages in memory under a byte budget.
+struct MemoryTier {
     pages: Cache<PageKey, Page, PageWeight>,
     budget: u64,
 }
@@ -103,44 +127,19 @@ pub(crate) struct PageCache {
 /// Pages are about this large on average, for the cache's table sizing.
 const TYPICAL_PAGE: u64 = 256 << 10;
 
-impl PageCache {
-    fn new(budget: u64) -> PageCache {
+impl MemoryTier {
+    fn new(budget: u64) -> MemoryTier {
         let items = (budget / TYPICAL_PAGE).clamp(16, 1 << 20) as usize;
-        PageCache {
+        MemoryTier {
             pages: Cache::with_weighter(items, budget, PageWeight),
             budget,
         }
     }
 
-    /// The page of `file` at `offset`, if kept.
-    pub(crate) fn get(&self, file: &Arc<FileKey>, offset: u64) -> Option<Page> {
-        let key = PageKey {
-            file: file.clone(),
-            offset,
-        };
-        let page = self.pages.get(&key);
-        let counter = if page.is_some() { &HITS } else { &MISSES };
-        counter.fetch_add(1, Relaxed);
-        page
-    }
-
-    /// Whether the page of `file` at `offset` is kept (not counted as a lookup).
-    pub(crate) fn contains(&self, file: &Arc<FileKey>, offset: u64) -> bool {
-        let key = PageKey {
-            file: file.clone(),
-            offset,
-        };
-        self.pages.contains_key(&key)
-    }
-
-    /// Keeps `page` (decompressed) of `file` at `offset`, copied into a buffer of its exact
-    /// size (a decompression buffer may be larger, and is lent to the next page when the
-    /// caller drops it); returns the copy, to be used in its place.
-    pub(crate) fn keep(&self, file: &Arc<FileKey>, offset: u64, page: Page) -> Page {
-        let key = PageKey {
-            file: file.clone(),
-            offset,
-        };
+    /// Keeps `page` (decompressed), copied into a buffer of its exact size (a decompression
+    /// buffer may be larger, and is lent to the next page when the caller drops it); returns
+    /// the copy, to be used in its place.
+    fn keep(&self, key: PageKey, page: Page) -> Page {
         // The cache admits no item over one shard's part of the budget: such a page is handed
         // on as it is.
         if PageWeight.weight(&key, &page) > self.pages.shard_capacity() {
@@ -158,6 +157,67 @@ impl PageCache {
     }
 }
 
+impl PageCache {
+    #[cfg(test)]
+    fn new(budget: u64) -> PageCache {
+        PageCache {
+            memory: Some(Arc::new(MemoryTier::new(budget))),
+            disk: None,
+        }
+    }
+
+    /// The page of `file` at `offset`, if kept in memory or on disk (a page found on disk is
+    /// kept in memory too).
+    pub(crate) fn get(&self, file: &Arc<FileKey>, offset: u64) -> Option<Page> {
+        let key = PageKey {
+            file: file.clone(),
+            offset,
+        };
+        let mut page = self.memory.as_ref().and_then(|m| m.pages.get(&key));
+        if page.is_none() {
+            if let Some(found) = self.disk.as_ref().and_then(|d| d.get(file, offset)) {
+                page = Some(match &self.memory {
+                    Some(m) => m.keep(key, found),
+                    None => found,
+                });
+            }
+        }
+        let counter = if page.is_some() { &HITS } else { &MISSES };
+        counter.fetch_add(1, Relaxed);
+        page
+    }
+
+    /// Whether the page of `file` at `offset` is kept (not counted as a lookup).
+    pub(crate) fn contains(&self, file: &Arc<FileKey>, offset: u64) -> bool {
+        let key = PageKey {
+            file: file.clone(),
+            offset,
+        };
+        self.memory
+            .as_ref()
+            .is_some_and(|m| m.pages.contains_key(&key))
+            || self.disk.as_ref().is_some_and(|d| d.contains(file, offset))
+    }
+
+    /// Keeps `page` (decompressed) of `file` at `offset` in memory (a copy of its exact size,
+    /// returned to be used in its place) and queues it for the disk.
+    pub(crate) fn keep(&self, file: &Arc<FileKey>, offset: u64, page: Page) -> Page {
+        if let Some(d) = &self.disk {
+            d.put(file, offset, &page);
+        }
+        match &self.memory {
+            Some(m) => m.keep(
+                PageKey {
+                    file: file.clone(),
+                    offset,
+                },
+                page,
+            ),
+            None => page,
+        }
+    }
+}
+
 static CACHE: RwLock<Option<Arc<PageCache>>> = RwLock::new(None);
 /// Whether the cache was configured (by a call, or from `TAMIS_PAGE_CACHE` at first use).
 static CONFIGURED: std::sync::Once = std::sync::Once::new();
@@ -170,9 +230,83 @@ static MISSES: AtomicU64 = AtomicU64::new(0);
 /// a query's two scans of one table, the partitions of one DataFusion or Spark scan, repeated
 /// queries — decompress each page once while it stays cached.
 pub fn set_page_cache_bytes(bytes: u64) {
-    CONFIGURED.call_once(|| {});
+    configure();
     let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
-    *cache = (bytes > 0).then(|| Arc::new(PageCache::new(bytes)));
+    let disk = cache.as_ref().and_then(|c| c.disk.clone());
+    let memory = (bytes > 0).then(|| Arc::new(MemoryTier::new(bytes)));
+    *cache = PageCache::of(memory, disk);
+}
+
+/// Sets the page cache's disk tier: pages in files of `dir` (created if missing) under a budget
+/// of `bytes` (`None`: a quarter of the space free there now); `dir` `None` turns it off. The
+/// memory tier, if on, stays as it is.
+///
+/// Processes may share a directory. Entries are checked when read (see [`disk`]), so a damaged
+/// one is a miss, never a wrong page.
+pub fn set_disk_cache(dir: Option<&Path>, bytes: Option<u64>) -> Result<()> {
+    configure();
+    let disk = match dir {
+        Some(dir) => Some(Arc::new(open_disk(dir, bytes)?)),
+        None => None,
+    };
+    let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
+    let memory = cache.as_ref().and_then(|c| c.memory.clone());
+    *cache = PageCache::of(memory, disk);
+    Ok(())
+}
+
+fn open_disk(dir: &Path, bytes: Option<u64>) -> Result<DiskTier> {
+    let failed =
+        |e: std::io::Error| Error::invalid(format!("cache directory {}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let budget = match bytes {
+        Some(b) => b,
+        None => {
+            let free = rustix::fs::statvfs(dir).map_err(|e| failed(e.into()))?;
+            free.f_bavail.saturating_mul(free.f_frsize) / 4
+        }
+    };
+    DiskTier::open(dir, budget).map_err(failed)
+}
+
+impl PageCache {
+    fn of(memory: Option<Arc<MemoryTier>>, disk: Option<Arc<DiskTier>>) -> Option<Arc<PageCache>> {
+        (memory.is_some() || disk.is_some()).then(|| Arc::new(PageCache { memory, disk }))
+    }
+}
+
+/// Waits (at most `limit`) until the pages queued for the disk tier are written: a process
+/// about to exit calls it so that what it decompressed reaches the directory.
+pub fn flush_disk_cache(limit: std::time::Duration) {
+    if let Some(d) = disk_tier() {
+        d.flush(limit);
+    }
+}
+
+/// Makes scans wait for the disk tier's writer (`true`) instead of dropping the pages it has no
+/// room for yet (the default: a miss never waits for the disk). For filling the cache on
+/// purpose, as `tamis cache warm` does.
+pub fn disk_cache_waits(waits: bool) {
+    if let Some(d) = disk_tier() {
+        d.set_waits(waits);
+    }
+}
+
+fn disk_tier() -> Option<Arc<DiskTier>> {
+    let cache = CACHE.read().unwrap_or_else(|e| e.into_inner());
+    cache.as_ref().and_then(|c| c.disk.clone())
+}
+
+/// Removes every entry of the cache directory `dir` (not in use, or in use: readers then
+/// miss); returns how many.
+pub fn clear_disk_cache(dir: &Path) -> u64 {
+    disk::clear_dir(dir)
+}
+
+/// What the cache directory `dir` holds: entries and bytes.
+pub fn disk_cache_contents(dir: &Path) -> (u64, u64) {
+    let entries = disk::listing(dir);
+    (entries.len() as u64, entries.iter().map(|e| e.1).sum())
 }
 
 /// The environment variable that sets the budget of a process that does not
@@ -180,6 +314,13 @@ pub fn set_page_cache_bytes(bytes: u64) {
 /// without `iB`/`B`: binary multiples, as `tamis::budget::parse_size` reads them). Unset, empty or
 /// unreadable: off.
 pub const PAGE_CACHE_ENV: &str = "TAMIS_PAGE_CACHE";
+
+/// The environment variable naming the cache directory of a process that does not
+/// ([`set_disk_cache`]); [`DISK_CACHE_BYTES_ENV`] sets its budget. Unset or empty: no disk tier.
+pub const DISK_CACHE_ENV: &str = "TAMIS_DISK_CACHE";
+
+/// The disk tier's budget, read as [`PAGE_CACHE_ENV`] is (unset: a quarter of the free space).
+pub const DISK_CACHE_BYTES_ENV: &str = "TAMIS_DISK_CACHE_BYTES";
 
 /// What the page cache holds and has served since the process started.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -194,35 +335,78 @@ pub struct PageCacheStats {
     pub hits: u64,
     /// Lookups that did not.
     pub misses: u64,
+    /// The cache directory, when the disk tier is on.
+    pub disk_dir: Option<PathBuf>,
+    /// The disk tier's budget in bytes (`0`: off).
+    pub disk_budget_bytes: u64,
+    /// Bytes of entries in the directory (as this process last counted them).
+    pub disk_bytes: u64,
+    /// Lookups that found their page on disk (also counted in `hits`).
+    pub disk_hits: u64,
+    /// Pages written to disk.
+    pub disk_written: u64,
+    /// Pages not written because the writer was behind.
+    pub disk_dropped: u64,
+    /// Entries found damaged (torn, flipped, another key's), removed and read again.
+    pub disk_corrupt: u64,
+    /// Entries removed to keep the directory under its budget.
+    pub disk_evicted: u64,
 }
 
 /// The page cache's budget, contents and counts.
 pub fn page_cache_stats() -> PageCacheStats {
     let cache = CACHE.read().unwrap_or_else(|e| e.into_inner());
-    let (budget_bytes, bytes, pages) = match cache.as_ref() {
-        Some(c) => (c.budget, c.pages.weight(), c.pages.len() as u64),
+    let memory = cache.as_ref().and_then(|c| c.memory.as_ref());
+    let (budget_bytes, bytes, pages) = match memory {
+        Some(m) => (m.budget, m.pages.weight(), m.pages.len() as u64),
         None => (0, 0, 0),
     };
-    PageCacheStats {
+    let mut stats = PageCacheStats {
         budget_bytes,
         bytes,
         pages,
         hits: HITS.load(Relaxed),
         misses: MISSES.load(Relaxed),
+        ..Default::default()
+    };
+    if let Some(d) = cache.as_ref().and_then(|c| c.disk.as_ref()) {
+        stats.disk_dir = Some(d.dir().to_path_buf());
+        stats.disk_budget_bytes = d.budget();
+        stats.disk_bytes = d.held();
+        stats.disk_hits = d.counts.hits.load(Relaxed);
+        stats.disk_written = d.counts.written.load(Relaxed);
+        stats.disk_dropped = d.counts.dropped.load(Relaxed);
+        stats.disk_corrupt = d.counts.corrupt.load(Relaxed);
+        stats.disk_evicted = d.counts.evicted.load(Relaxed);
     }
+    stats
 }
 
 /// The page cache, when on.
 pub(crate) fn page_cache() -> Option<Arc<PageCache>> {
-    CONFIGURED.call_once(|| {
-        let bytes = std::env::var(PAGE_CACHE_ENV)
-            .ok()
-            .and_then(|v| crate::budget::parse_size(&v).ok())
-            .unwrap_or(0);
-        let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
-        *cache = (bytes > 0).then(|| Arc::new(PageCache::new(bytes)));
-    });
+    configure();
     CACHE.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Sets the cache from the environment, once, before the first use or setting. A cache
+/// directory that cannot be opened leaves the disk tier off (scans still run; `tamis cache
+/// stats` shows it off).
+fn configure() {
+    CONFIGURED.call_once(|| {
+        let size = |name| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| crate::budget::parse_size(&v).ok())
+        };
+        let memory = size(PAGE_CACHE_ENV)
+            .filter(|&b| b > 0)
+            .map(|b| Arc::new(MemoryTier::new(b)));
+        let disk = std::env::var_os(DISK_CACHE_ENV)
+            .filter(|d| !d.is_empty())
+            .and_then(|d| open_disk(Path::new(&d), size(DISK_CACHE_BYTES_ENV)).ok())
+            .map(Arc::new);
+        *CACHE.write().unwrap_or_else(|e| e.into_inner()) = PageCache::of(memory, disk);
+    });
 }
 
 #[cfg(test)]
@@ -277,9 +461,9 @@ mod tests {
         let big = vec![7u8; 4096];
         for offset in 0..200u64 {
             cache.keep(&file, offset * 4096, page(&big));
-            assert!(cache.pages.weight() <= budget);
+            assert!(cache.memory.as_ref().unwrap().pages.weight() <= budget);
         }
-        assert!(cache.pages.len() < 200);
+        assert!(cache.memory.as_ref().unwrap().pages.len() < 200);
         // A page over the budget (one shard's part of it) is handed back but not kept.
         let huge = vec![1u8; (budget + 1) as usize];
         let kept = cache.keep(&file, 1 << 40, page(&huge));
@@ -344,7 +528,7 @@ mod tests {
         assert_eq!(kept.buffer().as_ref(), b"abc");
         assert_ne!(kept.buffer().as_ptr(), original, "the kept page is a copy");
         assert!(matches!(kept, Page::DictionaryPage { .. }));
-        let w = cache.pages.weight();
+        let w = cache.memory.as_ref().unwrap().pages.weight();
         assert_eq!(w, 3 + "a.parquet".len() as u64 + ENTRY_OVERHEAD);
     }
 }

@@ -118,6 +118,12 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
 
     // Every byte range this row group fetches is decided by its I/O plan.
     let io = IoPlan::new(job);
+    // The page cache keys pages by their offsets, which the offset index gives: with the cache
+    // on, columns read without a filter load it too, so that their pages are served from the
+    // cache and kept there (a chunk without it is read whole and walked).
+    if use_index && crate::cache::page_cache().is_some() {
+        file.prefetch(job.rg, &payload_leaves(job), &[], &[], job.reader)?;
+    }
 
     // ── prune ────────────────────────────────────────────────────────────────────────────────
     let column_orders = file
