@@ -184,6 +184,22 @@ def test_plain_encoded_columns_read_as_sparks_reader(spark, tmp_path):
     assert same(rows(ours.selectExpr(*summed)), rows(theirs.selectExpr(*summed)))
 
 
+def test_dictionary_strings_with_more_entries_than_their_batch(spark, tmp_path):
+    # A batch of fewer rows than its dictionary has entries reads them in place; one with more
+    # makes each entry's string once. Both, with nulls, against Spark's reader.
+    path = tmp_path / "dict.parquet"
+    n = 2000
+    pq.write_table(pa.table({"id": pa.array(range(n), pa.int64()),
+                             "u": pa.array([f"value-{i:05d}" if i % 9 else None
+                                            for i in range(n)])}),
+                   path, row_group_size=n)
+    ours = spark.read.format("tamis").load(str(path))
+    theirs = spark.read.parquet(str(path))
+    for where in ("id < 50", "id >= 0", "u > 'value-01500'"):
+        assert same(rows(ours.where(where)), rows(theirs.where(where))), where
+    assert same(rows(ours.groupBy("u").count()), rows(theirs.groupBy("u").count()))
+
+
 def test_unsigned_64_bit_is_a_decimal_as_in_spark(spark, tmp_path):
     path = tmp_path / "u64.parquet"
     pq.write_table(pa.table({"u": pa.array([0, 2**64 - 1, None, 5], pa.uint64())}), path)

@@ -27,7 +27,7 @@
 //!
 //! **On disk too.** With a cache directory ([`set_disk_cache`], or [`DISK_CACHE_ENV`]) a page
 //! missed in memory is looked up there before it is read and decompressed, and a page
-//! decompressed is also written there, by a background thread ([`disk`]): the next process
+//! decompressed is also written there, by a background thread (`cache/disk.rs`): the next process
 //! reading it pays one positioned read and no decompression.
 
 pub(crate) mod disk;
@@ -241,7 +241,7 @@ pub fn set_page_cache_bytes(bytes: u64) {
 /// of `bytes` (`None`: a quarter of the space free there now); `dir` `None` turns it off. The
 /// memory tier, if on, stays as it is.
 ///
-/// Processes may share a directory. Entries are checked when read (see [`disk`]), so a damaged
+/// Processes may share a directory. Entries are checked when read (see `cache/disk.rs`), so a damaged
 /// one is a miss, never a wrong page.
 pub fn set_disk_cache(dir: Option<&Path>, bytes: Option<u64>) -> Result<()> {
     configure();

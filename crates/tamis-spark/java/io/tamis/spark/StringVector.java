@@ -20,26 +20,36 @@ final class StringVector extends ReadOnlyVector {
     private final long codes;
     private final long offsets;
     private final long bytes;
+    /**
+     * Dictionary entries as on-heap strings, made on first use and returned for every row with
+     * that code (null when plain, or when the dictionary has more entries than the batch rows).
+     * Spark's own dictionary vectors make a {@code UTF8String} a row; one an entry saves that
+     * allocation, and an on-heap string's {@code getBytes()} (which aggregations call) is its
+     * array, where an off-heap one copies.
+     */
+    private final UTF8String[] entries;
 
     /** A plain column: row i is entry i. */
     StringVector(BaseVariableWidthVector values, DataType type) {
-        this(values, 0, values.getNullCount(), ArrowAddresses.validity(values), type);
+        this(values, 0, values.getNullCount(), ArrowAddresses.validity(values), 0, type);
     }
 
     /** A dictionary-encoded column: row i is entry {@code codes[i]} of {@code entries}. */
     StringVector(IntVector codes, BaseVariableWidthVector entries, DataType type) {
         this(entries, codes.getDataBuffer().memoryAddress(), codes.getNullCount(),
-            ArrowAddresses.validity(codes), type);
+            ArrowAddresses.validity(codes),
+            entries.getValueCount() <= codes.getValueCount() ? entries.getValueCount() : 0, type);
     }
 
     private StringVector(BaseVariableWidthVector entries, long codes, int nulls, long validity,
-                         DataType type) {
+                         int heapEntries, DataType type) {
         super(type, "a string or binary column");
         this.validity = validity;
         this.nulls = nulls;
         this.codes = codes;
         this.offsets = entries.getOffsetBuffer().memoryAddress();
         this.bytes = entries.getDataBuffer().memoryAddress();
+        this.entries = heapEntries > 0 ? new UTF8String[heapEntries] : null;
     }
 
     @Override
@@ -71,10 +81,18 @@ final class StringVector extends ReadOnlyVector {
         if (isNullAt(rowId)) {
             return null;
         }
-        long at = offsets + 4L * entry(rowId);
-        int start = Platform.getInt(null, at);
-        int end = Platform.getInt(null, at + 4);
-        return UTF8String.fromAddress(null, bytes + start, end - start);
+        int entry = entry(rowId);
+        if (entries == null) {
+            long at = offsets + 4L * entry;
+            int start = Platform.getInt(null, at);
+            return UTF8String.fromAddress(null, bytes + start, Platform.getInt(null, at + 4) - start);
+        }
+        UTF8String s = entries[entry];
+        if (s == null) {
+            s = UTF8String.fromBytes(getBinaryOfEntry(entry));
+            entries[entry] = s;
+        }
+        return s;
     }
 
     @Override
@@ -82,7 +100,12 @@ final class StringVector extends ReadOnlyVector {
         if (isNullAt(rowId)) {
             return null;
         }
-        long at = offsets + 4L * entry(rowId);
+        return getBinaryOfEntry(entry(rowId));
+    }
+
+    /** A copy of entry {@code entry}'s bytes. */
+    private byte[] getBinaryOfEntry(int entry) {
+        long at = offsets + 4L * entry;
         int start = Platform.getInt(null, at);
         byte[] out = new byte[Platform.getInt(null, at + 4) - start];
         Platform.copyMemory(null, bytes + start, out, Platform.BYTE_ARRAY_OFFSET, out.length);
