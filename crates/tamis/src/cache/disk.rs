@@ -199,6 +199,35 @@ impl DiskTier {
         }
     }
 
+    /// Hands the entries of `file`'s pages at `offsets` to the kernel to load in the background
+    /// (`POSIX_FADV_WILLNEED`) when the first of them is not in the OS page cache: a cold scan
+    /// then waits for the device once for all of them, not once an entry. One probe stands for
+    /// all (a scan's entries are mostly cold or warm together), so a warm scan pays one read.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn will_need(&self, file: &FileKey, offsets: &[u64]) {
+        let mut entries = offsets
+            .iter()
+            .filter_map(|&o| fs::File::open(self.path(&entry_key(file, o))).ok());
+        let Some(first) = entries.next() else {
+            return;
+        };
+        let mut byte = [0u8; 1];
+        let mut bufs = [std::io::IoSliceMut::new(&mut byte)];
+        let cold = matches!(
+            rustix::io::preadv2(&first, &mut bufs, 0, rustix::io::ReadWriteFlags::NOWAIT),
+            Err(rustix::io::Errno::AGAIN)
+        );
+        if cold {
+            for f in std::iter::once(first).chain(entries) {
+                // Advice only: a file system that ignores it reads when asked, as before.
+                let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::WillNeed);
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn will_need(&self, _file: &FileKey, _offsets: &[u64]) {}
+
     /// Queues `page` of `file` at `offset` for writing (dropped when the queue is full or the
     /// page's encoding is one entries do not number).
     pub(crate) fn put(&self, file: &FileKey, offset: u64, page: &Page) {

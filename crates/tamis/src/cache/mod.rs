@@ -199,6 +199,31 @@ impl PageCache {
             || self.disk.as_ref().is_some_and(|d| d.contains(file, offset))
     }
 
+    /// Says that the pages of `file` at `offsets` are about to be looked up: those not in
+    /// memory are loaded from the disk tier in the background when they are not in the OS page
+    /// cache.
+    pub(crate) fn will_need(&self, file: &Arc<FileKey>, offsets: &[u64]) {
+        let Some(disk) = &self.disk else {
+            return;
+        };
+        let missing: Vec<u64> = match &self.memory {
+            Some(m) => offsets
+                .iter()
+                .copied()
+                .filter(|&offset| {
+                    !m.pages.contains_key(&PageKey {
+                        file: file.clone(),
+                        offset,
+                    })
+                })
+                .collect(),
+            None => offsets.to_vec(),
+        };
+        if missing.len() > 1 {
+            disk.will_need(file, &missing);
+        }
+    }
+
     /// Keeps `page` (decompressed) of `file` at `offset` in memory (a copy of its exact size,
     /// returned to be used in its place) and queues it for the disk.
     pub(crate) fn keep(&self, file: &Arc<FileKey>, offset: u64, page: Page) -> Page {

@@ -464,7 +464,19 @@ impl<'a> ChunkPages<'a> {
         } else {
             None
         };
-        // Pages the page cache holds need neither their bytes nor decompression.
+        // Pages the page cache holds need neither their bytes nor decompression; those on disk
+        // are asked for all at once first.
+        if let Some((cache, file)) = &self.cache {
+            let offsets: Vec<u64> = (dict_range.iter().map(|r| r.start))
+                .chain(
+                    wanted
+                        .iter()
+                        .filter_map(|&i| locs.get(i))
+                        .map(|l| l.offset as u64),
+                )
+                .collect();
+            cache.will_need(file, &offsets);
+        }
         let dict_hit = dict_range.as_ref().and_then(|r| self.cached(r.start, true));
         let mut hits: Vec<Option<Page>> = Vec::with_capacity(wanted.len());
         let mut ranges = Vec::with_capacity(wanted.len() + 1);
