@@ -46,6 +46,12 @@ const HEADER: usize = 8 + 6 * 4 + 8 + 8;
 const CHECKSUM: usize = 8;
 /// Entries waiting for the writer; beyond this a write is dropped.
 const QUEUE: usize = 256;
+/// Bytes of pages waiting for the writer; beyond this a write is dropped (the queued pages
+/// hold their decompressed buffers).
+const MAX_PENDING_BYTES: u64 = 64 << 20;
+
+/// What the writer is handed: the entry's path, its key, the page.
+type Queued = (PathBuf, Vec<u8>, Page);
 /// The extension of entries (anything else in the directory is left alone).
 const EXTENSION: &str = "page";
 
@@ -87,9 +93,11 @@ pub(crate) struct DiskTier {
     dir: PathBuf,
     budget: u64,
     held: Arc<AtomicU64>,
-    queue: SyncSender<(PathBuf, Vec<u8>)>,
+    queue: SyncSender<Queued>,
     /// Entries queued and not yet written.
     pending: Arc<AtomicU64>,
+    /// Bytes of the pages queued (they hold their buffers until written).
+    pending_bytes: Arc<AtomicU64>,
     /// Whether a write waits for room in the queue instead of being dropped (`tamis cache
     /// warm`, which is there to fill the cache).
     waits: AtomicBool,
@@ -102,18 +110,28 @@ impl DiskTier {
         fs::create_dir_all(dir)?;
         let held = Arc::new(AtomicU64::new(listing(dir).iter().map(|e| e.1).sum()));
         let counts = Arc::new(DiskCounts::default());
-        let (queue, entries) = sync_channel::<(PathBuf, Vec<u8>)>(QUEUE);
+        let (queue, entries) = sync_channel::<Queued>(QUEUE);
         let pending = Arc::new(AtomicU64::new(0));
-        let (writer_dir, writer_held, writer_counts, writer_pending) = (
+        let pending_bytes = Arc::new(AtomicU64::new(0));
+        let (writer_dir, writer_held, writer_counts, writer_pending, writer_bytes) = (
             dir.to_path_buf(),
             held.clone(),
             counts.clone(),
             pending.clone(),
+            pending_bytes.clone(),
         );
         std::thread::Builder::new()
             .name("tamis-disk-cache".into())
             .spawn(move || {
-                for (path, entry) in entries {
+                for (path, key, page) in entries {
+                    writer_bytes.fetch_sub(page.buffer().len() as u64, Relaxed);
+                    // Encoded here, not on the scan's thread: a miss costs the scan a queue push.
+                    let entry = encode(&page, &key);
+                    drop(page);
+                    let Some(entry) = entry.filter(|e| (e.len() as u64) <= budget / 10) else {
+                        writer_pending.fetch_sub(1, Relaxed);
+                        continue; // an encoding entries do not number, or a page too large
+                    };
                     if write_entry(&writer_dir, &path, &entry).is_ok() {
                         writer_counts.written.fetch_add(1, Relaxed);
                         let now =
@@ -133,6 +151,7 @@ impl DiskTier {
             held,
             queue,
             pending,
+            pending_bytes,
             waits: AtomicBool::new(false),
             counts,
         })
@@ -228,19 +247,25 @@ impl DiskTier {
     #[cfg(not(target_os = "linux"))]
     pub(crate) fn will_need(&self, _file: &FileKey, _offsets: &[u64]) {}
 
-    /// Queues `page` of `file` at `offset` for writing (dropped when the queue is full or the
-    /// page's encoding is one entries do not number).
+    /// Queues `page` of `file` at `offset` for writing: the page itself (its buffer shared,
+    /// not copied), encoded by the writer. Dropped when the queue is full or holds
+    /// [`MAX_PENDING_BYTES`] already (unless writes wait), when one page would take a tenth of
+    /// the budget, or when its encoding is one entries do not number.
     pub(crate) fn put(&self, file: &FileKey, offset: u64, page: &Page) {
-        let key = entry_key(file, offset);
-        let Some(entry) = encode(page, &key) else {
+        let len = page.buffer().len() as u64;
+        if len > self.budget / 10 {
             return;
-        };
-        if (entry.len() as u64) > self.budget / 10 {
-            return; // one page may not take a tenth of the budget
         }
+        let waits = self.waits.load(Relaxed);
+        if !waits && self.pending_bytes.load(Relaxed) + len > MAX_PENDING_BYTES {
+            self.counts.dropped.fetch_add(1, Relaxed);
+            return;
+        }
+        let key = entry_key(file, offset);
         self.pending.fetch_add(1, Relaxed);
-        let item = (self.path(&key), entry);
-        let sent = if self.waits.load(Relaxed) {
+        self.pending_bytes.fetch_add(len, Relaxed);
+        let item = (self.path(&key), key, page.clone());
+        let sent = if waits {
             self.queue.send(item).is_ok()
         } else {
             match self.queue.try_send(item) {
@@ -250,6 +275,7 @@ impl DiskTier {
         };
         if !sent {
             self.pending.fetch_sub(1, Relaxed);
+            self.pending_bytes.fetch_sub(len, Relaxed);
             self.counts.dropped.fetch_add(1, Relaxed);
         }
     }
