@@ -494,7 +494,9 @@ fn set_disk_cache(
 #[pyfunction]
 fn flush_disk_cache(py: Python<'_>, seconds: f64) {
     py.detach(|| {
-        tamis::cache::flush_disk_cache(std::time::Duration::from_secs_f64(seconds.max(0.0)))
+        let limit = std::time::Duration::try_from_secs_f64(seconds.max(0.0))
+            .unwrap_or(std::time::Duration::MAX);
+        tamis::cache::flush_disk_cache(limit)
     });
 }
 

@@ -107,7 +107,8 @@ pub(crate) struct DiskTier {
 impl DiskTier {
     /// The tier over `dir` (created if missing) with a budget of `budget` bytes.
     pub(crate) fn open(dir: &Path, budget: u64) -> std::io::Result<DiskTier> {
-        fs::create_dir_all(dir)?;
+        create_dir(dir)?;
+        sweep_temporaries(dir, std::time::Duration::from_secs(3600));
         let held = Arc::new(AtomicU64::new(listing(dir).iter().map(|e| e.1).sum()));
         let counts = Arc::new(DiskCounts::default());
         let (queue, entries) = sync_channel::<Queued>(QUEUE);
@@ -281,6 +282,41 @@ impl DiskTier {
     }
 }
 
+/// Creates the cache directory (and its parents) if missing: the decompressed pages of the
+/// files read, readable by their owner only.
+#[cfg(unix)]
+pub(crate) fn create_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+pub(crate) fn create_dir(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+/// Removes temporary files older than `age`: left by a process that ended before its writer
+/// renamed them (they are not entries, so eviction does not see them).
+fn sweep_temporaries(dir: &Path, age: std::time::Duration) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|a| a > age);
+        if old && e.file_name().to_string_lossy().starts_with(".tmp-") {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Removes the entries and temporary files of a cache directory; returns the entries removed.
 pub(crate) fn clear_dir(dir: &Path) -> u64 {
     let mut removed = 0;
@@ -338,12 +374,21 @@ fn evict(dir: &Path, keep: u64) -> (u64, u64) {
 /// process or another, see the whole entry or none.
 fn write_entry(dir: &Path, path: &Path, entry: &[u8]) -> std::io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    // Unique across processes of other hosts or containers sharing the directory (same pid):
+    // the clock's nanoseconds too, and never opened over another writer's file.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let tmp = dir.join(format!(
-        ".tmp-{}-{}",
+        ".tmp-{}-{nanos}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Relaxed)
     ));
-    let written = fs::File::create(&tmp).and_then(|mut f| f.write_all(entry));
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(entry));
     match written.and_then(|()| fs::rename(&tmp, path)) {
         Ok(()) => Ok(()),
         Err(e) => {

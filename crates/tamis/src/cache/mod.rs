@@ -262,12 +262,14 @@ pub fn set_page_cache_bytes(bytes: u64) {
     *cache = PageCache::of(memory, disk);
 }
 
-/// Sets the page cache's disk tier: pages in files of `dir` (created if missing) under a budget
-/// of `bytes` (`None`: a quarter of the space free there now); `dir` `None` turns it off. The
-/// memory tier, if on, stays as it is.
+/// Sets the page cache's disk tier: pages in files of `dir` (created if missing, readable by
+/// its owner only) under a budget of `bytes` (`None`: [`DISK_CACHE_BYTES_ENV`], else a quarter
+/// of the space free there now); `dir` `None` turns it off. The memory tier, if on, stays as it
+/// is.
 ///
-/// Processes may share a directory. Entries are checked when read (see `cache/disk.rs`), so a damaged
-/// one is a miss, never a wrong page.
+/// Processes may share a directory. Entries are checked when read (see `cache/disk.rs`), so a
+/// damaged one is a miss, never a wrong page. The checksum catches accidents, not tampering:
+/// share a directory only between users who trust each other.
 pub fn set_disk_cache(dir: Option<&Path>, bytes: Option<u64>) -> Result<()> {
     configure();
     let disk = match dir {
@@ -283,8 +285,11 @@ pub fn set_disk_cache(dir: Option<&Path>, bytes: Option<u64>) -> Result<()> {
 fn open_disk(dir: &Path, bytes: Option<u64>) -> Result<DiskTier> {
     let failed =
         |e: std::io::Error| Error::invalid(format!("cache directory {}: {e}", dir.display()));
-    std::fs::create_dir_all(dir).map_err(failed)?;
-    let budget = match bytes {
+    disk::create_dir(dir).map_err(failed)?;
+    let from_env = std::env::var(DISK_CACHE_BYTES_ENV)
+        .ok()
+        .and_then(|v| crate::budget::parse_size(&v).ok());
+    let budget = match bytes.or(from_env) {
         Some(b) => b,
         None => {
             let free = rustix::fs::statvfs(dir).map_err(|e| failed(e.into()))?;
@@ -428,7 +433,7 @@ fn configure() {
             .map(|b| Arc::new(MemoryTier::new(b)));
         let disk = std::env::var_os(DISK_CACHE_ENV)
             .filter(|d| !d.is_empty())
-            .and_then(|d| open_disk(Path::new(&d), size(DISK_CACHE_BYTES_ENV)).ok())
+            .and_then(|d| open_disk(Path::new(&d), None).ok())
             .map(Arc::new);
         *CACHE.write().unwrap_or_else(|e| e.into_inner()) = PageCache::of(memory, disk);
     });

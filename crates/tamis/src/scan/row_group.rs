@@ -119,10 +119,11 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
     // Every byte range this row group fetches is decided by its I/O plan.
     let io = IoPlan::new(job);
     // The page cache keys pages by their offsets, which the offset index gives: with the cache
-    // on, columns read without a filter load it too, so that their pages are served from the
-    // cache and kept there (a chunk without it is read whole and walked).
+    // on, payload columns load it too, so that their pages are served from the cache and kept
+    // there (a chunk without it is read whole and walked). Only a help: a page index that
+    // cannot be loaded here leaves the scan as it would be with the cache off.
     if use_index && crate::cache::page_cache().is_some() {
-        file.prefetch(job.rg, &payload_leaves(job), &[], &[], job.reader)?;
+        let _ = file.prefetch(job.rg, &payload_leaves(job), &[], &[], job.reader);
     }
 
     // ── prune ────────────────────────────────────────────────────────────────────────────────
