@@ -32,27 +32,29 @@ pub fn warm(args: &ScanArgs) -> CliResult<()> {
 }
 
 pub fn stats(dir: &Path) -> CliResult<()> {
-    if !dir.is_dir() {
-        return Err(CliError::msg(format!(
-            "{}: no such directory",
-            dir.display()
-        )));
-    }
+    existing(dir)?;
     let (entries, bytes) = tamis::cache::disk_cache_contents(dir);
     println!("{}: {entries} pages, {}", dir.display(), size(bytes));
     Ok(())
 }
 
 pub fn clear(dir: &Path) -> CliResult<()> {
-    if !dir.is_dir() {
-        return Err(CliError::msg(format!(
-            "{}: no such directory",
-            dir.display()
-        )));
-    }
+    existing(dir)?;
     let removed = tamis::cache::clear_disk_cache(dir);
     println!("{}: {removed} pages removed", dir.display());
     Ok(())
+}
+
+/// `dir`, if it is a directory (`stats` and `clear` never create one).
+fn existing(dir: &Path) -> CliResult<()> {
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(CliError::msg(format!(
+            "{}: no such directory",
+            dir.display()
+        )))
+    }
 }
 
 fn size(bytes: u64) -> String {

@@ -23,9 +23,7 @@ import org.apache.spark.unsafe.Platform;
  */
 final class FixedWidthVector extends ReadOnlyVector {
     private final int rows;
-    private final long validity;
     private final long values;
-    private final int nulls;
 
     /**
      * Whether {@code v} holds Spark's {@code type} as numbers of that type's own width (the
@@ -41,26 +39,10 @@ final class FixedWidthVector extends ReadOnlyVector {
     }
 
     FixedWidthVector(BaseFixedWidthVector v, DataType type) {
-        super(type, "a " + type.simpleString() + " column");
+        super(type, "a " + type.simpleString() + " column", ArrowAddresses.validity(v),
+            v.getNullCount());
         this.rows = v.getValueCount();
-        this.validity = ArrowAddresses.validity(v);
         this.values = v.getDataBuffer().memoryAddress();
-        this.nulls = v.getNullCount();
-    }
-
-    @Override
-    public boolean hasNull() {
-        return nulls > 0;
-    }
-
-    @Override
-    public int numNulls() {
-        return nulls;
-    }
-
-    @Override
-    public boolean isNullAt(int rowId) {
-        return ArrowAddresses.isNull(validity, rowId);
     }
 
     // SAFETY (memory), for each getter below: Spark reads only rows below the batch's row

@@ -9,15 +9,37 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * A column vector over Arrow buffers the reader owns, answering only the getters of its own
- * type; every other getter is an error naming what the column is.
+ * type; every other getter is an error naming what the column is. Nulls are read from the
+ * Arrow validity bitmap's address (a column with no nulls never reads it).
  */
 abstract class ReadOnlyVector extends ColumnVector {
     private final String what;
+    private final long validity;
+    private final int nulls;
 
-    ReadOnlyVector(DataType type, String what) {
+    /** {@code validity}: the bitmap's address, from {@link ArrowAddresses#validity}. */
+    ReadOnlyVector(DataType type, String what, long validity, int nulls) {
         super(type);
         this.what = what;
+        this.validity = validity;
+        this.nulls = nulls;
     }
+
+    @Override
+    public boolean hasNull() {
+        return nulls > 0;
+    }
+
+    @Override
+    public int numNulls() {
+        return nulls;
+    }
+
+    @Override
+    public boolean isNullAt(int rowId) {
+        return ArrowAddresses.isNull(validity, rowId);
+    }
+
 
     private UnsupportedOperationException other() {
         return new UnsupportedOperationException(what);

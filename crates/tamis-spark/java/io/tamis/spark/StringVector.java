@@ -14,8 +14,6 @@ import org.apache.spark.unsafe.types.UTF8String;
  * buffer; nothing is copied a value.
  */
 final class StringVector extends ReadOnlyVector {
-    private final long validity;
-    private final int nulls;
     /** The rows' dictionary codes, or 0 when the rows are the entries themselves. */
     private final long codes;
     private final long offsets;
@@ -43,28 +41,11 @@ final class StringVector extends ReadOnlyVector {
 
     private StringVector(BaseVariableWidthVector entries, long codes, int nulls, long validity,
                          int heapEntries, DataType type) {
-        super(type, "a string or binary column");
-        this.validity = validity;
-        this.nulls = nulls;
+        super(type, "a string or binary column", validity, nulls);
         this.codes = codes;
         this.offsets = entries.getOffsetBuffer().memoryAddress();
         this.bytes = entries.getDataBuffer().memoryAddress();
         this.entries = heapEntries > 0 ? new UTF8String[heapEntries] : null;
-    }
-
-    @Override
-    public boolean hasNull() {
-        return nulls > 0;
-    }
-
-    @Override
-    public int numNulls() {
-        return nulls;
-    }
-
-    @Override
-    public boolean isNullAt(int rowId) {
-        return ArrowAddresses.isNull(validity, rowId);
     }
 
     // SAFETY (memory), for entry() and the getters: Spark reads only rows below the batch's row
