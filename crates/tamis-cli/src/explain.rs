@@ -182,8 +182,9 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
     if m.pages_cache_hits + m.pages_cache_misses > 0 {
         let _ = writeln!(
             s,
-            "  from the page cache:   {:>8} (decompressed already; {} missed, read and kept)",
-            m.pages_cache_hits, m.pages_cache_misses
+            "  from the page cache:   {:>8} (decompressed already; {} of them from its \
+             directory; {} missed, read and kept)",
+            m.pages_cache_hits, m.pages_cache_hits_disk, m.pages_cache_misses
         );
     }
     let r = m.rows_total;
@@ -218,6 +219,14 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
         pct(m.bytes_read, m.bytes_file),
         m.requests
     );
+    if m.pages_cache_hits > 0 {
+        let _ = writeln!(
+            s,
+            "  and {} of decompressed pages from the page cache, saving {} of decompression",
+            bytes(m.bytes_cache),
+            ms(m.time_decompress_saved_ns)
+        );
+    }
     let _ = writeln!(
         s,
         "time: metadata {}, prune {}, filter {}, payload {} (summed over threads); total {} wall",

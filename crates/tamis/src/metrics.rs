@@ -59,6 +59,9 @@ pub struct ScanMetrics {
     /// Pages of compressed chunks the page cache, when on, did not hold: read, decompressed
     /// and kept.
     pub pages_cache_misses: u64,
+    /// Of `pages_cache_hits`, pages read from the cache directory (the disk tier), not found
+    /// in memory.
+    pub pages_cache_hits_disk: u64,
     /// Rows of the row groups counted in `row_groups_total`.
     pub rows_total: u64,
     /// Rows left after row-group and page pruning (evaluated by the filters).
@@ -77,6 +80,8 @@ pub struct ScanMetrics {
     pub bytes_file: u64,
     /// Bytes actually read from the files (footers, indexes, Bloom filters, pages).
     pub bytes_read: u64,
+    /// Decompressed bytes the page cache served (not counted in `bytes_read`).
+    pub bytes_cache: u64,
     /// Read requests issued (system calls on local files, GETs on object stores).
     pub requests: u64,
     /// Reading and decoding the files' footers, in nanoseconds.
@@ -95,6 +100,9 @@ pub struct ScanMetrics {
     /// Of the row groups' time, decompressing pages, in nanoseconds summed over threads (pages
     /// read through the `parquet` crate's reader, for unusual columns, are not counted).
     pub time_decompress_ns: u64,
+    /// What decompressing the pages the cache served took when they were first read, in
+    /// nanoseconds summed over pages: the decompression the cache saved this scan.
+    pub time_decompress_saved_ns: u64,
     /// Wall-clock time from the start of the scan's stream to its end, in nanoseconds. The
     /// other `time_*` counters add up row groups that run in parallel and can exceed it.
     pub time_total_ns: u64,

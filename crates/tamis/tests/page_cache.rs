@@ -132,6 +132,12 @@ fn warm_cache_returns_the_same_rows_and_reads_less() {
         assert!(warm.pages_cache_hits > 0, "`{filter}` warm: {warm:?}");
         assert_eq!(warm.pages_read, 0, "`{filter}` warm: {warm:?}");
         assert_eq!(warm.time_decompress_ns, 0, "`{filter}` warm: {warm:?}");
+        assert_eq!(warm.pages_cache_hits_disk, 0, "`{filter}` warm: {warm:?}");
+        assert!(warm.bytes_cache > 0, "`{filter}` warm: {warm:?}");
+        assert!(
+            warm.time_decompress_saved_ns > 0,
+            "`{filter}` warm: {warm:?}"
+        );
         assert!(
             warm.bytes_read < off.bytes_read,
             "`{filter}`: warm {} bytes, off {}",
@@ -267,10 +273,60 @@ fn a_warm_disk_cache_returns_the_same_rows_without_reading_pages() {
         assert!(warm.pages_cache_hits > 0, "`{filter}` warm: {warm:?}");
         assert_eq!(warm.pages_read, 0, "`{filter}` warm: {warm:?}");
         assert_eq!(warm.time_decompress_ns, 0, "`{filter}` warm: {warm:?}");
+        assert_eq!(warm.pages_cache_hits_disk, warm.pages_cache_hits);
+        assert!(
+            warm.time_decompress_saved_ns > 0,
+            "`{filter}` warm: {warm:?}"
+        );
         assert_eq!(warm.rows_selected, cold.rows_selected);
     }
     let stats = tamis::cache::page_cache_stats();
     assert!(stats.disk_hits > 0 && stats.disk_corrupt == 0, "{stats:?}");
     assert_eq!(stats.pages, 0, "memory tier off: {stats:?}");
     tamis::cache::set_disk_cache(None, None).unwrap();
+}
+
+/// Scans of one file running at once through a cold memory tier decompress each page once
+/// between them (a scan wanting a page another is decompressing waits for it), and each
+/// returns the `parquet` crate's rows.
+#[test]
+fn concurrent_scans_decompress_each_page_once() {
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    write(&path, 4);
+    let mask = |b: &RecordBatch| lt(col(b, "d"), &Int64Array::new_scalar(10)).unwrap();
+    tamis::cache::set_page_cache_bytes(0);
+    let alone = check(&path, "d < 10", mask);
+    assert!(alone.pages_read > 0, "{alone:?}");
+    for round in 0..3 {
+        tamis::cache::set_page_cache_bytes(256 << 20); // empty
+        let scans = 4;
+        let start = std::sync::Barrier::new(scans);
+        let metrics: Vec<tamis::ScanMetrics> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..scans)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        check(&path, "d < 10", mask)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let read: u64 = metrics.iter().map(|m| m.pages_read).sum();
+        assert_eq!(
+            read, alone.pages_read,
+            "round {round}: pages decompressed by {scans} scans at once: {metrics:?}"
+        );
+        // Each page (dictionaries too) missed once, found by the others.
+        let misses: u64 = metrics.iter().map(|m| m.pages_cache_misses).sum();
+        let hits: u64 = metrics.iter().map(|m| m.pages_cache_hits).sum();
+        assert_eq!(
+            hits,
+            (scans as u64 - 1) * misses,
+            "round {round}: {metrics:?}"
+        );
+    }
+    tamis::cache::set_page_cache_bytes(0);
 }

@@ -39,9 +39,10 @@ use twox_hash::XxHash64;
 use super::FileKey;
 
 /// The first bytes of every entry (the last is the layout's version).
-const MAGIC: &[u8; 8] = b"TAMISPG\x01";
-/// Magic, 6 × u32, u64 payload length, 5 bytes of kind and encodings, 3 reserved.
-const HEADER: usize = 8 + 6 * 4 + 8 + 8;
+const MAGIC: &[u8; 8] = b"TAMISPG\x02";
+/// Magic, 6 × u32, u64 payload length, u64 decompression nanoseconds, 5 bytes of kind and
+/// encodings, 3 reserved.
+const HEADER: usize = 8 + 6 * 4 + 8 + 8 + 8;
 /// An entry ends with the xxHash64 of everything before it.
 const CHECKSUM: usize = 8;
 /// Entries waiting for the writer; beyond this a write is dropped.
@@ -50,8 +51,8 @@ const QUEUE: usize = 256;
 /// hold their decompressed buffers).
 const MAX_PENDING_BYTES: u64 = 64 << 20;
 
-/// What the writer is handed: the entry's path, its key, the page.
-type Queued = (PathBuf, Vec<u8>, Page);
+/// What the writer is handed: the entry's path, its key, the page, its decompression time.
+type Queued = (PathBuf, Vec<u8>, Page, u64);
 /// The extension of entries (anything else in the directory is left alone).
 const EXTENSION: &str = "page";
 
@@ -124,10 +125,10 @@ impl DiskTier {
         std::thread::Builder::new()
             .name("tamis-disk-cache".into())
             .spawn(move || {
-                for (path, key, page) in entries {
+                for (path, key, page, inflate_ns) in entries {
                     writer_bytes.fetch_sub(page.buffer().len() as u64, Relaxed);
                     // Encoded here, not on the scan's thread: a miss costs the scan a queue push.
-                    let entry = encode(&page, &key);
+                    let entry = encode(&page, &key, inflate_ns);
                     drop(page);
                     let Some(entry) = entry.filter(|e| (e.len() as u64) <= budget / 10) else {
                         writer_pending.fetch_sub(1, Relaxed);
@@ -200,9 +201,9 @@ impl DiskTier {
         self.path(&entry_key(file, offset)).is_file()
     }
 
-    /// The page of `file` at `offset` from its entry, when one exists and is whole; an entry
-    /// that is not (torn, flipped, another key's) is removed.
-    pub(crate) fn get(&self, file: &FileKey, offset: u64) -> Option<Page> {
+    /// The page of `file` at `offset` from its entry, when one exists and is whole, with what
+    /// decompressing it cost; an entry that is not (torn, flipped, another key's) is removed.
+    pub(crate) fn get(&self, file: &FileKey, offset: u64) -> Option<(Page, u64)> {
         let key = entry_key(file, offset);
         let path = self.path(&key);
         let bytes = fs::read(&path).ok()?;
@@ -252,7 +253,7 @@ impl DiskTier {
     /// not copied), encoded by the writer. Dropped when the queue is full or holds
     /// [`MAX_PENDING_BYTES`] already (unless writes wait), when one page would take a tenth of
     /// the budget, or when its encoding is one entries do not number.
-    pub(crate) fn put(&self, file: &FileKey, offset: u64, page: &Page) {
+    pub(crate) fn put(&self, file: &FileKey, offset: u64, page: &Page, inflate_ns: u64) {
         let len = page.buffer().len() as u64;
         if len > self.budget / 10 {
             return;
@@ -265,7 +266,7 @@ impl DiskTier {
         let key = entry_key(file, offset);
         self.pending.fetch_add(1, Relaxed);
         self.pending_bytes.fetch_add(len, Relaxed);
-        let item = (self.path(&key), key, page.clone());
+        let item = (self.path(&key), key, page.clone(), inflate_ns);
         let sent = if waits {
             self.queue.send(item).is_ok()
         } else {
@@ -410,7 +411,7 @@ fn checksum(bytes: &[u8]) -> u64 {
 }
 
 /// An entry: header, key, the page's (decompressed) bytes, checksum.
-fn encode(page: &Page, key: &[u8]) -> Option<Vec<u8>> {
+fn encode(page: &Page, key: &[u8], inflate_ns: u64) -> Option<Vec<u8>> {
     let (kind, encoding, def, rep, flag, numbers) = match page {
         Page::DataPage {
             num_values,
@@ -476,6 +477,7 @@ fn encode(page: &Page, key: &[u8]) -> Option<Vec<u8>> {
         out.extend_from_slice(&n.to_le_bytes());
     }
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&inflate_ns.to_le_bytes());
     out.extend_from_slice(&[
         kind,
         encoding_code(encoding)?,
@@ -493,8 +495,9 @@ fn encode(page: &Page, key: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The page an entry holds, when the entry is whole and names `key`; `None` otherwise.
-fn decode(entry: Bytes, key: &[u8]) -> Option<Page> {
+/// The page an entry holds and its decompression time, when the entry is whole and names
+/// `key`; `None` otherwise.
+fn decode(entry: Bytes, key: &[u8]) -> Option<(Page, u64)> {
     if entry.len() < HEADER + CHECKSUM || &entry[..8] != MAGIC {
         return None;
     }
@@ -507,14 +510,15 @@ fn decode(entry: Bytes, key: &[u8]) -> Option<Page> {
     let key_len = u32_at(8) as usize;
     let n: Vec<u32> = (0..5).map(|i| u32_at(12 + 4 * i)).collect();
     let payload_len = u64::from_le_bytes(entry[32..40].try_into().ok()?);
-    let flags = &entry[40..48];
+    let inflate_ns = u64::from_le_bytes(entry[40..48].try_into().ok()?);
+    let flags = &entry[48..56];
     let key_end = HEADER.checked_add(key_len)?;
     if (body as u64).checked_sub(key_end as u64)? != payload_len || &entry[HEADER..key_end] != key {
         return None;
     }
     let buf = entry.slice(key_end..body);
     let encoding = encoding_of(flags[1])?;
-    Some(match flags[0] {
+    let page = match flags[0] {
         0 => Page::DataPage {
             buf,
             num_values: n[0],
@@ -541,7 +545,8 @@ fn decode(entry: Bytes, key: &[u8]) -> Option<Page> {
             is_sorted: flags[4] != 0,
         },
         _ => return None,
-    })
+    };
+    Some((page, inflate_ns))
 }
 
 #[cfg(test)]
@@ -612,12 +617,13 @@ mod tests {
         let tier = DiskTier::open(dir.path(), 1 << 20).unwrap();
         let f = file(1);
         for (i, p) in pages().iter().enumerate() {
-            tier.put(&f, i as u64 * 100, p);
+            tier.put(&f, i as u64 * 100, p, 1000 + i as u64);
         }
         written(&tier, 3);
         for (i, p) in pages().iter().enumerate() {
-            let back = tier.get(&f, i as u64 * 100).expect("cached");
+            let (back, inflate_ns) = tier.get(&f, i as u64 * 100).expect("cached");
             assert!(same(&back, p), "{back:?} != {p:?}");
+            assert_eq!(inflate_ns, 1000 + i as u64);
         }
         // Another version of the file, or another offset: a miss.
         assert!(tier.get(&file(2), 0).is_none());
@@ -634,12 +640,12 @@ mod tests {
         let tier = DiskTier::open(dir.path(), 1 << 20).unwrap();
         let f = file(1);
         let page = &pages()[0];
-        let entry_len = encode(page, &entry_key(&f, 0)).unwrap().len();
+        let entry_len = encode(page, &entry_key(&f, 0), 0).unwrap().len();
         // Every single flipped byte, and every truncation, is caught.
         for at in 0..entry_len {
             for damage in ["flip", "truncate"] {
                 let before = tier.counts.written.load(Relaxed);
-                tier.put(&f, 0, page);
+                tier.put(&f, 0, page, 0);
                 written(&tier, before + 1);
                 let path = tier.path(&entry_key(&f, 0));
                 let mut bytes = fs::read(&path).unwrap();
@@ -669,7 +675,7 @@ mod tests {
             is_sorted: false,
         };
         for i in 0..40u64 {
-            tier.put(&f, i, &page);
+            tier.put(&f, i, &page, 0);
             written(&tier, i + 1);
             // Modification times tick with the kernel's coarse clock (1–10 ms): one tick apart
             // so that first in is first out here.
@@ -688,7 +694,7 @@ mod tests {
             encoding: Encoding::PLAIN,
             is_sorted: false,
         };
-        tier.put(&f, 1 << 30, &big);
+        tier.put(&f, 1 << 30, &big, 0);
         assert!(!tier.contains(&f, 1 << 30));
         let entries = listing(dir.path()).len();
         assert_eq!(clear_dir(dir.path()) as usize, entries);

@@ -37,8 +37,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 
 use parquet::column::page::Page;
-use quick_cache::sync::Cache;
-use quick_cache::Weighter;
+use quick_cache::sync::{Cache, DefaultLifecycle, GuardResult, PlaceholderGuard};
+use quick_cache::{DefaultHashBuilder, Weighter};
 
 use crate::error::{Error, Result};
 use crate::io::Identity;
@@ -99,6 +99,22 @@ struct PageKey {
     offset: u64,
 }
 
+/// A page as the memory tier keeps it: decompressed, and what decompressing it cost.
+#[derive(Clone)]
+struct Kept {
+    page: Page,
+    inflate_ns: u64,
+}
+
+/// A page found in the cache.
+pub(crate) struct Hit {
+    pub page: Page,
+    /// Read from the disk tier (not found in memory).
+    pub from_disk: bool,
+    /// What decompressing the page cost when it was first read: the time this hit saved.
+    pub inflate_ns: u64,
+}
+
 /// A page's weight: its bytes, and its key and bookkeeping.
 #[derive(Clone)]
 struct PageWeight;
@@ -106,9 +122,65 @@ struct PageWeight;
 /// Bytes an entry costs beyond its page's buffer (key, page fields, the cache's slot).
 const ENTRY_OVERHEAD: u64 = 256;
 
-impl Weighter<PageKey, Page> for PageWeight {
-    fn weight(&self, key: &PageKey, page: &Page) -> u64 {
-        (page.buffer().len() + key.file.location.len()) as u64 + ENTRY_OVERHEAD
+impl Weighter<PageKey, Kept> for PageWeight {
+    fn weight(&self, key: &PageKey, kept: &Kept) -> u64 {
+        (kept.page.buffer().len() + key.file.location.len()) as u64 + ENTRY_OVERHEAD
+    }
+}
+
+type Pages = Cache<PageKey, Kept, PageWeight>;
+type Guard<'a> = PlaceholderGuard<
+    'a,
+    PageKey,
+    Kept,
+    PageWeight,
+    DefaultHashBuilder,
+    DefaultLifecycle<PageKey, Kept>,
+>;
+
+/// How long a scan waits for another scan decompressing the page it wants before it
+/// decompresses the page itself (a page takes about a millisecond; the wait only bounds a
+/// scan that holds a claim and stalls).
+const CLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// A lookup's answer: the page, or a miss — claimed when the memory tier is on, so that other
+/// scans wanting the page wait for this one's decompression instead of repeating it.
+pub(crate) enum Lookup<'a> {
+    Hit(Hit),
+    Miss(Claim<'a>),
+}
+
+/// The right to keep a missed page (see [`Lookup`]); dropped without [`Claim::keep`], it
+/// hands the page to the next scan waiting for it.
+pub(crate) struct Claim<'a> {
+    cache: &'a PageCache,
+    file: Arc<FileKey>,
+    offset: u64,
+    guard: Option<Guard<'a>>,
+}
+
+impl Claim<'_> {
+    /// Keeps `page` (decompressed, in `inflate_ns`) as [`PageCache::keep`] does, handing it to
+    /// the scans waiting for it; the page to use in its place.
+    pub(crate) fn keep(self, page: Page, inflate_ns: u64) -> Page {
+        let Claim {
+            cache,
+            file,
+            offset,
+            guard,
+        } = self;
+        match (guard, &cache.memory) {
+            (Some(guard), Some(m)) => {
+                if let Some(d) = &cache.disk {
+                    d.put(&file, offset, &page, inflate_ns);
+                }
+                let key = PageKey { file, offset };
+                m.keep_with(key, page, inflate_ns, |_, kept| {
+                    let _ = guard.insert(kept);
+                })
+            }
+            _ => cache.keep(&file, offset, page, inflate_ns),
+        }
     }
 }
 
@@ -120,7 +192,7 @@ pub(crate) struct PageCache {
 
 /// Pages in memory under a byte budget.
 struct MemoryTier {
-    pages: Cache<PageKey, Page, PageWeight>,
+    pages: Pages,
     budget: u64,
 }
 
@@ -139,10 +211,24 @@ impl MemoryTier {
     /// Keeps `page` (decompressed), copied into a buffer of its exact size (a decompression
     /// buffer may be larger, and is lent to the next page when the caller drops it); returns
     /// the copy, to be used in its place.
-    fn keep(&self, key: PageKey, page: Page) -> Page {
-        // The cache admits no item over one shard's part of the budget: such a page is handed
-        // on as it is.
-        if PageWeight.weight(&key, &page) > self.pages.shard_capacity() {
+    fn keep(&self, key: PageKey, page: Page, inflate_ns: u64) -> Page {
+        self.keep_with(key, page, inflate_ns, |key, kept| {
+            self.pages.insert(key, kept)
+        })
+    }
+
+    /// [`Self::keep`], the copy handed to `insert` (the cache's, or a claim's). A page too
+    /// large to keep is handed on as it is (the cache admits no item over one shard's part of
+    /// the budget).
+    fn keep_with(
+        &self,
+        key: PageKey,
+        page: Page,
+        inflate_ns: u64,
+        insert: impl FnOnce(PageKey, Kept),
+    ) -> Page {
+        let weight = (page.buffer().len() + key.file.location.len()) as u64 + ENTRY_OVERHEAD;
+        if weight > self.pages.shard_capacity() {
             return page;
         }
         let mut copy = page.clone();
@@ -152,7 +238,13 @@ impl MemoryTier {
             | Page::DataPageV2 { buf, .. }
             | Page::DictionaryPage { buf, .. } => *buf = exact,
         }
-        self.pages.insert(key, copy.clone());
+        insert(
+            key,
+            Kept {
+                page: copy.clone(),
+                inflate_ns,
+            },
+        );
         copy
     }
 }
@@ -168,23 +260,59 @@ impl PageCache {
 
     /// The page of `file` at `offset`, if kept in memory or on disk (a page found on disk is
     /// kept in memory too).
-    pub(crate) fn get(&self, file: &Arc<FileKey>, offset: u64) -> Option<Page> {
+    #[cfg(test)]
+    fn get(&self, file: &Arc<FileKey>, offset: u64) -> Option<Hit> {
+        match self.claim(file, offset) {
+            Lookup::Hit(hit) => Some(hit),
+            Lookup::Miss(_) => None,
+        }
+    }
+
+    /// The page of `file` at `offset`, if kept in memory or on disk (a page found on disk is
+    /// kept in memory too); else a claim to keep it once read. While one scan holds the claim,
+    /// another asking for the page waits (at most [`CLAIM_WAIT`]) for its decompression.
+    pub(crate) fn claim(&self, file: &Arc<FileKey>, offset: u64) -> Lookup<'_> {
         let key = PageKey {
             file: file.clone(),
             offset,
         };
-        let mut page = self.memory.as_ref().and_then(|m| m.pages.get(&key));
-        if page.is_none() {
-            if let Some(found) = self.disk.as_ref().and_then(|d| d.get(file, offset)) {
-                page = Some(match &self.memory {
-                    Some(m) => m.keep(key, found),
-                    None => found,
-                });
+        let mut guard = None;
+        if let Some(m) = &self.memory {
+            match m.pages.get_value_or_guard(&key, Some(CLAIM_WAIT)) {
+                GuardResult::Value(kept) => {
+                    HITS.fetch_add(1, Relaxed);
+                    return Lookup::Hit(Hit {
+                        page: kept.page,
+                        from_disk: false,
+                        inflate_ns: kept.inflate_ns,
+                    });
+                }
+                GuardResult::Guard(g) => guard = Some(g),
+                GuardResult::Timeout => {}
             }
         }
-        let counter = if page.is_some() { &HITS } else { &MISSES };
-        counter.fetch_add(1, Relaxed);
-        page
+        if let Some((page, inflate_ns)) = self.disk.as_ref().and_then(|d| d.get(file, offset)) {
+            HITS.fetch_add(1, Relaxed);
+            let page = match (&self.memory, guard) {
+                (Some(m), Some(guard)) => m.keep_with(key, page, inflate_ns, |_, kept| {
+                    let _ = guard.insert(kept);
+                }),
+                (Some(m), None) => m.keep(key, page, inflate_ns),
+                (None, _) => page,
+            };
+            return Lookup::Hit(Hit {
+                page,
+                from_disk: true,
+                inflate_ns,
+            });
+        }
+        MISSES.fetch_add(1, Relaxed);
+        Lookup::Miss(Claim {
+            cache: self,
+            file: key.file,
+            offset,
+            guard,
+        })
     }
 
     /// Whether the page of `file` at `offset` is kept (not counted as a lookup).
@@ -224,11 +352,17 @@ impl PageCache {
         }
     }
 
-    /// Keeps `page` (decompressed) of `file` at `offset` in memory (a copy of its exact size,
-    /// returned to be used in its place) and queues it for the disk.
-    pub(crate) fn keep(&self, file: &Arc<FileKey>, offset: u64, page: Page) -> Page {
+    /// Keeps `page` (decompressed, in `inflate_ns`) of `file` at `offset` in memory (a copy
+    /// of its exact size, returned to be used in its place) and queues it for the disk.
+    pub(crate) fn keep(
+        &self,
+        file: &Arc<FileKey>,
+        offset: u64,
+        page: Page,
+        inflate_ns: u64,
+    ) -> Page {
         if let Some(d) = &self.disk {
-            d.put(file, offset, &page);
+            d.put(file, offset, &page, inflate_ns);
         }
         match &self.memory {
             Some(m) => m.keep(
@@ -237,6 +371,7 @@ impl PageCache {
                     offset,
                 },
                 page,
+                inflate_ns,
             ),
             None => page,
         }
@@ -471,9 +606,11 @@ mod tests {
         let v1 = FileKey::new("a.parquet", &identity(100, 1));
         let v2 = FileKey::new("a.parquet", &identity(100, 2));
         let other = FileKey::new("b.parquet", &identity(100, 1));
-        let kept = cache.keep(&v1, 4, page(b"hello"));
+        let kept = cache.keep(&v1, 4, page(b"hello"), 7);
         assert_eq!(kept.buffer().as_ref(), b"hello");
-        assert_eq!(cache.get(&v1, 4).unwrap().buffer().as_ref(), b"hello");
+        let hit = cache.get(&v1, 4).unwrap();
+        assert_eq!(hit.page.buffer().as_ref(), b"hello");
+        assert_eq!((hit.from_disk, hit.inflate_ns), (false, 7));
         // Same key rebuilt from scratch: found.
         let again = FileKey::new("a.parquet", &identity(100, 1));
         assert!(cache.get(&again, 4).is_some());
@@ -490,13 +627,13 @@ mod tests {
         let file = FileKey::new("a.parquet", &identity(1, 1));
         let big = vec![7u8; 4096];
         for offset in 0..200u64 {
-            cache.keep(&file, offset * 4096, page(&big));
+            cache.keep(&file, offset * 4096, page(&big), 0);
             assert!(cache.memory.as_ref().unwrap().pages.weight() <= budget);
         }
         assert!(cache.memory.as_ref().unwrap().pages.len() < 200);
         // A page over the budget (one shard's part of it) is handed back but not kept.
         let huge = vec![1u8; (budget + 1) as usize];
-        let kept = cache.keep(&file, 1 << 40, page(&huge));
+        let kept = cache.keep(&file, 1 << 40, page(&huge), 0);
         assert_eq!(kept.buffer().len(), huge.len());
         assert!(cache.get(&file, 1 << 40).is_none());
     }
@@ -554,7 +691,7 @@ mod tests {
             is_sorted: false,
         };
         let original = p.buffer().as_ptr();
-        let kept = cache.keep(&file, 0, p);
+        let kept = cache.keep(&file, 0, p, 0);
         assert_eq!(kept.buffer().as_ref(), b"abc");
         assert_ne!(kept.buffer().as_ptr(), original, "the kept page is a copy");
         assert!(matches!(kept, Page::DictionaryPage { .. }));

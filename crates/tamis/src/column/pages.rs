@@ -24,7 +24,7 @@ use parquet::basic::Compression;
 
 use super::inflate::{inflate, SnappyChoice};
 use crate::budget::Budget;
-use crate::cache::{page_cache, FileKey, PageCache};
+use crate::cache::{page_cache, Claim, FileKey, Lookup, PageCache};
 use crate::error::{Error, Result};
 use crate::file::thrift_guard::{page_sizes, PageSizes};
 use crate::io::{FetchedRanges, Reader};
@@ -87,6 +87,9 @@ pub(crate) struct ChunkPages<'a> {
     snappy: std::cell::Cell<SnappyChoice>,
     /// The page cache and this file's key in it, for a compressed chunk when the cache is on.
     cache: Option<(Arc<PageCache>, Arc<FileKey>)>,
+    /// What the last page decompressed took, in nanoseconds (kept with it in the cache: what a
+    /// later hit saves).
+    last_inflate_ns: std::cell::Cell<u64>,
 }
 
 impl<'a> ChunkPages<'a> {
@@ -141,6 +144,7 @@ impl<'a> ChunkPages<'a> {
             budget,
             snappy: Default::default(),
             cache: None,
+            last_inflate_ns: Default::default(),
         }
         .with_cache()
     }
@@ -158,14 +162,35 @@ impl<'a> ChunkPages<'a> {
     }
 
     /// The decompressed page at `offset`, when the page cache holds one of the kind asked for
-    /// (a dictionary page or a data page; anything else, which only a corrupt file's two
-    /// readings could leave there, is a miss). Counted.
+    /// (see [`Self::look_up`]).
     fn cached(&self, offset: u64, dictionary: bool) -> Option<Page> {
-        let (cache, file) = self.cache.as_ref()?;
-        let page = (cache.get(file, offset))
-            .filter(|p| matches!(p, Page::DictionaryPage { .. }) == dictionary);
-        self.reader.count_cache_lookup(page.is_some());
-        page
+        self.look_up(self.cache.as_ref()?, offset, dictionary).0
+    }
+
+    /// Looks the page at `offset` up in `cache` (counted): the page, when the cache holds one of
+    /// the kind asked for (a dictionary page or a data page; anything else, which only a
+    /// corrupt file's two readings could leave there, is a miss); else the claim to keep it
+    /// once decompressed, which makes concurrent scans of the page wait for this one.
+    fn look_up<'c>(
+        &self,
+        (cache, file): &'c (Arc<PageCache>, Arc<FileKey>),
+        offset: u64,
+        dictionary: bool,
+    ) -> (Option<Page>, Option<Claim<'c>>) {
+        match cache.claim(file, offset) {
+            Lookup::Hit(hit) if matches!(hit.page, Page::DictionaryPage { .. }) == dictionary => {
+                self.reader.count_cache_hit(&hit);
+                (Some(hit.page), None)
+            }
+            Lookup::Hit(_) => {
+                self.reader.count_cache_miss();
+                (None, None)
+            }
+            Lookup::Miss(claim) => {
+                self.reader.count_cache_miss();
+                (None, Some(claim))
+            }
+        }
     }
 
     /// Whether the page cache holds the page at `offset` (not counted: for planning reads).
@@ -188,8 +213,16 @@ impl<'a> ChunkPages<'a> {
     /// use in its place.
     fn keep(&self, offset: u64, page: Page) -> Page {
         match &self.cache {
-            Some((cache, file)) => cache.keep(file, offset, page),
+            Some((cache, file)) => cache.keep(file, offset, page, self.last_inflate_ns.get()),
             None => page,
+        }
+    }
+
+    /// `page` kept as [`Self::keep`] does, through `claim` when the lookup made one.
+    fn keep_claimed(&self, claim: Option<Claim<'_>>, offset: u64, page: Page) -> Page {
+        match claim {
+            Some(claim) => claim.keep(page, self.last_inflate_ns.get()),
+            None => self.keep(offset, page),
         }
     }
 
@@ -226,7 +259,7 @@ impl<'a> ChunkPages<'a> {
         let mut snappy = self.snappy.get();
         let t = std::time::Instant::now();
         let page = inflate(page, self.meta.compression(), sizes, &mut snappy);
-        self.reader.count_inflate(t);
+        self.last_inflate_ns.set(self.reader.count_inflate(t));
         self.snappy.set(snappy);
         page
     }
@@ -477,8 +510,16 @@ impl<'a> ChunkPages<'a> {
                 .collect();
             cache.will_need(file, &offsets);
         }
-        let dict_hit = dict_range.as_ref().and_then(|r| self.cached(r.start, true));
+        // A missed page is claimed until it is decompressed and kept: another scan of the same
+        // page meanwhile waits for it rather than decompressing it again. Claims are taken in
+        // offset order and released within this call, so two scans never wait on each other.
+        let cache = self.cache.clone();
+        let (dict_hit, mut dict_claim) = match (&dict_range, &cache) {
+            (Some(r), Some(c)) => self.look_up(c, r.start, true),
+            _ => (None, None),
+        };
         let mut hits: Vec<Option<Page>> = Vec::with_capacity(wanted.len());
+        let mut claims: Vec<Option<Claim<'_>>> = Vec::with_capacity(wanted.len());
         let mut ranges = Vec::with_capacity(wanted.len() + 1);
         if let Some(r) =
             (dict_range.clone()).filter(|_| !self.dictionary_fetched && dict_hit.is_none())
@@ -492,11 +533,15 @@ impl<'a> ChunkPages<'a> {
             let start = l.offset as u64;
             match start.checked_add(l.compressed_page_size.max(0) as u64) {
                 Some(end) if start >= chunk.start && end <= chunk.end => {
-                    let hit = self.cached(start, false);
+                    let (hit, claim) = match &cache {
+                        Some(c) => self.look_up(c, start, false),
+                        None => (None, None),
+                    };
                     if hit.is_none() && self.fetched.slice(start..end).is_none() {
                         ranges.push(start..end)
                     }
                     hits.push(hit);
+                    claims.push(claim);
                 }
                 _ => {
                     return Err(Error::corrupt(format!(
@@ -537,15 +582,24 @@ impl<'a> ChunkPages<'a> {
                 (Some(_), None) => {
                     if let Some(page) = guard(|| pages.get_next_page())? {
                         let page = self.inflate(page, dict_sizes.as_ref())?;
-                        visitor.dictionary(self.keep_dictionary(r.start, page))?;
+                        let page = match page {
+                            Page::DictionaryPage { .. } => {
+                                self.keep_claimed(dict_claim.take(), r.start, page)
+                            }
+                            other => other,
+                        };
+                        visitor.dictionary(page)?;
                     }
                 }
                 (None, _) => guard(|| pages.skip_next_page())?,
             }
         }
-        let mut want = wanted.iter().zip(sizes.iter().zip(hits)).peekable();
+        drop(dict_claim);
+        let mut want = (wanted.iter())
+            .zip(sizes.iter().zip(hits.into_iter().zip(claims)))
+            .peekable();
         for (i, location) in locs.iter().enumerate().take(last + 1) {
-            if let Some((_, (page_sizes, hit))) = want.next_if(|(&w, _)| w == i) {
+            if let Some((_, (page_sizes, (hit, claim)))) = want.next_if(|(&w, _)| w == i) {
                 let page = match hit {
                     Some(page) => {
                         guard(|| pages.skip_next_page())?;
@@ -561,7 +615,7 @@ impl<'a> ChunkPages<'a> {
                             .inflate(page, page_sizes.as_ref())
                             .map_err(|e| e.in_page(i))?;
                         add(&metrics.pages_read, 1);
-                        self.keep(location.offset as u64, page)
+                        self.keep_claimed(claim, location.offset as u64, page)
                     }
                 };
                 visitor.page(i, page).map_err(|e| e.in_page(i))?;

@@ -138,6 +138,9 @@ impl ScanStream {
         s.time_decompress_ns = self.shared.io.inflate_ns.load(Relaxed);
         s.pages_cache_hits = self.shared.io.cache_hits.load(Relaxed);
         s.pages_cache_misses = self.shared.io.cache_misses.load(Relaxed);
+        s.pages_cache_hits_disk = self.shared.io.cache_hits_disk.load(Relaxed);
+        s.bytes_cache = self.shared.io.cache_bytes.load(Relaxed);
+        s.time_decompress_saved_ns = self.shared.io.cache_inflate_saved_ns.load(Relaxed);
         s.filter_order = self.shared.planner.report();
         s.warnings = self.shared.metrics.warnings();
         s
