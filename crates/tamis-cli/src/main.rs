@@ -202,6 +202,15 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     usize::try_from(n).map_err(|_| format!("'{s}' is out of range"))
 }
 
+/// A size as [`parse_size`] reads one, or `0` (off).
+fn parse_size_or_zero(s: &str) -> Result<usize, String> {
+    if s.trim() == "0" {
+        Ok(0)
+    } else {
+        parse_size(s)
+    }
+}
+
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
@@ -292,8 +301,9 @@ pub struct SqlArgs {
     pub no_runtime_filters: bool,
     /// Keep up to SIZE of decompressed pages in memory while the query runs, so that scans of
     /// the same pages (a table scanned twice, as in TPC-H Q17) decompress each once (e.g.
-    /// 2GiB; default: off).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    /// 2GiB; 0: off; default: a sixteenth of the machine's memory, at most 4 GiB, or
+    /// TAMIS_PAGE_CACHE).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_or_zero)]
     pub page_cache: Option<usize>,
     /// Cache directory for decompressed pages, shared with later runs (see `tamis query
     /// --cache-dir`).
@@ -346,6 +356,14 @@ enum GenCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Every command but `sql` runs one scan, which reads each page once: a memory tier could
+    // only cost it (copies kept, never hit), so they run without one unless the environment
+    // asks for it.
+    if !matches!(cli.command, Command::Sql(_))
+        && std::env::var_os(tamis::cache::PAGE_CACHE_ENV).is_none()
+    {
+        tamis::cache::set_page_cache_bytes(0);
+    }
     let result = match cli.command {
         Command::Query(args) => query::run(&args),
         Command::Sql(args) => sql::run(&args),

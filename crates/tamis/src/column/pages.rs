@@ -179,7 +179,8 @@ impl<'a> ChunkPages<'a> {
     ) -> (Option<Page>, Option<Claim<'c>>) {
         match cache.claim(file, offset) {
             Lookup::Hit(hit) if matches!(hit.page, Page::DictionaryPage { .. }) == dictionary => {
-                self.reader.count_cache_hit(&hit);
+                let bytes = hit.page.buffer().len() as u64;
+                (self.reader).count_cache_hit(hit.from_disk, bytes, hit.inflate_ns);
                 (Some(hit.page), None)
             }
             Lookup::Hit(_) => {

@@ -258,13 +258,14 @@ impl Reader {
         ns
     }
 
-    /// Counts a page the page cache served (see [`IoStats::cache_hits`]).
-    pub(crate) fn count_cache_hit(&self, hit: &crate::cache::Hit) {
+    /// Counts a page of `bytes` the page cache served (see [`IoStats::cache_hits`]), from its
+    /// directory or not, and the decompression it saved.
+    pub(crate) fn count_cache_hit(&self, from_disk: bool, bytes: u64, inflate_ns: u64) {
         let s = &self.stats;
         s.cache_hits.fetch_add(1, Relaxed);
-        s.cache_hits_disk.fetch_add(hit.from_disk as u64, Relaxed);
-        (s.cache_bytes).fetch_add(hit.page.buffer().len() as u64, Relaxed);
-        (s.cache_inflate_saved_ns).fetch_add(hit.inflate_ns, Relaxed);
+        s.cache_hits_disk.fetch_add(from_disk as u64, Relaxed);
+        s.cache_bytes.fetch_add(bytes, Relaxed);
+        s.cache_inflate_saved_ns.fetch_add(inflate_ns, Relaxed);
     }
 
     /// Counts a page the page cache did not hold (see [`IoStats::cache_misses`]).
