@@ -10,6 +10,11 @@ A ratio near 1.00 means the kernel's readahead adds nothing to tamis's planned r
 import argparse
 import os
 
+# Peers decompress every page of every query: tamis's page cache (on by default in a process
+# that can hit it) is off here unless TAMIS_PAGE_CACHE asks for it (bench/page_cache.py and
+# bench/disk_cache.py measure the cache).
+os.environ.setdefault("TAMIS_PAGE_CACHE", "0")
+
 import tamis
 
 Q6 = ("l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' "

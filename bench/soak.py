@@ -21,6 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+
+# Peers decompress every page of every query: tamis's page cache (on by default in a process
+# that can hit it) is off here unless TAMIS_PAGE_CACHE asks for it (bench/page_cache.py and
+# bench/disk_cache.py measure the cache).
+os.environ.setdefault("TAMIS_PAGE_CACHE", "0")
 import resource
 import statistics
 import subprocess

@@ -41,6 +41,11 @@ import glob
 import json
 import math
 import os
+
+# Peers decompress every page of every query: tamis's page cache (on by default in a process
+# that can hit it) is off here unless TAMIS_PAGE_CACHE asks for it (bench/page_cache.py and
+# bench/disk_cache.py measure the cache).
+os.environ.setdefault("TAMIS_PAGE_CACHE", "0")
 import shutil
 import statistics
 import subprocess

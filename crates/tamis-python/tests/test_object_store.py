@@ -133,7 +133,7 @@ def test_default_cost_model_reads_about_the_needed_bytes(store, lineitem):
 FAST = {"latency_ms": "1", "bandwidth_mb_per_s": "100"}
 
 
-def test_q6_requests_and_bytes(store, lineitem):
+def test_q6_requests_and_bytes(store, lineitem, page_cache_off):
     _, options, url = store
     m = tamis.explain(url, where=Q6, columns=["l_extendedprice", "l_discount"],
                       storage_options=dict(options, **FAST), threads=1)
@@ -150,7 +150,7 @@ def test_q6_requests_and_bytes(store, lineitem):
     assert m["bytes_read"] < size / 2
 
 
-def test_point_lookup_requests_and_bytes(store, lineitem):
+def test_point_lookup_requests_and_bytes(store, lineitem, page_cache_off):
     _, options, url = store
     m = tamis.explain(url, where="l_orderkey = 3", storage_options=dict(options, **FAST),
                       threads=1)
@@ -194,7 +194,7 @@ def test_unknown_storage_option_is_invalid(store):
         tamis.scan(url, storage_options=dict(options, no_such_key="1"))
 
 
-def test_object_replaced_during_a_scan_is_an_error(store, lineitem):
+def test_object_replaced_during_a_scan_is_an_error(store, lineitem, page_cache_off):
     s3, options, _ = store
     key = "changing/lineitem.parquet"
     with open(lineitem, "rb") as f:
@@ -208,6 +208,26 @@ def test_object_replaced_during_a_scan_is_an_error(store, lineitem):
     s3.put_object(Bucket=BUCKET, Key=key, Body=data[:-8] + b"\x00\x00\x00\x00PAR1")
     with pytest.raises(Exception, match="changed during the scan"):
         ds.scan(where="l_quantity < 10", threads=1)
+
+
+def test_object_replaced_after_its_pages_were_cached_gives_the_pinned_version(store, lineitem):
+    """With the page cache on, a dataset's scan after its object was replaced is served the
+    pages of the version the dataset pinned (keyed by its ETag): that version's rows, never a
+    mix — the same answer as a scan that had read every page before the replacement."""
+    s3, options, _ = store
+    key = "changing-cached/lineitem.parquet"
+    with open(lineitem, "rb") as f:
+        data = f.read()
+    s3.put_object(Bucket=BUCKET, Key=key, Body=data)
+    tamis.set_page_cache("64MiB")  # empty
+    ds = tamis.Dataset(f"s3://{BUCKET}/{key}", storage_options=dict(options, **FAST))
+    first = ds.scan(where="l_quantity < 10", threads=1)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=data[:-8] + b"\x00\x00\x00\x00PAR1")
+    m = ds.explain(where="l_quantity < 10", threads=1)
+    assert m["pages_cache_misses"] == 0 and m["pages_read"] == 0, m
+    again = ds.scan(where="l_quantity < 10", threads=1)
+    assert _sorted(again).equals(_sorted(first))
+    assert _sorted(first).equals(_sorted(tamis.scan(lineitem, where="l_quantity < 10")))
 
 
 def test_dataset_keeps_metadata_across_scans(store, lineitem):
@@ -456,3 +476,65 @@ def test_object_store_scans_in_a_forked_child(server, small):
         _PARENT_DATASET = None
     # The parent's own store still works after its child used (and dropped) copies of it.
     assert _scan_in_child(url, options) == 100
+
+
+def test_disk_cache_serves_a_repeated_remote_query_from_the_directory(store, lineitem, tmp_path):
+    """With a cache directory, the next process's query of an object sends only the open's
+    request (which also tells a changed object by its ETag): pages, page indexes and the rest of
+    the metadata come from the directory, and the rows are the local copy's. An object replaced
+    with other content is read anew, never served from the old version's entries."""
+    import json
+
+    s3, options, _ = store
+    key = "disk-cached/lineitem.parquet"
+    with open(lineitem, "rb") as f:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=f.read())
+    url = f"s3://{BUCKET}/{key}"
+    cache = tmp_path / "cache"
+    columns = ["l_orderkey", "l_extendedprice", "l_discount"]
+    script = (
+        "import json, sys, tamis, pyarrow.parquet as pq\n"
+        "url, cache, where, out = sys.argv[1:5]\n"
+        "options = json.loads(sys.argv[5])\n"
+        "tamis.set_page_cache(0)\n"  # every page from the directory, none from memory
+        "tamis.set_disk_cache(cache, '256MiB')\n"
+        "cols = ['l_orderkey', 'l_extendedprice', 'l_discount']\n"
+        "e = tamis.explain(url, where=where, columns=cols, storage_options=options, threads=1)\n"
+        "pq.write_table(tamis.scan(url, where=where, columns=cols, storage_options=options,\n"
+        "                          threads=1), out)\n"
+        "tamis.flush_disk_cache()\n"
+        "s = tamis.page_cache_stats()\n"
+        "print(json.dumps({'requests': e['requests'], 'read': e['pages_read'],\n"
+        "                  'hits': e['pages_cache_hits'], 'misses': e['pages_cache_misses'],\n"
+        "                  'metadata_hits': s['disk_metadata_hits']}))\n"
+    )
+
+    def child(where, name):
+        out = tmp_path / f"{name}.parquet"
+        run = subprocess.run([sys.executable, "-c", script, url, str(cache), where, str(out),
+                              json.dumps(options)], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout), pq.read_table(out)
+
+    time.sleep(1.1)
+    first, got = child(Q6, "first")
+    want = tamis.scan(lineitem, where=Q6, columns=columns, threads=1)
+    assert _sorted(got).equals(_sorted(want))
+    assert first["misses"] > 0 and first["requests"] > 2, first
+    second, got = child(Q6, "second")
+    assert _sorted(got).equals(_sorted(want))
+    assert second["read"] == 0 and second["misses"] == 0 and second["hits"] > 0, second
+    assert second["metadata_hits"] > 0, second
+    # One request: the open (the object's tail, its size and ETag).
+    assert second["requests"] == 1, second
+
+    # Replaced: other row groups and pages, another ETag; the old entries are never served.
+    other = tmp_path / "other.parquet"
+    pq.write_table(pq.read_table(lineitem).slice(0, 30_000), other, row_group_size=7_000,
+                   compression="zstd", write_page_index=True)
+    with open(other, "rb") as f:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=f.read())
+    third, got = child(Q6, "third")
+    want = tamis.scan(str(other), where=Q6, columns=columns, threads=1)
+    assert _sorted(got).equals(_sorted(want))
+    assert third["hits"] == 0 and third["misses"] > 0, third

@@ -213,7 +213,7 @@ def test_consumers_take_the_stream(data):
     assert tamis.scan_batches(path, where="id < 3").read_pandas()["id"].tolist() == [0, 1, 2]
 
 
-def test_explain_is_the_cli_funnel(data):
+def test_explain_is_the_cli_funnel(data, page_cache_off):
     path, table = data
     funnel = tamis.explain(path, where="id = 12345", columns=["name"])
     assert funnel["predicate"] == "id = 12345"

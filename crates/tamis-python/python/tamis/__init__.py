@@ -518,8 +518,10 @@ def flush_disk_cache(seconds: float = 60.0) -> None:
 def page_cache_stats() -> Dict[str, int]:
     """The page cache's budget and bytes held (``budget_bytes``, ``bytes``), pages held
     (``pages``), and lookups since the process started (``hits``, ``misses``); for the disk
-    tier ``disk_dir``, ``disk_budget_bytes``, ``disk_bytes``, ``disk_hits``, ``disk_written``,
-    ``disk_dropped``, ``disk_corrupt`` and ``disk_evicted``."""
+    tier ``disk_dir``, ``disk_budget_bytes``, ``disk_bytes``, ``disk_hits``,
+    ``disk_metadata_hits`` (remote files' footers, page indexes, Bloom filters and sidecars
+    read from the directory), ``disk_written``, ``disk_dropped``, ``disk_corrupt`` and
+    ``disk_evicted``."""
     return json.loads(_tamis.page_cache_stats_json())
 
 

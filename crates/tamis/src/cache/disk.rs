@@ -37,6 +37,8 @@ use parquet::column::page::Page;
 use twox_hash::XxHash64;
 
 use super::FileKey;
+use crate::io::{Identity, MetadataStore};
+use std::ops::Range;
 
 /// The first bytes of every entry (the last is the layout's version).
 const MAGIC: &[u8; 8] = b"TAMISPG\x02";
@@ -51,8 +53,24 @@ const QUEUE: usize = 256;
 /// hold their decompressed buffers).
 const MAX_PENDING_BYTES: u64 = 64 << 20;
 
-/// What the writer is handed: the entry's path, its key, the page, its decompression time.
-type Queued = (PathBuf, Vec<u8>, Page, u64);
+/// What an entry holds: a decompressed page and what decompressing it took, or bytes of a
+/// remote file's metadata as read ([`crate::io::MetadataStore`]).
+pub(crate) enum Held {
+    Page(Page, u64),
+    Bytes(Bytes),
+}
+
+impl Held {
+    fn len(&self) -> u64 {
+        match self {
+            Held::Page(page, _) => page.buffer().len() as u64,
+            Held::Bytes(bytes) => bytes.len() as u64,
+        }
+    }
+}
+
+/// What the writer is handed: the entry's path, its key, what it holds.
+type Queued = (PathBuf, Vec<u8>, Held);
 /// The extension of entries (anything else in the directory is left alone).
 const EXTENSION: &str = "page";
 
@@ -83,6 +101,8 @@ fn encoding_of(code: u8) -> Option<Encoding> {
 #[derive(Debug, Default)]
 pub(crate) struct DiskCounts {
     pub(crate) hits: AtomicU64,
+    /// Remote metadata ranges served ([`MetadataStore`]).
+    pub(crate) metadata_hits: AtomicU64,
     pub(crate) written: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) corrupt: AtomicU64,
@@ -125,11 +145,11 @@ impl DiskTier {
         std::thread::Builder::new()
             .name("tamis-disk-cache".into())
             .spawn(move || {
-                for (path, key, page, inflate_ns) in entries {
-                    writer_bytes.fetch_sub(page.buffer().len() as u64, Relaxed);
+                for (path, key, held) in entries {
+                    writer_bytes.fetch_sub(held.len(), Relaxed);
                     // Encoded here, not on the scan's thread: a miss costs the scan a queue push.
-                    let entry = encode(&page, &key, inflate_ns);
-                    drop(page);
+                    let entry = encode(&held, &key);
+                    drop(held);
                     let Some(entry) = entry.filter(|e| (e.len() as u64) <= budget / 10) else {
                         writer_pending.fetch_sub(1, Relaxed);
                         continue; // an encoding entries do not number, or a page too large
@@ -204,14 +224,22 @@ impl DiskTier {
     /// The page of `file` at `offset` from its entry, when one exists and is whole, with what
     /// decompressing it cost; an entry that is not (torn, flipped, another key's) is removed.
     pub(crate) fn get(&self, file: &FileKey, offset: u64) -> Option<(Page, u64)> {
-        let key = entry_key(file, offset);
-        let path = self.path(&key);
-        let bytes = fs::read(&path).ok()?;
-        match decode(Bytes::from(bytes), &key) {
-            Some(page) => {
+        match self.read(&entry_key(file, offset))? {
+            Held::Page(page, inflate_ns) => {
                 self.counts.hits.fetch_add(1, Relaxed);
-                Some(page)
+                Some((page, inflate_ns))
             }
+            Held::Bytes(_) => None,
+        }
+    }
+
+    /// What the entry named `key` holds, when it exists and is whole; one that is not is
+    /// removed.
+    fn read(&self, key: &[u8]) -> Option<Held> {
+        let path = self.path(key);
+        let bytes = fs::read(&path).ok()?;
+        match decode(Bytes::from(bytes), key) {
+            Some(held) => Some(held),
             None => {
                 self.counts.corrupt.fetch_add(1, Relaxed);
                 let _ = fs::remove_file(&path);
@@ -254,7 +282,13 @@ impl DiskTier {
     /// [`MAX_PENDING_BYTES`] already (unless writes wait), when one page would take a tenth of
     /// the budget, or when its encoding is one entries do not number.
     pub(crate) fn put(&self, file: &FileKey, offset: u64, page: &Page, inflate_ns: u64) {
-        let len = page.buffer().len() as u64;
+        let held = Held::Page(page.clone(), inflate_ns);
+        self.queue_entry(entry_key(file, offset), held);
+    }
+
+    /// Queues an entry named `key` (see [`Self::put`]).
+    fn queue_entry(&self, key: Vec<u8>, held: Held) {
+        let len = held.len();
         if len > self.budget / 10 {
             return;
         }
@@ -263,10 +297,9 @@ impl DiskTier {
             self.counts.dropped.fetch_add(1, Relaxed);
             return;
         }
-        let key = entry_key(file, offset);
         self.pending.fetch_add(1, Relaxed);
         self.pending_bytes.fetch_add(len, Relaxed);
-        let item = (self.path(&key), key, page.clone(), inflate_ns);
+        let item = (self.path(&key), key, held);
         let sent = if waits {
             self.queue.send(item).is_ok()
         } else {
@@ -280,6 +313,25 @@ impl DiskTier {
             self.pending_bytes.fetch_sub(len, Relaxed);
             self.counts.dropped.fetch_add(1, Relaxed);
         }
+    }
+}
+
+/// A remote file's metadata kept beside its pages: a repeated query over an object store reads
+/// footers, page indexes and Bloom filters from here, under the object's ETag.
+impl MetadataStore for DiskTier {
+    fn get(&self, location: &str, identity: &Identity, range: &Range<u64>) -> Option<Bytes> {
+        match self.read(&metadata_key(location, identity, range))? {
+            Held::Bytes(bytes) if bytes.len() as u64 == range.end - range.start => {
+                self.counts.metadata_hits.fetch_add(1, Relaxed);
+                Some(bytes)
+            }
+            _ => None,
+        }
+    }
+
+    fn put(&self, location: &str, identity: &Identity, range: &Range<u64>, bytes: &Bytes) {
+        let key = metadata_key(location, identity, range);
+        self.queue_entry(key, Held::Bytes(bytes.clone()));
     }
 }
 
@@ -404,14 +456,28 @@ fn entry_key(file: &FileKey, offset: u64) -> Vec<u8> {
     format!("{}\0{:?}\0{offset}", file.location(), file.identity()).into_bytes()
 }
 
+/// The bytes that name a range of a file's metadata (four parts where a page's key has three,
+/// the last a number: the two never meet).
+fn metadata_key(location: &str, identity: &Identity, range: &Range<u64>) -> Vec<u8> {
+    format!(
+        "meta\0{location}\0{identity:?}\0{}..{}",
+        range.start, range.end
+    )
+    .into_bytes()
+}
+
 fn checksum(bytes: &[u8]) -> u64 {
     let mut h = XxHash64::with_seed(0);
     h.write(bytes);
     h.finish()
 }
 
-/// An entry: header, key, the page's (decompressed) bytes, checksum.
-fn encode(page: &Page, key: &[u8], inflate_ns: u64) -> Option<Vec<u8>> {
+/// An entry: header, key, the page's (decompressed) bytes or the metadata's, checksum.
+fn encode(held: &Held, key: &[u8]) -> Option<Vec<u8>> {
+    let (page, inflate_ns) = match held {
+        Held::Page(page, inflate_ns) => (page, *inflate_ns),
+        Held::Bytes(bytes) => return Some(entry(key, bytes, 0, [BYTES, 0, 0, 0, 0], [0; 5])),
+    };
     let (kind, encoding, def, rep, flag, numbers) = match page {
         Page::DataPage {
             num_values,
@@ -469,35 +535,47 @@ fn encode(page: &Page, key: &[u8], inflate_ns: u64) -> Option<Vec<u8>> {
             [*num_values, 0, 0, 0, 0],
         ),
     };
-    let payload = page.buffer();
-    let mut out = Vec::with_capacity(HEADER + key.len() + payload.len() + CHECKSUM);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&u32::try_from(key.len()).ok()?.to_le_bytes());
-    for n in numbers {
-        out.extend_from_slice(&n.to_le_bytes());
-    }
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&inflate_ns.to_le_bytes());
-    out.extend_from_slice(&[
+    let flags = [
         kind,
         encoding_code(encoding)?,
         encoding_code(def)?,
         encoding_code(rep)?,
         flag as u8,
-        0,
-        0,
-        0,
-    ]);
+    ];
+    Some(entry(key, page.buffer(), inflate_ns, flags, numbers))
+}
+
+/// The kind byte of an entry holding metadata bytes (pages: 0, 1, 2).
+const BYTES: u8 = 3;
+
+/// An entry's bytes (see [`HEADER`]); a key over 4 GiB is refused by the caller's budget long
+/// before (entries are at most a tenth of it).
+fn entry(
+    key: &[u8],
+    payload: &[u8],
+    inflate_ns: u64,
+    flags: [u8; 5],
+    numbers: [u32; 5],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + key.len() + payload.len() + CHECKSUM);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    for n in numbers {
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&inflate_ns.to_le_bytes());
+    out.extend_from_slice(&flags);
+    out.extend_from_slice(&[0, 0, 0]);
     out.extend_from_slice(key);
     out.extend_from_slice(payload);
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
-    Some(out)
+    out
 }
 
-/// The page an entry holds and its decompression time, when the entry is whole and names
-/// `key`; `None` otherwise.
-fn decode(entry: Bytes, key: &[u8]) -> Option<(Page, u64)> {
+/// What an entry holds, when the entry is whole and names `key`; `None` otherwise.
+fn decode(entry: Bytes, key: &[u8]) -> Option<Held> {
     if entry.len() < HEADER + CHECKSUM || &entry[..8] != MAGIC {
         return None;
     }
@@ -517,6 +595,9 @@ fn decode(entry: Bytes, key: &[u8]) -> Option<(Page, u64)> {
         return None;
     }
     let buf = entry.slice(key_end..body);
+    if flags[0] == BYTES {
+        return Some(Held::Bytes(buf));
+    }
     let encoding = encoding_of(flags[1])?;
     let page = match flags[0] {
         0 => Page::DataPage {
@@ -546,7 +627,7 @@ fn decode(entry: Bytes, key: &[u8]) -> Option<(Page, u64)> {
         },
         _ => return None,
     };
-    Some((page, inflate_ns))
+    Some(Held::Page(page, inflate_ns))
 }
 
 #[cfg(test)]
@@ -635,12 +716,41 @@ mod tests {
     }
 
     #[test]
+    fn metadata_ranges_come_back_under_their_object_version_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let tier = DiskTier::open(dir.path(), 1 << 20).unwrap();
+        let v1 = file(1);
+        let store: &dyn MetadataStore = &tier;
+        let (loc, id) = (v1.location(), v1.identity());
+        let footer = Bytes::from_static(b"a footer's bytes");
+        store.put(loc, id, &(100..116), &footer);
+        written(&tier, 1);
+        assert_eq!(store.get(loc, id, &(100..116)), Some(footer));
+        // Another range, another version, a page lookup at the same offset: misses.
+        assert_eq!(store.get(loc, id, &(100..117)), None);
+        assert_eq!(store.get(loc, file(2).identity(), &(100..116)), None);
+        assert!(tier.get(&v1, 100).is_none());
+        assert_eq!(tier.counts.metadata_hits.load(Relaxed), 1);
+        assert_eq!(tier.counts.hits.load(Relaxed), 0);
+        // A flipped byte: a miss, and the entry is removed.
+        let path = tier.path(&metadata_key(loc, id, &(100..116)));
+        let mut bytes = fs::read(&path).unwrap();
+        let at = bytes.len() - 20;
+        bytes[at] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(store.get(loc, id, &(100..116)), None);
+        assert!(!path.exists());
+    }
+
+    #[test]
     fn a_damaged_entry_is_a_miss_and_is_removed() {
         let dir = tempfile::tempdir().unwrap();
         let tier = DiskTier::open(dir.path(), 1 << 20).unwrap();
         let f = file(1);
         let page = &pages()[0];
-        let entry_len = encode(page, &entry_key(&f, 0), 0).unwrap().len();
+        let entry_len = encode(&Held::Page(page.clone(), 0), &entry_key(&f, 0))
+            .unwrap()
+            .len();
         // Every single flipped byte, and every truncation, is caught.
         for at in 0..entry_len {
             for damage in ["flip", "truncate"] {

@@ -399,7 +399,7 @@ pub fn set_page_cache_bytes(bytes: u64) {
     let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
     let disk = cache.as_ref().and_then(|c| c.disk.clone());
     let memory = (bytes > 0).then(|| Arc::new(MemoryTier::new(bytes)));
-    *cache = PageCache::of(memory, disk);
+    *cache = PageCache::install(memory, disk);
 }
 
 /// Sets the page cache's disk tier: pages in files of `dir` (created if missing, readable by
@@ -418,7 +418,7 @@ pub fn set_disk_cache(dir: Option<&Path>, bytes: Option<u64>) -> Result<()> {
     };
     let mut cache = CACHE.write().unwrap_or_else(|e| e.into_inner());
     let memory = cache.as_ref().and_then(|c| c.memory.clone());
-    *cache = PageCache::of(memory, disk);
+    *cache = PageCache::install(memory, disk);
     Ok(())
 }
 
@@ -440,7 +440,14 @@ fn open_disk(dir: &Path, bytes: Option<u64>) -> Result<DiskTier> {
 }
 
 impl PageCache {
-    fn of(memory: Option<Arc<MemoryTier>>, disk: Option<Arc<DiskTier>>) -> Option<Arc<PageCache>> {
+    /// The cache of these tiers (`None` when both are off); the disk tier, if on, also keeps
+    /// remote files' metadata ([`crate::io::MetadataStore`]).
+    fn install(
+        memory: Option<Arc<MemoryTier>>,
+        disk: Option<Arc<DiskTier>>,
+    ) -> Option<Arc<PageCache>> {
+        let store = disk.clone().map(|d| d as Arc<dyn crate::io::MetadataStore>);
+        crate::io::set_metadata_store(store);
         (memory.is_some() || disk.is_some()).then(|| Arc::new(PageCache { memory, disk }))
     }
 }
@@ -513,6 +520,9 @@ pub struct PageCacheStats {
     pub disk_bytes: u64,
     /// Lookups that found their page on disk (also counted in `hits`).
     pub disk_hits: u64,
+    /// Ranges of remote files' metadata (footers, page indexes, Bloom filters, sidecars)
+    /// read from the directory instead of the object store.
+    pub disk_metadata_hits: u64,
     /// Pages written to disk.
     pub disk_written: u64,
     /// Pages not written because the writer was behind.
@@ -544,6 +554,7 @@ pub fn page_cache_stats() -> PageCacheStats {
         stats.disk_budget_bytes = d.budget();
         stats.disk_bytes = d.held();
         stats.disk_hits = d.counts.hits.load(Relaxed);
+        stats.disk_metadata_hits = d.counts.metadata_hits.load(Relaxed);
         stats.disk_written = d.counts.written.load(Relaxed);
         stats.disk_dropped = d.counts.dropped.load(Relaxed);
         stats.disk_corrupt = d.counts.corrupt.load(Relaxed);
@@ -602,7 +613,7 @@ fn configure() {
             .filter(|d| !d.is_empty())
             .and_then(|d| open_disk(Path::new(&d), None).ok())
             .map(Arc::new);
-        *CACHE.write().unwrap_or_else(|e| e.into_inner()) = PageCache::of(memory, disk);
+        *CACHE.write().unwrap_or_else(|e| e.into_inner()) = PageCache::install(memory, disk);
     });
 }
 

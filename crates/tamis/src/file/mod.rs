@@ -318,13 +318,15 @@ impl OpenedFile {
             Err(ParquetError::NeedMoreData(needed)) => {
                 let needed = (needed as u64).min(len);
                 let never = std::sync::atomic::AtomicBool::new(false);
-                tail_bytes = source
-                    .read_ranges(std::slice::from_ref(&(len - needed..len)), &never)
-                    .map_err(ctx)?
-                    .pop()
-                    .unwrap_or_default();
-                open_bytes += needed;
-                open_requests += 1;
+                let range = len - needed..len;
+                let (mut read, requests) =
+                    crate::io::read_metadata(&*source, std::slice::from_ref(&range), &never)
+                        .map_err(ctx)?;
+                tail_bytes = read.pop().unwrap_or_default();
+                if requests > 0 {
+                    open_bytes += needed;
+                    open_requests += 1;
+                }
                 check_footer_in_tail(&tail_bytes).map_err(ctx)?;
                 decode_footer(&tail_bytes, len)
             }
@@ -516,12 +518,6 @@ impl OpenedFile {
                 None => ranges.push(r.clone()),
             }
         }
-        ranges.extend(
-            pages
-                .iter()
-                .filter(|r| self.tail.slice((*r).clone()).is_none())
-                .cloned(),
-        );
         for (_, ci, oi) in &wanted {
             for r in [ci, oi].into_iter().flatten() {
                 if self.tail.slice(r.clone()).is_none() {
@@ -529,10 +525,15 @@ impl OpenedFile {
                 }
             }
         }
-        let mut fetched = if ranges.is_empty() {
+        let page_ranges: Vec<Range<u64>> = (pages.iter())
+            .filter(|r| self.tail.slice((*r).clone()).is_none())
+            .cloned()
+            .collect();
+        // Metadata of a remote file may come from the cache directory (`io::MetadataStore`).
+        let mut fetched = if ranges.is_empty() && page_ranges.is_empty() {
             FetchedRanges::default()
         } else {
-            reader.read_ranges(&ranges)?
+            reader.read_metadata_ranges(&ranges, &page_ranges)?
         };
         let get = |r: &Range<u64>| {
             self.tail

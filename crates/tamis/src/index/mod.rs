@@ -269,7 +269,8 @@ impl Sidecar {
         let tail = if needed as usize > tail.len() && needed <= len {
             let never = std::sync::atomic::AtomicBool::new(false);
             let range = len - needed..len;
-            let read = source.read_ranges(std::slice::from_ref(&range), &never)?;
+            let (read, _) =
+                crate::io::read_metadata(&*source, std::slice::from_ref(&range), &never)?;
             read.into_iter().next().unwrap_or_default()
         } else {
             tail
@@ -383,7 +384,7 @@ impl Sidecar {
         scan_reader
             .sibling(self.source.clone())
             .with_cached(self.tail.clone())
-            .read_ranges(ranges)
+            .read_metadata_ranges(ranges, &[])
             .map_err(|e| e.in_file(&self.location))
     }
 

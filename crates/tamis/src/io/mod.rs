@@ -145,6 +145,72 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
     }
 }
 
+/// Where a remote file's metadata — the rest of a long footer, page indexes, Bloom filters,
+/// dictionary pages read for pruning, a sidecar's blobs — is kept across processes (the page
+/// cache's directory registers itself: `tamis::cache::set_disk_cache`), so that a repeated
+/// query sends one request per file (the open, which is also the check that the object has not
+/// changed) and none for what is kept. Keyed by the file's location and identity (its ETag), so
+/// a changed object is never served from it.
+pub(crate) trait MetadataStore: Send + Sync {
+    /// `range` of the file at `location` in version `identity`, if kept.
+    fn get(&self, location: &str, identity: &Identity, range: &Range<u64>) -> Option<Bytes>;
+    /// Keeps `bytes`, read from `range` of that file (in the background; may drop it).
+    fn put(&self, location: &str, identity: &Identity, range: &Range<u64>, bytes: &Bytes);
+}
+
+static METADATA_STORE: std::sync::RwLock<Option<Arc<dyn MetadataStore>>> =
+    std::sync::RwLock::new(None);
+
+/// Sets (or with `None` removes) the process's [`MetadataStore`].
+pub(crate) fn set_metadata_store(store: Option<Arc<dyn MetadataStore>>) {
+    *METADATA_STORE.write().unwrap_or_else(|e| e.into_inner()) = store;
+}
+
+/// The metadata store, for reads of `source` when it is remote.
+fn metadata_store_for(source: &dyn ByteSource) -> Option<Arc<dyn MetadataStore>> {
+    if !source.is_remote() || source.identity().etag.is_none() {
+        return None; // local metadata reads are cheap, and need no copy on disk
+    }
+    METADATA_STORE
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// Reads `ranges` of `source` as [`ByteSource::read_ranges`] does (one result a range, in
+/// order), serving those the [`MetadataStore`] keeps from there and keeping the others: for
+/// metadata reads only (pages are kept decompressed by the page cache). Also returns how many
+/// of the ranges were read from the source (a request each).
+pub(crate) fn read_metadata(
+    source: &dyn ByteSource,
+    ranges: &[Range<u64>],
+    cancel: &AtomicBool,
+) -> Result<(Vec<Bytes>, usize)> {
+    let Some(store) = metadata_store_for(source) else {
+        return Ok((source.read_ranges(ranges, cancel)?, ranges.len()));
+    };
+    let (location, identity) = (source.location(), source.identity());
+    let mut out: Vec<Option<Bytes>> = (ranges.iter())
+        .map(|r| store.get(location, identity, r))
+        .collect();
+    let missing: Vec<Range<u64>> = (ranges.iter().zip(&out))
+        .filter(|(_, kept)| kept.is_none())
+        .map(|(r, _)| r.clone())
+        .collect();
+    if !missing.is_empty() {
+        let mut read = source.read_ranges(&missing, cancel)?.into_iter();
+        for (r, slot) in ranges.iter().zip(out.iter_mut()) {
+            if slot.is_none() {
+                let bytes = read.next().unwrap_or_default();
+                store.put(location, identity, r, &bytes);
+                *slot = Some(bytes);
+            }
+        }
+    }
+    let bytes = out.into_iter().map(Option::unwrap_or_default).collect();
+    Ok((bytes, missing.len()))
+}
+
 /// Bytes and requests of one scan (or one open), shared by its readers, and the time the
 /// storage path took: waiting for reads, and inflating the pages they brought.
 #[derive(Debug, Default)]
@@ -340,6 +406,44 @@ impl Reader {
             .cloned()
             .collect();
         (!wanted.is_empty()).then(|| coalesce(&wanted, self.coalesce_gap()))
+    }
+
+    /// [`Self::read_ranges`] of `metadata` and `pages` together, the `metadata` ranges of a
+    /// remote file served from and kept in the [`MetadataStore`] when there is one.
+    pub fn read_metadata_ranges(
+        &self,
+        metadata: &[Range<u64>],
+        pages: &[Range<u64>],
+    ) -> Result<FetchedRanges> {
+        let Some(store) = metadata_store_for(self.source.as_ref()) else {
+            return self.read_ranges(&[metadata, pages].concat());
+        };
+        let (location, identity) = (self.source.location(), self.source.identity());
+        let mut kept = Vec::new();
+        let mut missing = pages.to_vec();
+        let mut to_keep = Vec::new();
+        for r in metadata {
+            self.check(r)?;
+            match (self.cached_slice(r)).or_else(|| store.get(location, identity, r)) {
+                Some(bytes) => kept.push((r.start, bytes)),
+                None => {
+                    missing.push(r.clone());
+                    to_keep.push(r.clone());
+                }
+            }
+        }
+        let mut fetched = if missing.is_empty() {
+            FetchedRanges::from_pieces(Vec::new(), self.len())
+        } else {
+            self.read_ranges(&missing)?
+        };
+        for r in to_keep {
+            if let Some(bytes) = fetched.slice(r.clone()) {
+                store.put(location, identity, &r, &bytes);
+            }
+        }
+        fetched.extend(kept);
+        Ok(fetched)
     }
 
     /// Reads several ranges, merging those closer than the source's coalescing gap.
