@@ -409,7 +409,8 @@ impl Reader {
     }
 
     /// [`Self::read_ranges`] of `metadata` and `pages` together, the `metadata` ranges of a
-    /// remote file served from and kept in the [`MetadataStore`] when there is one.
+    /// remote file served from and kept in the cache directory when there is one (the page
+    /// cache's disk tier, `tamis::cache::set_disk_cache`).
     pub fn read_metadata_ranges(
         &self,
         metadata: &[Range<u64>],
