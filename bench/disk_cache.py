@@ -7,6 +7,12 @@ purpose).
 
     python bench/disk_cache.py --tamis target/release/tamis --data-dir data/tpch-sf1 --runs 5
 
+With ``--remote 10,50`` it measures the object-store case instead: the same file served by
+bench/s3serve.py (in this process, loopback, that first-byte latency in ms per request), a new
+`tamis explain s3://…` process per run with no cache and then through a cache directory a
+first run filled (pages and the file's metadata), against the local file's scan with the OS
+page cache warm; requests and bytes as the server counted them.
+
 Queries on TPC-H `lineitem`: Q6, the needle `l_partkey = 100000` projecting two payload
 columns, and `l_orderkey < K` at about 0.1 % of the rows projecting four. Times are the scan's
 own (`explain`'s `time_total_ns`, medians of --runs); bytes read and cache hits from the same
@@ -19,6 +25,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 
 Q6 = ("l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' "
@@ -41,11 +48,13 @@ def drop_os_cache() -> bool:
         return False
 
 
-def explain(cli, path, where, select, threads, cache_dir=None):
+def explain(cli, path, where, select, threads, cache_dir=None, storage=None):
     cmd = [cli, "explain", path, "--where", where, "--select", select, "--threads", str(threads),
            "--json"]
     if cache_dir:
         cmd += ["--cache-dir", cache_dir]
+    for k, v in (storage or {}).items():
+        cmd += ["--storage-option", f"{k}={v}"]
     env = dict(os.environ, TAMIS_PAGE_CACHE="0")
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout)
@@ -59,7 +68,11 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--keep-os-cache", action="store_true",
                     help="do not drop the OS page cache (both sides read from memory)")
+    ap.add_argument("--remote", default=None,
+                    help="comma-separated first-byte latencies in ms: the object-store case")
     args = ap.parse_args()
+    if args.remote:
+        return remote(args, [float(x) for x in args.remote.split(",")])
     global drop_os_cache
     if args.keep_os_cache:
         drop_os_cache = lambda: False  # noqa: E731
@@ -100,6 +113,60 @@ def main():
     for name, ts, td, bs, bd, held, hits, misses, dec in rows:
         print(f"| {name} | {ts:.3f} | {td:.3f} | {td / ts:.2f}x | {bs / 2**20:.1f} | "
               f"{bd / 2**20:.2f} | {held / 2**20:.1f} | {hits} / {misses} | {dec:.3f} |")
+
+
+def remote(args, latencies):
+    """The object-store case (see the module's doc)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from s3serve import S3Server
+
+    data = os.path.abspath(args.data_dir)
+    path = os.path.join(data, "lineitem.parquet")
+    url = "s3://bench/lineitem.parquet"
+    print(f"OS page cache warm; {args.threads} thread(s); medians of {args.runs}")
+    rows = []
+    with S3Server(data, buckets={"bench": data}) as server:
+        storage = {"endpoint": server.endpoint, "allow_http": "true", "region": "us-east-1",
+                   "access_key_id": "x", "secret_access_key": "y"}
+        for name, (where, select) in QUERIES.items():
+            local = [explain(args.tamis, path, where, select, args.threads)
+                     for _ in range(args.runs + 1)][1:]
+            tl = statistics.median(r["time_total_ns"] for r in local) / 1e9
+            for latency in latencies:
+                server.latency_ms = latency
+                cache = tempfile.mkdtemp(prefix="tamis-disk-cache-")
+                try:
+                    result = {}
+                    # The uncached runs fill nothing; one run with the directory fills it.
+                    for mode in ("none", "fill", "disk"):
+                        n = 1 if mode == "fill" else args.runs
+                        runs = []
+                        for _ in range(n):
+                            server.stats.reset()
+                            r = explain(args.tamis, url, where, select, args.threads,
+                                        cache if mode != "none" else None, storage)
+                            snap = server.stats.snapshot()
+                            runs.append((r["time_total_ns"] / 1e9, snap["requests"],
+                                         snap["body_bytes"], r))
+                        result[mode] = runs
+                    assert all(r[3]["rows_selected"] == local[0]["rows_selected"]
+                               for m in result.values() for r in m), name
+                    t = {m: statistics.median(r[0] for r in v) for m, v in result.items()}
+                    last = {m: v[-1] for m, v in result.items()}
+                    rows.append((name, latency, tl, t["none"], t["disk"], last["none"][1],
+                                 last["disk"][1], last["none"][2], last["disk"][2],
+                                 last["disk"][3]["pages_cache_hits"],
+                                 last["disk"][3]["pages_cache_misses"]))
+                finally:
+                    shutil.rmtree(cache, ignore_errors=True)
+    print()
+    print("| query | latency ms | local file s | remote, no cache s | remote, warm disk tier s "
+          "| disk tier / local | requests (no cache → disk tier) | MiB served (no cache → disk "
+          "tier) | cache hits / misses |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, lat, tl, tn, td, rn, rd, bn, bd, hits, misses in rows:
+        print(f"| {name} | {lat:g} | {tl:.3f} | {tn:.3f} | {td:.3f} | {td / tl:.2f}x | {rn} → {rd} "
+              f"| {bn / 2**20:.1f} → {bd / 2**20:.2f} | {hits} / {misses} |")
 
 
 if __name__ == "__main__":

@@ -269,6 +269,9 @@ pub struct OpenedFile {
     /// What the sidecar index lookup found for this file, kept with it by `index/` (which sits
     /// above this layer, hence the erased type): see `index::sidecar_of`.
     pub(crate) sidecar: OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+    /// Held while the sidecar is looked for, so that row groups prefetched at once wait for
+    /// one lookup rather than each sending their own (two requests each on an object store).
+    pub(crate) sidecar_lookup: std::sync::Mutex<()>,
     pub source: Arc<dyn ByteSource>,
     /// The footer (without page index: see [`OpenedFile::chunk_index`]).
     pub metadata: Arc<ParquetMetaData>,
@@ -346,6 +349,7 @@ impl OpenedFile {
             location,
             file: file.clone(),
             sidecar: OnceLock::new(),
+            sidecar_lookup: Default::default(),
             source,
             metadata,
             arrow,
@@ -381,6 +385,7 @@ impl OpenedFile {
             location,
             file: file.clone(),
             sidecar: OnceLock::new(),
+            sidecar_lookup: Default::default(),
             tail: Arc::new(FetchedRanges::from_pieces(Vec::new(), identity.len)),
             source,
             metadata,

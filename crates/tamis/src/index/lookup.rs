@@ -37,15 +37,36 @@ pub(crate) fn sidecar_of(
 ) -> Result<SidecarState> {
     /// What the file keeps: the directory looked in (`None`: beside the file) and the finding.
     type Found = (Option<std::path::PathBuf>, SidecarState);
-    let kept = file.sidecar.get().and_then(|k| k.downcast_ref::<Found>());
-    match kept {
-        Some((d, s)) if d.as_deref() == dir => return Ok(s.clone()),
-        _ => {}
+    let kept = || file.sidecar.get().and_then(|k| k.downcast_ref::<Found>());
+    if let Some((d, s)) = kept() {
+        if d.as_deref() == dir {
+            return Ok(s.clone());
+        }
+    }
+    // One lookup at a time; a row group that waited finds the first one's answer.
+    let _one = file
+        .sidecar_lookup
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some((d, s)) = kept() {
+        if d.as_deref() == dir {
+            return Ok(s.clone());
+        }
     }
     let rows: Vec<u64> = (file.metadata.row_groups().iter())
         .map(|rg| rg.num_rows().max(0) as u64)
         .collect();
-    let state = match open_sidecar(&file.file, dir, &rows, file.leaves.len())? {
+    let lookup = open_sidecar(&file.file, dir, &rows, file.leaves.len())?;
+    if file.file.is_remote() {
+        // Both names were asked for at once; a sidecar found counts its own open below.
+        let probes = if matches!(lookup, Lookup::Found(_)) {
+            1
+        } else {
+            2
+        };
+        crate::metrics::add(&reader.stats().requests, probes);
+    }
+    let state = match lookup {
         Lookup::Absent => SidecarState::Absent,
         Lookup::Denied(_) => SidecarState::Denied,
         Lookup::Found(sidecar) => {
