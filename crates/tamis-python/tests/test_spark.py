@@ -414,6 +414,47 @@ def test_unsupported_type_is_one_clear_error(spark, tmp_path):
     assert f"{path}: column 't'" in str(e.value) and "no Spark type" in str(e.value)
 
 
+def test_session_settings_configure_the_executors_page_cache(spark, tmp_path):
+    """`spark.tamis.cacheDir`, `spark.tamis.pageCache` and `spark.tamis.cacheDirBytes` reach the
+    executors' native page cache: a filtered query fills the directory and returns Spark's
+    reader's rows; a size that is not one is an error naming the setting."""
+    if not JAR:
+        pytest.skip("settings of the JVM connector")
+    path = tmp_path / "t.parquet"
+    n = 200_000
+    table = pa.table({"k": pa.array(range(n), pa.int64()),
+                      "v": pa.array([i % 1000 for i in range(n)], pa.int64())})
+    pq.write_table(table, path, compression="zstd", row_group_size=50_000,
+                   data_page_size=16 << 10, write_page_index=True)
+    time.sleep(1.1)  # a file changed less than a second ago is not cached
+    cache = tmp_path / "cache"
+
+    def query(reader):
+        return reader.load(str(path)).where("v < 10").select("k")
+
+    spark.conf.set("spark.tamis.cacheDir", str(cache))
+    spark.conf.set("spark.tamis.cacheDirBytes", "64MiB")
+    spark.conf.set("spark.tamis.pageCache", "0")
+    try:
+        ours = rows(query(spark.read.format("tamis")))
+        assert len(ours) == 2000 and same(ours, rows(query(spark.read.format("parquet"))))
+        deadline = time.monotonic() + 30
+        while not list(cache.glob("*.page")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list(cache.glob("*.page")), "the executor wrote no page to the directory"
+        spark.conf.set("spark.tamis.pageCache", "lots")
+        with pytest.raises(Exception, match="spark.tamis.pageCache"):
+            query(spark.read.format("tamis")).collect()
+    finally:
+        # The directory off again and a memory tier back, applied by one more scan.
+        spark.conf.set("spark.tamis.cacheDir", "")
+        spark.conf.set("spark.tamis.pageCache", "256MiB")
+        spark.conf.unset("spark.tamis.cacheDirBytes")
+        assert len(rows(query(spark.read.format("tamis")))) == 2000
+        spark.conf.unset("spark.tamis.cacheDir")
+        spark.conf.unset("spark.tamis.pageCache")
+
+
 def test_unknown_option_and_missing_path(spark, typed):
     with pytest.raises(Exception, match="unknown tamis source option"):
         spark.read.format("tamis").option("colums", "id").load(typed).collect()

@@ -433,6 +433,51 @@ struct ScanRequest {
     batch_size: Option<usize>,
     /// At most this many rows (Spark's pushed LIMIT; Spark still limits the whole result).
     limit: Option<usize>,
+    /// The executor's page cache, from the session's `spark.tamis.*` settings.
+    #[serde(default)]
+    cache: Option<CacheSettings>,
+}
+
+/// `spark.tamis.pageCache` (the memory tier's size; `0`: off), `spark.tamis.cacheDir` and
+/// `spark.tamis.cacheDirBytes` (the disk tier), as the driver read them: applied to the
+/// executor's process-wide cache before a task's scan, when they differ from what it has.
+#[derive(Deserialize, Clone, Debug, PartialEq, Default)]
+struct CacheSettings {
+    page_cache: Option<String>,
+    dir: Option<String>,
+    dir_bytes: Option<String>,
+}
+
+impl CacheSettings {
+    /// Sets the executor's cache as these settings say, unless it already is (setting a tier
+    /// empties it: the tasks of one scan, and the next scans, keep what the first filled).
+    fn apply(&self) -> tamis::Result<()> {
+        static APPLIED: Mutex<Option<CacheSettings>> = Mutex::new(None);
+        let mut applied = APPLIED.lock().unwrap_or_else(|e| e.into_inner());
+        if applied.as_ref() == Some(self) {
+            return Ok(());
+        }
+        let size = |key: &str, text: &str| -> tamis::Result<u64> {
+            if text.trim() == "0" {
+                return Ok(0);
+            }
+            tamis::budget::parse_size(text)
+                .map_err(|e| Error::invalid(format!("spark.tamis.{key}: {e}")))
+        };
+        if let Some(text) = &self.page_cache {
+            tamis::cache::set_page_cache_bytes(size("pageCache", text)?);
+        }
+        let dir_bytes = match &self.dir_bytes {
+            Some(text) => Some(size("cacheDirBytes", text)?),
+            None => None,
+        };
+        if let Some(dir) = &self.dir {
+            let dir = (!dir.trim().is_empty()).then(|| std::path::Path::new(dir));
+            tamis::cache::set_disk_cache(dir, dir_bytes)?;
+        }
+        *applied = Some(self.clone());
+        Ok(())
+    }
 }
 
 /// A runtime filter's keys on one column: integers (dates as days) or strings.
@@ -461,6 +506,9 @@ impl KeyList {
 
 impl ScanRequest {
     fn open(self) -> tamis::Result<ScanStream> {
+        if let Some(cache) = &self.cache {
+            cache.apply()?;
+        }
         let files: Vec<(String, Option<u64>)> = (self.parts.iter())
             .map(|(l, size, _, _)| (l.clone(), Some(*size)))
             .collect();

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::file::OpenedFile;
 use crate::io::location::FileRef;
 use crate::io::Reader;
@@ -35,28 +35,45 @@ pub(crate) fn sidecar_of(
     reader: &Reader,
     dir: Option<&Path>,
 ) -> Result<SidecarState> {
-    /// What the file keeps: the directory looked in (`None`: beside the file) and the finding.
-    type Found = (Option<std::path::PathBuf>, SidecarState);
+    /// What the file keeps: the directory looked in (`None`: beside the file) and the finding
+    /// (a sidecar that cannot be read is kept as its error: every row group reports it, none
+    /// reads it again).
+    type Found = (Option<std::path::PathBuf>, Result<SidecarState>);
     let kept = || file.sidecar.get().and_then(|k| k.downcast_ref::<Found>());
     if let Some((d, s)) = kept() {
         if d.as_deref() == dir {
-            return Ok(s.clone());
+            return s.clone();
         }
     }
-    // One lookup at a time; a row group that waited finds the first one's answer.
+    // One lookup at a time; a row group that waited finds the first one's answer (or, when
+    // the scan was cancelled meanwhile, sends nothing).
     let _one = file
         .sidecar_lookup
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if let Some((d, s)) = kept() {
         if d.as_deref() == dir {
-            return Ok(s.clone());
+            return s.clone();
         }
     }
+    reader.check_cancelled()?;
+    let keep = |state: Result<SidecarState>| {
+        // The first directory asked for is kept; another one (a second scan of a cached file
+        // with another `index_dir`) is read each time.
+        let found: Found = (dir.map(|d| d.to_path_buf()), state.clone());
+        let _ = file.sidecar.set(Box::new(found));
+        state
+    };
     let rows: Vec<u64> = (file.metadata.row_groups().iter())
         .map(|rg| rg.num_rows().max(0) as u64)
         .collect();
-    let lookup = open_sidecar(&file.file, dir, &rows, file.leaves.len())?;
+    let lookup = match open_sidecar(&file.file, dir, &rows, file.leaves.len()) {
+        Ok(lookup) => lookup,
+        Err(e) if matches!(e.kind, ErrorKind::CorruptFile | ErrorKind::Unsupported) => {
+            return keep(Err(e));
+        }
+        Err(e) => return Err(e), // an I/O error may pass: looked for again
+    };
     if file.file.is_remote() {
         // Both names were asked for at once; a sidecar found counts its own open below.
         let probes = if matches!(lookup, Lookup::Found(_)) {
@@ -82,11 +99,7 @@ pub(crate) fn sidecar_of(
             }
         }
     };
-    // The first directory asked for is kept; another one (a second scan of a cached file with
-    // another `index_dir`) is read each time.
-    let found: Found = (dir.map(|d| d.to_path_buf()), state.clone());
-    let _ = file.sidecar.set(Box::new(found));
-    Ok(state)
+    keep(Ok(state))
 }
 
 /// The sidecar name of a data file named `name`: hidden, so readers of the directory skip it.

@@ -489,10 +489,17 @@ impl Reader {
         Ok(fetched)
     }
 
-    fn read_exact(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        if self.cancel.load(Relaxed) {
-            return Err(cancelled());
+    /// [`cancelled`] once the scan is cancelled: for work that issues requests other than
+    /// through this reader (a sidecar lookup).
+    pub(crate) fn check_cancelled(&self) -> Result<()> {
+        match self.cancel.load(Relaxed) {
+            true => Err(cancelled()),
+            false => Ok(()),
         }
+    }
+
+    fn read_exact(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.check_cancelled()?;
         let t = std::time::Instant::now();
         let pieces = self.source.read_ranges(ranges, &self.cancel);
         let ns = t.elapsed().as_nanos() as u64;

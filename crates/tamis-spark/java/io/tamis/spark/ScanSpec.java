@@ -22,6 +22,12 @@ final class ScanSpec implements Serializable {
     final int batchSize;
     /** Rows per task at most, or null. */
     final Integer limit;
+    /**
+     * The executors' page cache from the session's settings ({@code spark.tamis.pageCache},
+     * {@code spark.tamis.cacheDir}, {@code spark.tamis.cacheDirBytes}; see README), or null when
+     * none is set.
+     */
+    final Map<String, String> cache;
 
     ScanSpec(TamisDataset dataset, StructType readSchema, List<Filters.Conjunct> conjuncts,
              Integer limit) {
@@ -34,11 +40,32 @@ final class ScanSpec implements Serializable {
         this.storage = new TreeMap<>(dataset.options.storage);
         this.threads = dataset.options.threads;
         this.batchSize = dataset.options.batchSize;
+        this.cache = cacheSettings();
         for (org.apache.spark.sql.types.StructField f : readSchema.fields()) {
             String t = dataset.targets.get(f.name());
             if (t != null) {
                 targets.put(f.name(), t);
             }
         }
+    }
+
+    /** The session's {@code spark.tamis.*} cache settings (read on the driver), or null. */
+    private static Map<String, String> cacheSettings() {
+        org.apache.spark.sql.RuntimeConfig conf;
+        try {
+            conf = org.apache.spark.sql.SparkSession.active().conf();
+        } catch (IllegalStateException noSession) {
+            return null; // planned outside a session: the executors keep their defaults
+        }
+        Map<String, String> out = new TreeMap<>();
+        String[][] keys = {{"page_cache", "spark.tamis.pageCache"}, {"dir", "spark.tamis.cacheDir"},
+            {"dir_bytes", "spark.tamis.cacheDirBytes"}};
+        for (String[] k : keys) {
+            String v = conf.get(k[1], null);
+            if (v != null) {
+                out.put(k[0], v);
+            }
+        }
+        return out.isEmpty() ? null : out;
     }
 }

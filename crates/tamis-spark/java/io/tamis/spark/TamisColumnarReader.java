@@ -100,6 +100,7 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         request.put("threads", spec.threads);
         request.put("batch_size", spec.batchSize);
         request.put("limit", spec.limit);
+        request.put("cache", spec.cache);
         allocator = TamisDataset.ROOT.newChildAllocator("tamis-scan", 0, Long.MAX_VALUE);
         try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
             metrics = Native.scan(Json.write(request), stream.memoryAddress());
