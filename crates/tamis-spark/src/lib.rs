@@ -449,14 +449,16 @@ struct CacheSettings {
 }
 
 impl CacheSettings {
-    /// Sets the executor's cache as these settings say, unless it already is (setting a tier
-    /// empties it: the tasks of one scan, and the next scans, keep what the first filled).
+    /// Sets the executor's cache as these settings say, each tier only when its settings
+    /// differ from what it has (setting a tier empties it: the tasks of one scan, and the next
+    /// scans, keep what the first filled). A setting not given leaves its tier as it is.
     fn apply(&self) -> tamis::Result<()> {
-        static APPLIED: Mutex<Option<CacheSettings>> = Mutex::new(None);
+        static APPLIED: Mutex<CacheSettings> = Mutex::new(CacheSettings {
+            page_cache: None,
+            dir: None,
+            dir_bytes: None,
+        });
         let mut applied = APPLIED.lock().unwrap_or_else(|e| e.into_inner());
-        if applied.as_ref() == Some(self) {
-            return Ok(());
-        }
         let size = |key: &str, text: &str| -> tamis::Result<u64> {
             if text.trim() == "0" {
                 return Ok(0);
@@ -464,18 +466,21 @@ impl CacheSettings {
             tamis::budget::parse_size(text)
                 .map_err(|e| Error::invalid(format!("spark.tamis.{key}: {e}")))
         };
-        if let Some(text) = &self.page_cache {
+        if self.page_cache.is_some() && self.page_cache != applied.page_cache {
+            let text = self.page_cache.as_deref().unwrap_or_default();
             tamis::cache::set_page_cache_bytes(size("pageCache", text)?);
+            applied.page_cache = self.page_cache.clone();
         }
-        let dir_bytes = match &self.dir_bytes {
-            Some(text) => Some(size("cacheDirBytes", text)?),
-            None => None,
-        };
-        if let Some(dir) = &self.dir {
-            let dir = (!dir.trim().is_empty()).then(|| std::path::Path::new(dir));
-            tamis::cache::set_disk_cache(dir, dir_bytes)?;
+        let disk = (self.dir.clone(), self.dir_bytes.clone());
+        if self.dir.is_some() && disk != (applied.dir.clone(), applied.dir_bytes.clone()) {
+            let dir_bytes = match &self.dir_bytes {
+                Some(text) => Some(size("cacheDirBytes", text)?),
+                None => None,
+            };
+            let dir = self.dir.as_deref().filter(|d| !d.trim().is_empty());
+            tamis::cache::set_disk_cache(dir.map(std::path::Path::new), dir_bytes)?;
+            (applied.dir, applied.dir_bytes) = disk;
         }
-        *applied = Some(self.clone());
         Ok(())
     }
 }

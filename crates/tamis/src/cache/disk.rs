@@ -17,6 +17,10 @@
 //! xxHash64 checksum and is removed. Entries are read into memory, never mapped: a file
 //! truncated under a mapping would crash the process.
 //!
+//! **Remote metadata too.** Beside pages, entries hold byte ranges of remote files' metadata
+//! (footers, page indexes, Bloom filters, sidecar blobs) under the object's ETag: the disk
+//! tier is the `io::MetadataStore`, so a repeated remote query reads them from here.
+//!
 //! **Bounded.** A byte budget over the directory's entries: past it, the writer removes the
 //! oldest entries (first in, first out, by modification time) until 90% of it is left. The
 //! count starts from a listing of the directory and is recounted at each eviction, so processes
@@ -206,9 +210,13 @@ impl DiskTier {
         self.held.load(Relaxed)
     }
 
+    /// The entry's file: a hash of the layout's version and the key, so that processes of
+    /// two tamis versions sharing a directory never read (and remove as damaged) each other's
+    /// entries; the older ones age out under the budget.
     fn path(&self, key: &[u8]) -> PathBuf {
         let hash = |seed| {
             let mut h = XxHash64::with_seed(seed);
+            h.write(MAGIC);
             h.write(key);
             h.finish()
         };

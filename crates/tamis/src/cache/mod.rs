@@ -24,9 +24,10 @@
 //! of the machine's memory; `0` turns it off), evicted by `quick_cache`'s CLOCK-PRO, under
 //! which pages read once by a large scan leave before pages read again.
 //!
-//! **Decompressed once.** A scan that misses a page claims it until it has decompressed it;
-//! another scan asking for the page meanwhile (a query's two scans of one table, the
-//! partitions of one scan) waits for that page instead of decompressing it again. Uncompressed chunks are not
+//! **Decompressed once.** A scan that misses a page of an indexed chunk claims it until it has
+//! decompressed it; another scan asking for the page meanwhile (a query's two scans of one
+//! table, the partitions of one scan) waits for that page instead of decompressing it again.
+//! (A dictionary read alone for pruning, and chunks without an offset index, are not claimed.) Uncompressed chunks are not
 //! cached: the operating system's page cache already holds their bytes, and sub-page reads skip
 //! what a scan does not need.
 //!
@@ -129,8 +130,13 @@ const ENTRY_OVERHEAD: u64 = 256;
 
 impl Weighter<PageKey, Kept> for PageWeight {
     fn weight(&self, key: &PageKey, kept: &Kept) -> u64 {
-        (kept.page.buffer().len() + key.file.location.len()) as u64 + ENTRY_OVERHEAD
+        weight(key, &kept.page)
     }
+}
+
+/// What keeping `page` under `key` costs the budget.
+fn weight(key: &PageKey, page: &Page) -> u64 {
+    (page.buffer().len() + key.file.location.len()) as u64 + ENTRY_OVERHEAD
 }
 
 type Pages = Cache<PageKey, Kept, PageWeight>;
@@ -145,8 +151,8 @@ type Guard<'a> = PlaceholderGuard<
 
 /// How long a scan waits for another scan decompressing the page it wants before it
 /// decompresses the page itself (a page takes about a millisecond; the wait only bounds a
-/// scan that holds a claim and stalls).
-const CLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+/// scan that holds a claim and stalls, as on a loaded machine or a slow store).
+const CLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A lookup's answer: the page, or a miss — claimed when the memory tier is on, so that other
 /// scans wanting the page wait for this one's decompression instead of repeating it.
@@ -232,8 +238,7 @@ impl MemoryTier {
         inflate_ns: u64,
         insert: impl FnOnce(PageKey, Kept),
     ) -> Page {
-        let weight = (page.buffer().len() + key.file.location.len()) as u64 + ENTRY_OVERHEAD;
-        if weight > self.pages.shard_capacity() {
+        if weight(&key, &page) > self.pages.shard_capacity() {
             return page;
         }
         let mut copy = page.clone();
@@ -572,8 +577,9 @@ pub fn default_page_cache_bytes() -> u64 {
     machine_memory().map_or(256 << 20, |m| (m / 16).min(MOST))
 }
 
-/// The memory this process may use: the machine's (`/proc/meminfo`), or its cgroup v2 limit
-/// when lower; `None` where neither can be read.
+/// The memory this process may use: the machine's (`/proc/meminfo`), or the lowest limit of
+/// its control group and those above it (cgroup v2, found through `/proc/self/cgroup`; v1's
+/// `memory.limit_in_bytes`) when lower; `None` where the machine's cannot be read.
 fn machine_memory() -> Option<u64> {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -582,10 +588,23 @@ fn machine_memory() -> Option<u64> {
             let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
             kib.checked_mul(1024)
         })?;
-    let limit = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
-        .ok()
-        .and_then(|l| l.trim().parse::<u64>().ok());
-    Some(limit.map_or(total, |l| l.min(total)))
+    let read = |p: &Path| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let mut limits = Vec::new();
+    let root = Path::new("/sys/fs/cgroup");
+    if let Ok(own) = std::fs::read_to_string("/proc/self/cgroup") {
+        // v2: "0::/a/b"; every level up to the root may bound it ("max" reads as none).
+        if let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) {
+            let mut dir = root.join(path.trim_start_matches('/'));
+            while dir.starts_with(root) {
+                limits.extend(read(&dir.join("memory.max")));
+                if !dir.pop() {
+                    break;
+                }
+            }
+        }
+    }
+    limits.extend(read(&root.join("memory/memory.limit_in_bytes")));
+    Some(limits.into_iter().fold(total, u64::min))
 }
 
 /// The page cache, when on.
@@ -705,6 +724,15 @@ mod tests {
             ..identity(10, 1)
         };
         assert!(FileKey::cacheable("s3://b/a", &tagged).is_some());
+    }
+
+    #[test]
+    fn the_default_budget_is_a_part_of_the_memory_this_process_may_use() {
+        let b = default_page_cache_bytes();
+        assert!(b > 0 && b <= 4 << 30, "{b}");
+        if let Some(m) = machine_memory() {
+            assert!(b <= m / 16 || b == 256 << 20, "{b} of {m}");
+        }
     }
 
     #[test]

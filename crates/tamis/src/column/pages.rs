@@ -521,6 +521,10 @@ impl<'a> ChunkPages<'a> {
         };
         let mut hits: Vec<Option<Page>> = Vec::with_capacity(wanted.len());
         let mut claims: Vec<Option<Claim<'_>>> = Vec::with_capacity(wanted.len());
+        // The last offset looked up: a page at or before it (an offset index of zero-size or
+        // repeated pages, which only a crafted file has) skips the cache rather than wait for
+        // its own claim.
+        let mut looked = dict_range.as_ref().map(|r| r.start);
         let mut ranges = Vec::with_capacity(wanted.len() + 1);
         if let Some(r) =
             (dict_range.clone()).filter(|_| !self.dictionary_fetched && dict_hit.is_none())
@@ -535,8 +539,11 @@ impl<'a> ChunkPages<'a> {
             match start.checked_add(l.compressed_page_size.max(0) as u64) {
                 Some(end) if start >= chunk.start && end <= chunk.end => {
                     let (hit, claim) = match &cache {
-                        Some(c) => self.look_up(c, start, false),
-                        None => (None, None),
+                        Some(c) if looked.is_none_or(|l| start > l) => {
+                            looked = Some(start);
+                            self.look_up(c, start, false)
+                        }
+                        _ => (None, None),
                     };
                     if hit.is_none() && self.fetched.slice(start..end).is_none() {
                         ranges.push(start..end)

@@ -46,7 +46,8 @@ pub(crate) fn sidecar_of(
         }
     }
     // One lookup at a time; a row group that waited finds the first one's answer (or, when
-    // the scan was cancelled meanwhile, sends nothing).
+    // the scan was cancelled meanwhile, sends nothing). Only the first directory's answer is
+    // kept: scans of one opened file with another `index_dir` look each time.
     let _one = file
         .sidecar_lookup
         .lock()
@@ -67,22 +68,18 @@ pub(crate) fn sidecar_of(
     let rows: Vec<u64> = (file.metadata.row_groups().iter())
         .map(|rg| rg.num_rows().max(0) as u64)
         .collect();
-    let lookup = match open_sidecar(&file.file, dir, &rows, file.leaves.len()) {
+    let lookup = open_sidecar(&file.file, dir, &rows, file.leaves.len());
+    if file.file.is_remote() && dir.is_none() {
+        // Both names beside the object were asked for at once (an index directory is local).
+        crate::metrics::add(&reader.stats().requests, 2);
+    }
+    let lookup = match lookup {
         Ok(lookup) => lookup,
         Err(e) if matches!(e.kind, ErrorKind::CorruptFile | ErrorKind::Unsupported) => {
             return keep(Err(e));
         }
         Err(e) => return Err(e), // an I/O error may pass: looked for again
     };
-    if file.file.is_remote() {
-        // Both names were asked for at once; a sidecar found counts its own open below.
-        let probes = if matches!(lookup, Lookup::Found(_)) {
-            1
-        } else {
-            2
-        };
-        crate::metrics::add(&reader.stats().requests, probes);
-    }
     let state = match lookup {
         Lookup::Absent => SidecarState::Absent,
         Lookup::Denied(_) => SidecarState::Denied,

@@ -266,18 +266,26 @@ impl Sidecar {
         let len = source.identity().len;
         let ctx = |e: Error| e.in_file(&location);
         let needed = puffin::footer_bytes_needed(&tail, len).map_err(ctx)?;
+        // The tail came with the lookup's request (counted there); a long footer's rest is
+        // counted here, unless the cache directory held it.
+        let mut open_cost = (tail.len() as u64, 0);
         let tail = if needed as usize > tail.len() && needed <= len {
             let never = std::sync::atomic::AtomicBool::new(false);
             let range = len - needed..len;
-            let (read, _) =
+            let (read, requests) =
                 crate::io::read_metadata(&*source, std::slice::from_ref(&range), &never)?;
+            if requests > 0 {
+                open_cost = (open_cost.0 + needed, requests as u64);
+            }
             read.into_iter().next().unwrap_or_default()
         } else {
             tail
         };
         let fetched =
             FetchedRanges::from_pieces(vec![(len - tail.len() as u64, tail.clone())], len);
-        Self::from_tail(&location, source, tail, fetched, rows, columns)
+        let mut sidecar = Self::from_tail(&location, source, tail, fetched, rows, columns)?;
+        sidecar.open_cost = open_cost;
+        Ok(sidecar)
     }
 
     fn from_tail(

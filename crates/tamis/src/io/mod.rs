@@ -148,8 +148,8 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
 /// Where a remote file's metadata — the rest of a long footer, page indexes, Bloom filters,
 /// dictionary pages read for pruning, a sidecar's blobs — is kept across processes (the page
 /// cache's directory registers itself: `tamis::cache::set_disk_cache`), so that a repeated
-/// query sends one request per file (the open, which is also the check that the object has not
-/// changed) and none for what is kept. Keyed by the file's location and identity (its ETag), so
+/// query sends no request for what is kept; the open still sends one, which is also the check
+/// that the object has not changed. Keyed by the file's location and identity (its ETag), so
 /// a changed object is never served from it.
 pub(crate) trait MetadataStore: Send + Sync {
     /// `range` of the file at `location` in version `identity`, if kept.
