@@ -201,11 +201,11 @@ impl<'a> ChunkPages<'a> {
             .is_some_and(|(cache, file)| cache.contains(file, offset))
     }
 
-    /// A dictionary page at `offset` kept like [`Self::keep`] (anything else found where the
-    /// dictionary should be is not kept: the visitor reports it).
-    fn keep_dictionary(&self, offset: u64, page: Page) -> Page {
+    /// A dictionary page at `offset` kept like [`Self::keep_claimed`] (anything else found
+    /// where the dictionary should be is not kept: the visitor reports it).
+    fn keep_dictionary(&self, claim: Option<Claim<'_>>, offset: u64, page: Page) -> Page {
         match page {
-            Page::DictionaryPage { .. } => self.keep(offset, page),
+            Page::DictionaryPage { .. } => self.keep_claimed(claim, offset, page),
             other => other,
         }
     }
@@ -468,7 +468,7 @@ impl<'a> ChunkPages<'a> {
         match guard(|| pages.get_next_page())? {
             Some(page) => {
                 let page = self.inflate(page, sizes.as_ref())?;
-                visitor.dictionary(self.keep_dictionary(range.start, page))?
+                visitor.dictionary(self.keep_dictionary(None, range.start, page))?
             }
             None => return Ok(false),
         }
@@ -590,12 +590,7 @@ impl<'a> ChunkPages<'a> {
                 (Some(_), None) => {
                     if let Some(page) = guard(|| pages.get_next_page())? {
                         let page = self.inflate(page, dict_sizes.as_ref())?;
-                        let page = match page {
-                            Page::DictionaryPage { .. } => {
-                                self.keep_claimed(dict_claim.take(), r.start, page)
-                            }
-                            other => other,
-                        };
+                        let page = self.keep_dictionary(dict_claim.take(), r.start, page);
                         visitor.dictionary(page)?;
                     }
                 }
