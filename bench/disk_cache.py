@@ -13,11 +13,16 @@ bench/s3serve.py (in this process, loopback, that first-byte latency in ms per r
 first run filled (pages and the file's metadata), against the local file's scan with the OS
 page cache warm; requests and bytes as the server counted them.
 
-Queries on TPC-H `lineitem`: Q6, the needle `l_partkey = 100000` projecting two payload
-columns, and `l_orderkey < K` at about 0.1 % of the rows projecting four. Times are the scan's
-own (`explain`'s `time_total_ns`, medians of --runs); bytes read and cache hits from the same
-runs. The cache directory is filled once per query by `tamis cache warm` with the same filter
-and columns.
+Queries (`--suite tpch`) on TPC-H `lineitem`: Q6, the needle `l_partkey = 100000`
+projecting two payload columns, and `l_orderkey < K` at about 0.1 % of the rows projecting
+four. `--suite payload`: paper 000's payload experiment on Zstandard pages — a file of
+`--rows` rows (default 1M, written here once) with a random filter column `k` and 12 random
+int64 payload columns, PLAIN, 1 MiB pages, the page index; `k < bound` at 0.001 %, 0.01 % and
+0.1 %, every payload column projected: the source scan reads and decompresses each payload
+page holding a survivor whole, the warm disk tier reads the 4 KiB blocks of its entries that
+hold the selected values. Times are the scan's own (`explain`'s `time_total_ns`, medians of
+--runs); bytes read, bytes of the cache touched and cache hits from the same runs. The cache
+directory is filled once per query by `tamis cache warm` with the same filter and columns.
 """
 import argparse
 import json
@@ -27,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 Q6 = ("l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' "
       "AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24")
@@ -36,6 +42,35 @@ QUERIES = {
     "l_orderkey < 6000 (0.1%)": ("l_orderkey < 6000",
                                  "l_orderkey,l_extendedprice,l_shipdate,l_comment"),
 }
+
+
+PAYLOAD_COLUMNS = 12
+PAYLOAD_DOMAIN = 10_000_000
+
+
+def payload_queries(data_dir: str, rows: int):
+    """The `payload` suite's file (Zstandard) and queries (see the module's doc)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = os.path.join(data_dir, f"payload-zstd-uniform-{rows}.parquet")
+    if not os.path.exists(path):
+        rng = np.random.default_rng(20260040)
+        cols = {"k": pa.array(rng.integers(0, PAYLOAD_DOMAIN, rows), pa.int64())}
+        for c in range(PAYLOAD_COLUMNS):
+            cols[f"p{c}"] = pa.array(rng.integers(0, 1 << 40, rows), pa.int64())
+        tmp = path + ".tmp"
+        pq.write_table(pa.table(cols), tmp, use_dictionary=False, compression="zstd",
+                       write_page_index=True, row_group_size=1 << 20, data_page_size=1 << 20,
+                       max_rows_per_page=1 << 17)
+        os.replace(tmp, path)
+        time.sleep(1.1)  # a file changed less than a second ago is not cached (tamis::cache)
+    select = ",".join(f"p{c}" for c in range(PAYLOAD_COLUMNS))
+    out = {}
+    for s in (0.00001, 0.0001, 0.001):
+        bound = max(1, round(s * PAYLOAD_DOMAIN))
+        out[f"payload k < {bound} ({s * 100:g}%)"] = (path, f"k < {bound}", select)
+    return out
 
 
 def drop_os_cache() -> bool:
@@ -66,6 +101,8 @@ def main():
     ap.add_argument("--data-dir", default="data/tpch-sf1")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--suite", choices=("tpch", "payload"), default="tpch")
+    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the payload file")
     ap.add_argument("--keep-os-cache", action="store_true",
                     help="do not drop the OS page cache (both sides read from memory)")
     ap.add_argument("--remote", default=None,
@@ -76,13 +113,17 @@ def main():
     global drop_os_cache
     if args.keep_os_cache:
         drop_os_cache = lambda: False  # noqa: E731
-    path = os.path.join(args.data_dir, "lineitem.parquet")
+    if args.suite == "payload":
+        queries = payload_queries(args.data_dir, args.rows)
+    else:
+        lineitem = os.path.join(args.data_dir, "lineitem.parquet")
+        queries = {name: (lineitem, where, select) for name, (where, select) in QUERIES.items()}
     cold = drop_os_cache()
     kept = "kept (--keep-os-cache)" if args.keep_os_cache else "NOT dropped (not root)"
     print(f"OS page cache {'dropped before each timed run' if cold else kept}; "
           f"{args.threads} thread(s); medians of {args.runs}")
     rows = []
-    for name, (where, select) in QUERIES.items():
+    for name, (path, where, select) in queries.items():
         cache = tempfile.mkdtemp(prefix="tamis-disk-cache-")
         try:
             subprocess.run([args.tamis, "cache", "warm", path, "--where", where, "--select", select,
@@ -96,23 +137,29 @@ def main():
                     runs.append(explain(args.tamis, path, where, select, args.threads,
                                         cache if mode == "disk" else None))
                 t = statistics.median(r["time_total_ns"] for r in runs) / 1e9
-                result[mode] = (t, runs[-1])
+                result[mode] = (t, runs[-1], runs)
                 assert runs[-1]["rows_selected"] == runs[0]["rows_selected"]
-            (ts, s), (td, d) = result["source"], result["disk"]
+            (ts, s, _), (td, d, _) = result["source"], result["disk"]
             assert s["rows_selected"] == d["rows_selected"], name
-            rows.append((name, ts, td, s["bytes_read"], d["bytes_read"], held,
+            ps = statistics.median(r["time_payload_ns"] for r in result["source"][2]) / 1e9
+            pd = statistics.median(r["time_payload_ns"] for r in result["disk"][2]) / 1e9
+            rows.append((name, ts, td, ps, pd, s["bytes_read"], d["bytes_read"], held,
+                         d["bytes_cache"], d["pages_read_partially"],
                          d["pages_cache_hits"], d["pages_cache_misses"],
                          s["time_decompress_ns"] / 1e9))
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     print()
-    print("| query | source file s | warm disk tier s | ratio | MiB read from the file, no cache "
-          "| MiB read from the file, disk tier | MiB of cache entries | cache hits / misses "
-          "| decompression s (no cache) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, ts, td, bs, bd, held, hits, misses, dec in rows:
-        print(f"| {name} | {ts:.3f} | {td:.3f} | {td / ts:.2f}x | {bs / 2**20:.1f} | "
-              f"{bd / 2**20:.2f} | {held / 2**20:.1f} | {hits} / {misses} | {dec:.3f} |")
+    print("| query | source file s | warm disk tier s | ratio | payload stage s (source → disk "
+          "tier) | payload ratio | MiB read from the file, no cache "
+          "| MiB read from the file, disk tier | MiB of cache entries | MiB of entries touched "
+          "| pages read by blocks | cache hits / misses | decompression s (no cache) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, ts, td, ps, pd, bs, bd, held, touched, partial, hits, misses, dec in rows:
+        print(f"| {name} | {ts:.3f} | {td:.3f} | {td / ts:.2f}x | {ps:.3f} → {pd:.3f} | "
+              f"{pd / ps:.2f}x | {bs / 2**20:.1f} | "
+              f"{bd / 2**20:.2f} | {held / 2**20:.1f} | {touched / 2**20:.2f} | {partial} | "
+              f"{hits} / {misses} | {dec:.3f} |")
 
 
 def remote(args, latencies):

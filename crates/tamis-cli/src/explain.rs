@@ -222,7 +222,8 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
     if m.pages_cache_hits > 0 {
         let _ = writeln!(
             s,
-            "  and {} of decompressed pages from the page cache, saving {} of decompression",
+            "  and {} touched in the page cache (decompressed pages; of pages read by blocks, \
+             the blocks), saving {} of decompression",
             bytes(m.bytes_cache),
             ms(m.time_decompress_saved_ns)
         );

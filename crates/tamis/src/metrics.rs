@@ -51,7 +51,8 @@ pub struct ScanMetrics {
     /// Data pages decompressed and decoded.
     pub pages_read: u64,
     /// Payload pages read by the 4 KiB blocks holding their selected rows, not whole
-    /// (uncompressed PLAIN pages of fixed-width columns).
+    /// (uncompressed PLAIN pages of fixed-width columns, from the file or from the page
+    /// cache's directory: those are counted in `pages_cache_hits` too).
     pub pages_read_partially: u64,
     /// Pages served by the page cache, decompressed already: neither read nor decompressed
     /// ([`crate::cache`]; not counted in `pages_read`).
@@ -80,7 +81,8 @@ pub struct ScanMetrics {
     pub bytes_file: u64,
     /// Bytes actually read from the files (footers, indexes, Bloom filters, pages).
     pub bytes_read: u64,
-    /// Decompressed bytes the page cache served (not counted in `bytes_read`).
+    /// Bytes of decompressed pages the page cache served: whole pages, and for pages read by
+    /// blocks from its directory, the blocks read (not counted in `bytes_read`).
     pub bytes_cache: u64,
     /// Read requests issued (system calls on local files, GETs on object stores).
     pub requests: u64,

@@ -1277,6 +1277,7 @@ fn check(
         string_views,
         short_decimals,
         string_dictionaries,
+        pruning: None,
     };
     let report = |what: String| {
         Some(format!(

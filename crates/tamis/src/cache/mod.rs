@@ -38,6 +38,7 @@
 
 pub(crate) mod disk;
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
@@ -48,7 +49,7 @@ use quick_cache::{DefaultHashBuilder, Weighter};
 
 use crate::error::{Error, Result};
 use crate::io::Identity;
-use disk::DiskTier;
+use disk::{DiskTier, EntryFile};
 
 /// Which version of which file a page belongs to.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -335,6 +336,53 @@ impl PageCache {
             .as_ref()
             .is_some_and(|m| m.pages.contains_key(&key))
             || self.disk.as_ref().is_some_and(|d| d.contains(file, offset))
+    }
+
+    /// Whether pages are kept on disk too.
+    pub(crate) fn has_disk(&self) -> bool {
+        self.disk.is_some()
+    }
+
+    /// Whether the page of `file` at `offset` is kept in memory (not counted as a lookup).
+    pub(crate) fn in_memory(&self, file: &Arc<FileKey>, offset: u64) -> bool {
+        self.memory.as_ref().is_some_and(|m| {
+            m.pages.contains_key(&PageKey {
+                file: file.clone(),
+                offset,
+            })
+        })
+    }
+
+    /// The disk tier's entries of `file`'s pages at `offsets`, opened to be read by blocks
+    /// (`None` for a page without a whole entry, or with no disk tier).
+    pub(crate) fn open_entries(
+        &self,
+        file: &Arc<FileKey>,
+        offsets: &[u64],
+    ) -> Vec<Option<EntryFile>> {
+        match &self.disk {
+            Some(d) => d.open_entries(file, offsets),
+            None => offsets.iter().map(|_| None).collect(),
+        }
+    }
+
+    /// See [`DiskTier::advise_entries`].
+    pub(crate) fn advise_entries(
+        &self,
+        file: &Arc<FileKey>,
+        pages: &[(u64, u64, Vec<Range<u64>>)],
+    ) {
+        if let Some(d) = &self.disk {
+            d.advise_entries(file, pages);
+        }
+    }
+
+    /// Counts a page served by blocks from its disk entry (a hit).
+    pub(crate) fn count_blocks_hit(&self) {
+        HITS.fetch_add(1, Relaxed);
+        if let Some(d) = &self.disk {
+            d.counts.hits.fetch_add(1, Relaxed);
+        }
     }
 
     /// Says that the pages of `file` at `offsets` are about to be looked up: those not in

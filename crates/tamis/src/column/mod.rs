@@ -145,6 +145,12 @@ impl<'a> ColumnChunk<'a> {
             .map_err(|e| self.context(e))
     }
 
+    /// Asks for what reading the pages of `selection` by blocks from the page cache's
+    /// directory will read to be loaded in the background (see [`sparse::advise_cached`]).
+    pub(crate) fn advise_cached(&self, selection: &Selection) {
+        sparse::advise_cached(self, selection);
+    }
+
     /// The byte ranges a projection of `selection` reads first: whole pages, or for pages read
     /// by blocks (`sub_page`, see [`sparse`]) their first round (for a remote source's one
     /// batched read of every payload column).

@@ -24,6 +24,7 @@ use parquet::basic::Compression;
 
 use super::inflate::{inflate, SnappyChoice};
 use crate::budget::Budget;
+use crate::cache::disk::EntryFile;
 use crate::cache::{page_cache, Claim, FileKey, Lookup, PageCache};
 use crate::error::{Error, Result};
 use crate::file::thrift_guard::{page_sizes, PageSizes};
@@ -161,12 +162,6 @@ impl<'a> ChunkPages<'a> {
         self
     }
 
-    /// The decompressed page at `offset`, when the page cache holds one of the kind asked for
-    /// (see [`Self::look_up`]).
-    fn cached(&self, offset: u64, dictionary: bool) -> Option<Page> {
-        self.look_up(self.cache.as_ref()?, offset, dictionary).0
-    }
-
     /// Looks the page at `offset` up in `cache` (counted): the page, when the cache holds one of
     /// the kind asked for (a dictionary page or a data page; anything else, which only a
     /// corrupt file's two readings could leave there, is a miss); else the claim to keep it
@@ -199,6 +194,44 @@ impl<'a> ChunkPages<'a> {
         self.cache
             .as_ref()
             .is_some_and(|(cache, file)| cache.contains(file, offset))
+    }
+
+    /// Whether the page cache keeps pages on disk (for reading them there by blocks).
+    pub(crate) fn has_disk_tier(&self) -> bool {
+        self.cache
+            .as_ref()
+            .is_some_and(|(cache, _)| cache.has_disk())
+    }
+
+    /// Whether the page at `offset` is in the page cache's memory tier (not counted).
+    pub(crate) fn in_memory(&self, offset: u64) -> bool {
+        (self.cache.as_ref()).is_some_and(|(cache, file)| cache.in_memory(file, offset))
+    }
+
+    /// The disk tier's entries of the pages at `offsets`, to be read by blocks
+    /// (`column/sparse.rs`); `None` for a page without one.
+    pub(crate) fn disk_entries(&self, offsets: &[u64]) -> Vec<Option<EntryFile>> {
+        match &self.cache {
+            Some((cache, file)) => cache.open_entries(file, offsets),
+            None => offsets.iter().map(|_| None).collect(),
+        }
+    }
+
+    /// Asks for the disk tier's entries of pages to be loaded in the background (see
+    /// `DiskTier::advise_entries`).
+    pub(crate) fn advise_disk_entries(&self, pages: &[(u64, u64, Vec<Range<u64>>)]) {
+        if let Some((cache, file)) = &self.cache {
+            cache.advise_entries(file, pages);
+        }
+    }
+
+    /// Counts a page served by `bytes` read from its disk entry's blocks, whose decompression
+    /// took `inflate_ns` when it was kept.
+    pub(crate) fn count_cached_blocks(&self, bytes: u64, inflate_ns: u64) {
+        if let Some((cache, _)) = &self.cache {
+            cache.count_blocks_hit();
+            self.reader.count_cache_hit(true, bytes, inflate_ns);
+        }
     }
 
     /// A dictionary page at `offset` kept like [`Self::keep_claimed`] (anything else found
@@ -448,7 +481,14 @@ impl<'a> ChunkPages<'a> {
         let Some(range) = self.dictionary_range()? else {
             return Ok(false);
         };
-        if let Some(page) = self.cached(range.start, true) {
+        // A miss claims the page, as `fetch_indexed` does: concurrent scans wanting the
+        // dictionary wait for this one's instead of each reading it.
+        let cache = self.cache.clone();
+        let (hit, claim) = match &cache {
+            Some(cache) => self.look_up(cache, range.start, true),
+            None => (None, None),
+        };
+        if let Some(page) = hit {
             visitor.dictionary(page)?;
             return Ok(true);
         }
@@ -468,7 +508,7 @@ impl<'a> ChunkPages<'a> {
         match guard(|| pages.get_next_page())? {
             Some(page) => {
                 let page = self.inflate(page, sizes.as_ref())?;
-                visitor.dictionary(self.keep_dictionary(None, range.start, page))?
+                visitor.dictionary(self.keep_dictionary(claim, range.start, page))?
             }
             None => return Ok(false),
         }

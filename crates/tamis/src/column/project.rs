@@ -64,6 +64,13 @@ pub(crate) fn project(
                 sparse::read(chunk, &plan, selection, metrics).map_err(|e| e.in_column(&path))?;
             parts = read;
         }
+        // A compressed chunk's pages, from their decompressed copies in the cache directory.
+        let cached = sparse::plan_cached(chunk, selection);
+        if !cached.is_empty() {
+            let (read, _whole) = sparse::read_cached(chunk, &cached, selection, metrics)
+                .map_err(|e| e.in_column(&path))?;
+            parts.extend(read);
+        }
     }
     chunk.ensure_except(selection, |i| parts.contains_key(&i), metrics)?;
     let total = selection.count_ones();

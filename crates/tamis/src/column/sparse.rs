@@ -29,10 +29,8 @@ use crate::selection::{Bitmap, Selection};
 use crate::values::Values;
 
 use super::ColumnChunk;
+use crate::cache::disk::{DataLevels, BLOCK};
 use crate::file::page_header::{data_page_head, DataPageHead, LevelLayout};
-
-/// Reads are aligned to this (the page size of file systems and SSDs).
-pub(crate) const BLOCK: u64 = 4096;
 
 /// The header and levels of a page without NULLs are assumed to fit in this many bytes when
 /// guessing where its values are (a header with statistics takes under 100).
@@ -63,12 +61,19 @@ pub(crate) struct PagePart {
 /// The byte width of a chunk's values if its pages may be read by blocks: uncompressed,
 /// fixed-width, no dictionary page, an offset index to find the pages.
 fn value_width(chunk: &ColumnChunk<'_>) -> Option<u64> {
-    let leaf = chunk.leaf;
     if chunk.source.meta().compression() != Compression::UNCOMPRESSED
-        || leaf.max_rep != 0
         || chunk.source.offset_index().is_none()
         || chunk.dictionary_range().is_some()
     {
+        return None;
+    }
+    fixed_width(chunk)
+}
+
+/// The byte width of a flat column's values when all are of one width.
+fn fixed_width(chunk: &ColumnChunk<'_>) -> Option<u64> {
+    let leaf = chunk.leaf;
+    if leaf.max_rep != 0 {
         return None;
     }
     match leaf.physical {
@@ -78,6 +83,34 @@ fn value_width(chunk: &ColumnChunk<'_>) -> Option<u64> {
         PhysicalType::FIXED_LEN_BYTE_ARRAY if leaf.type_length > 0 => Some(leaf.type_length as u64),
         _ => None,
     }
+}
+
+/// The byte width of a compressed chunk's values if its pages kept on the page cache's disk
+/// tier (decompressed) may be read from there by blocks: fixed-width, an offset index to find
+/// the pages, and not every data page dictionary-encoded (by the chunk's page encoding
+/// statistics, when it has them).
+fn cached_value_width(chunk: &ColumnChunk<'_>) -> Option<u64> {
+    let meta = chunk.source.meta();
+    if meta.compression() == Compression::UNCOMPRESSED
+        || chunk.source.offset_index().is_none()
+        || !chunk.source.has_disk_tier()
+    {
+        return None;
+    }
+    let all_dictionary = meta.page_encoding_stats().is_some_and(|stats| {
+        stats.iter().all(|s| {
+            s.page_type != parquet::basic::PageType::DATA_PAGE
+                && s.page_type != parquet::basic::PageType::DATA_PAGE_V2
+                || matches!(
+                    s.encoding,
+                    Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
+                )
+        })
+    });
+    if all_dictionary {
+        return None;
+    }
+    fixed_width(chunk)
 }
 
 /// Whether no value of the chunk is NULL (a required column, or statistics saying so): then a
@@ -270,6 +303,177 @@ pub(crate) fn read(
     Ok((parts, whole))
 }
 
+/// The pages of a compressed `chunk` holding a row of `selection` that are worth reading by
+/// blocks from the page cache's disk tier ([`read_cached`]): not loaded, not in memory, and the
+/// blocks of their selected values (one more for the entry's head) under half of what the
+/// page's values take. Whether a page has an entry is found when it is read.
+pub(crate) fn plan_cached(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
+    let (Some(width), Some(oi)) = (cached_value_width(chunk), chunk.source.offset_index()) else {
+        return Vec::new();
+    };
+    let Some(layout) = chunk.source.indexed_layout() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, (loc, &(first_row, rows))) in oi.page_locations().iter().zip(&layout).enumerate() {
+        if chunk.pages.contains_key(&i) || !selection.any_in(first_row, first_row + rows) {
+            continue;
+        }
+        let (Ok(start), Ok(size)) = (
+            u64::try_from(loc.offset),
+            u64::try_from(loc.compressed_page_size),
+        ) else {
+            continue;
+        };
+        let values = rows as u64 * width;
+        let window = selection.window(first_row, rows);
+        if (window.count_ones() as u64).saturating_mul(2) >= rows as u64 {
+            continue;
+        }
+        // Blocks of the values, as if they started the payload (levels shift them a little).
+        let (mut blocks, mut last) = (1u64, u64::MAX);
+        for row in window.iter_ones() {
+            let (a, b) = (
+                row as u64 * width / BLOCK,
+                (row as u64 * width + width - 1) / BLOCK,
+            );
+            blocks += b - a + u64::from(a != last);
+            last = b;
+            if blocks * BLOCK * 2 >= values {
+                break;
+            }
+        }
+        if blocks * BLOCK * 2 < values && !chunk.source.in_memory(start) {
+            out.push(SparsePage {
+                page: i,
+                bytes: start..start.saturating_add(size),
+                first_row,
+                rows,
+            });
+        }
+    }
+    out
+}
+
+/// Asks the kernel to load, in the background, what [`read_cached`] will read of `chunk`'s
+/// pages for `selection`: each entry's head and, when no value of the chunk is NULL, the
+/// blocks its selected values lie in for levels up to [`HEAD`] bytes. A scan advises every
+/// payload column before reading any, so a cold directory makes it wait for the device about
+/// once, not once per column and round.
+pub(crate) fn advise_cached(chunk: &ColumnChunk<'_>, selection: &Selection) {
+    let pages = plan_cached(chunk, selection);
+    let Some(width) = cached_value_width(chunk).filter(|_| !pages.is_empty()) else {
+        return;
+    };
+    let guess = no_nulls(chunk);
+    let wanted: Vec<(u64, u64, Vec<Range<u64>>)> = pages
+        .iter()
+        .map(|p| {
+            let rows = selection.window(p.first_row, p.rows);
+            let ranges = (rows.iter_ones())
+                .filter(|_| guess)
+                .map(|r| r as u64 * width..(r as u64 + 1) * width + HEAD)
+                .collect();
+            (p.bytes.start, p.rows as u64 * width, ranges)
+        })
+        .collect();
+    chunk.source.advise_disk_entries(&wanted);
+}
+
+/// Reads the selected rows of `pages` by blocks from their entries in the page cache's disk
+/// tier: the entries' heads first, then the levels and values they place, all the pages'
+/// reads of a round asked of the device together. Pages without a whole entry, or whose entry
+/// says otherwise (not PLAIN, rows that disagree with the offset index), are returned for the
+/// whole-page path; so is a page whose entry fails a block's checksum (the entry is removed,
+/// and the page is read from the file).
+pub(crate) fn read_cached(
+    chunk: &ColumnChunk<'_>,
+    pages: &[SparsePage],
+    selection: &Selection,
+    metrics: &MetricsCollector,
+) -> Result<(BTreeMap<usize, PagePart>, Vec<usize>)> {
+    let mut parts = BTreeMap::new();
+    let mut whole = Vec::new();
+    let Some(width) = cached_value_width(chunk) else {
+        whole.extend(pages.iter().map(|p| p.page));
+        return Ok((parts, whole));
+    };
+    // What [`advise_cached`] did not ask for in advance is asked for round by round, when cold.
+    let advised = no_nulls(chunk);
+    let offsets: Vec<u64> = pages.iter().map(|p| p.bytes.start).collect();
+    let mut pending = Vec::new();
+    for (p, entry) in pages.iter().zip(chunk.source.disk_entries(&offsets)) {
+        let Some(entry) = entry else {
+            whole.push(p.page);
+            continue;
+        };
+        let Some(shape) = entry.data_shape() else {
+            whole.push(p.page);
+            continue;
+        };
+        let payload = entry.payload();
+        let h = DataPageHead {
+            header_len: 0,
+            body_len: (payload.end - payload.start) as usize,
+            num_values: shape.num_values,
+            plain: shape.encoding == Encoding::PLAIN,
+            levels: match shape.levels {
+                DataLevels::V1 { def_level_encoding } => LevelLayout::V1 {
+                    rle: def_level_encoding == Encoding::RLE,
+                },
+                DataLevels::V2 { rep_len, def_len } => LevelLayout::V2 { rep_len, def_len },
+            },
+        };
+        if !h.plain || h.num_values != p.rows {
+            whole.push(p.page);
+            continue;
+        }
+        let fetched = FetchedRanges::from_pieces(Vec::new(), payload.end);
+        pending.push((p, entry, h, fetched, 0u64));
+    }
+    for round in 0..MAX_ROUNDS {
+        let mut needs = Vec::new();
+        let mut still = Vec::new();
+        for (p, entry, h, fetched, read) in pending {
+            let rows = selection.window(p.first_row, p.rows);
+            let payload = entry.payload();
+            let step = gather(chunk, &h, payload.start, &payload, width, &rows, &fetched)
+                .map_err(|e| e.in_page(p.page))?;
+            match step {
+                Step::Done(part) => {
+                    add(&metrics.pages_read_partially, 1);
+                    chunk.source.count_cached_blocks(read, entry.inflate_ns());
+                    parts.insert(p.page, part);
+                }
+                Step::Need(ranges) if round + 1 < MAX_ROUNDS => {
+                    if entry.cold() && !advised {
+                        entry.advise(&ranges);
+                    }
+                    needs.push(ranges);
+                    still.push((p, entry, h, fetched, read));
+                }
+                Step::Whole | Step::Need(_) => whole.push(p.page),
+            }
+        }
+        pending = Vec::with_capacity(still.len());
+        for ((p, entry, h, mut fetched, read), ranges) in still.into_iter().zip(needs) {
+            match entry.read(&ranges) {
+                Some(pieces) => {
+                    let n: u64 = pieces.iter().map(|(_, b)| b.len() as u64).sum();
+                    fetched.extend(pieces);
+                    pending.push((p, entry, h, fetched, read + n));
+                }
+                None => whole.push(p.page),
+            }
+        }
+        if pending.is_empty() {
+            break;
+        }
+    }
+    whole.extend(pending.iter().map(|(p, ..)| p.page));
+    Ok((parts, whole))
+}
+
 enum Step {
     Done(PagePart),
     /// Read whole by the usual path.
@@ -302,16 +506,31 @@ fn step(chunk: &ColumnChunk<'_>, p: &SparsePage, width: u64, rows: &Bitmap) -> R
     if !h.plain || h.num_values != p.rows || body + h.body_len as u64 != p.bytes.end {
         return Ok(Step::Whole);
     }
+    gather(chunk, &h, body, &p.bytes, width, rows, fetched)
+}
+
+/// How far a page can go with the bytes fetched so far, once its header `h` is known: its body
+/// starts at `body` and the page's bytes are `within` (in the file, or in a cache entry).
+fn gather(
+    chunk: &ColumnChunk<'_>,
+    h: &DataPageHead,
+    body: u64,
+    within: &Range<u64>,
+    width: u64,
+    rows: &Bitmap,
+    fetched: &FetchedRanges,
+) -> Result<Step> {
     // The validity of the page's rows, from its levels (none for a required column).
     let max_def = chunk.leaf.max_def;
-    let (validity, values_start) = match levels_of(&h, body, max_def, fetched)? {
-        Levels::Need(r) => return Ok(Step::Need(blocks(r, &p.bytes))),
+    let (validity, values_start) = match levels_of(h, body, max_def, fetched)? {
+        Levels::Need(r) => return Ok(Step::Need(blocks(r, within))),
         Levels::Unsupported => return Ok(Step::Whole),
         Levels::Read { validity, end } => (validity, end),
     };
-    let present = validity.as_ref().map_or(p.rows, |v| v.count_ones());
+    let rows_in_page = h.num_values;
+    let present = validity.as_ref().map_or(rows_in_page, |v| v.count_ones());
     let values_end = values_start.saturating_add(present as u64 * width);
-    if values_end > p.bytes.end {
+    if values_end > within.end {
         return Ok(Step::Whole);
     }
     // The selected rows' value numbers (ranks among present values) and validity.
@@ -341,7 +560,7 @@ fn step(chunk: &ColumnChunk<'_>, p: &SparsePage, width: u64, rows: &Bitmap) -> R
         match fetched.slice(at..at + width) {
             Some(b) if missing.is_empty() => gathered.extend_from_slice(&b),
             Some(_) => {}
-            None => push_blocks(&mut missing, at..at + width, &p.bytes),
+            None => push_blocks(&mut missing, at..at + width, within),
         }
     }
     if !missing.is_empty() {

@@ -15,6 +15,7 @@
 //!              to hold a survivor; + the next row group's filter pages, a row group ahead)
 //! payload   ─► remote: one read of the survivors' payload pages
 //!              local: advice for them, when the chunk is cold
+//!              either: advice for the blocks read of the page cache's directory, when cold
 //! ```
 //!
 //! Which columns' bytes are needed is decided here too: a projected column pinned to one value
@@ -176,6 +177,15 @@ impl<'j, 'a> IoPlan<'j, 'a> {
         survivors: &Selection,
         sub_page: bool,
     ) -> Result<()> {
+        // Pages read by blocks from the page cache's directory: every column's advised first.
+        if sub_page {
+            for &c in payload {
+                chunks
+                    .entry(c)
+                    .or_insert_with(|| chunk(c))
+                    .advise_cached(survivors);
+            }
+        }
         if !self.remote {
             return advise_payload(
                 self.job,

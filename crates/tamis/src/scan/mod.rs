@@ -140,7 +140,8 @@ pub struct Pruning {
     /// A sidecar index beside the file (`tamis index`): page-level Bloom filters.
     pub sidecar_index: bool,
     /// Sub-page reads: a payload page stored uncompressed and PLAIN with a fixed width is read
-    /// by the 4 KiB blocks that hold its selected rows (needs the OffsetIndex).
+    /// by the 4 KiB blocks that hold its selected rows, from the file or, for a compressed
+    /// page, from its decompressed copy in the page cache's directory (needs the OffsetIndex).
     pub sub_page_reads: bool,
 }
 

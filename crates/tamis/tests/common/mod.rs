@@ -88,6 +88,8 @@ pub struct Req<'a> {
     /// Dictionary-encoded strings and binaries as Arrow dictionaries
     /// (`Scan::string_dictionaries`); cast back like views.
     pub string_dictionaries: bool,
+    /// `None`: every structure (`Pruning::default`).
+    pub pruning: Option<tamis::Pruning>,
 }
 
 /// Runs tamis; returns the concatenated batches and the metrics.
@@ -113,6 +115,9 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     }
     if let Some(e) = req.evaluation {
         scan = scan.evaluation(e);
+    }
+    if let Some(p) = req.pruning {
+        scan = scan.pruning(p);
     }
     scan = (scan.limit(req.limit))
         .string_views(req.string_views)
