@@ -481,7 +481,7 @@ def test_page_cache_serves_the_same_rows_without_reading_pages_again(tmp_path):
         assert settled["pages_cache_hits"] == 0 and settled["pages_cache_misses"] > 0
         assert tamis.scan(str(path), where="g < 3").equals(want_other)
     finally:
-        tamis.set_page_cache(0)
+        tamis.set_page_cache("0")  # as TAMIS_PAGE_CACHE says it
     assert tamis.page_cache_stats()["budget_bytes"] == 0
     off = tamis.explain(str(path), where="g < 3")
     assert off["pages_cache_hits"] == 0 and off["pages_cache_misses"] == 0

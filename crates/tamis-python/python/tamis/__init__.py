@@ -490,11 +490,12 @@ def set_page_cache(size: Union[int, str, None]) -> None:
     """Keeps up to ``size`` (bytes, or a string such as ``"2GiB"``) of decompressed pages in
     memory for every later scan of this process — ``scan``, ``Dataset``, ``sql`` — so that scans
     of the same pages (repeated queries, a table scanned twice in one query) decompress each page
-    once. ``0`` or ``None`` turns it off; each call empties it. Without a call the budget is
+    once. ``0`` (or ``"0"``, as in ``TAMIS_PAGE_CACHE``) or ``None`` turns it off; each call
+    empties it. Without a call the budget is
     ``TAMIS_PAGE_CACHE``, else a sixteenth of the machine's memory (at most 4 GiB). A changed file is
     never served from it: pages are keyed by the file's identity (size, mtime, inode, ctime; an
     object's ETag)."""
-    n = 0 if size in (None, 0) else _size(size, "page cache size")
+    n = 0 if size in (None, 0, "0") else _size(size, "page cache size")
     _tamis.set_page_cache_bytes(n)
 
 

@@ -429,7 +429,8 @@ pub(crate) fn read_cached(
             continue;
         }
         let fetched = FetchedRanges::from_pieces(Vec::new(), payload.end);
-        pending.push((p, entry, h, fetched, 0u64));
+        // Bytes read so far: the head, read whole.
+        pending.push((p, entry, h, fetched, payload.start));
     }
     for round in 0..MAX_ROUNDS {
         let mut needs = Vec::new();
