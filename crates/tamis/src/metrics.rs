@@ -50,9 +50,10 @@ pub struct ScanMetrics {
     pub pages_skipped_payload: u64,
     /// Data pages decompressed and decoded.
     pub pages_read: u64,
-    /// Payload pages read by the 4 KiB blocks holding their selected rows, not whole
-    /// (uncompressed PLAIN pages of fixed-width columns, from the file or from the page
-    /// cache's directory: those are counted in `pages_cache_hits` too).
+    /// Payload pages read by the 4 KiB blocks holding their selected rows, not whole: PLAIN
+    /// pages of fixed-width columns, an uncompressed chunk's from the file, a compressed
+    /// chunk's from their decompressed copies in the page cache's directory (counted in
+    /// `pages_cache_hits` too).
     pub pages_read_partially: u64,
     /// Pages served by the page cache, decompressed already: neither read nor decompressed
     /// ([`crate::cache`]; not counted in `pages_read`).

@@ -474,14 +474,16 @@ fn a_warm_disk_cache_is_read_by_the_blocks_of_the_selected_values() {
         partial += check(&path, &filter, mask).pages_read_partially;
     }
     assert!(partial > 0);
-    // A flipped byte in every entry's last block: the scan reads those pages from the file,
-    // the same rows, and the damaged entries are gone.
+    // A flipped byte in every block of every entry's payload: the scan reads those pages from
+    // the file (the payload's blocks fail their checksums after the heads passed), the same
+    // rows, and the damaged entries are gone.
     let damaged = damage_entries(&cache);
     assert!(damaged > 0);
     disk_tier_on(&cache);
     let (filter, mask) = &queries[0];
     let m = check(&path, filter, mask);
     assert!(m.pages_read > 0, "{m:?}");
+    assert_eq!(m.pages_read_partially, 0, "{m:?}");
     let stats = tamis::cache::page_cache_stats();
     assert!(stats.disk_corrupt > 0, "{stats:?}");
     tamis::cache::set_disk_cache(None, None).unwrap();
@@ -507,14 +509,16 @@ fn check_whole_bytes(path: &Path, filter: &str, mask: &Mask) -> u64 {
     m.bytes_cache
 }
 
-/// Flips a byte in the last block of every page entry of `dir`; returns how many.
+/// Flips a byte in every 4 KiB block past the first of every entry of `dir` (a data page's
+/// head is its first block here); returns how many entries.
 fn damage_entries(dir: &Path) -> usize {
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         if e.path().extension().is_some_and(|x| x == "page") {
             let mut bytes = std::fs::read(e.path()).unwrap();
-            let last = bytes.len() - 1;
-            bytes[last] ^= 0x40;
+            for at in (4096 + 100..bytes.len()).step_by(4096) {
+                bytes[at] ^= 0x40;
+            }
             std::fs::write(e.path(), &bytes).unwrap();
             n += 1;
         }

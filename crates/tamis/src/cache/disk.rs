@@ -55,8 +55,8 @@ use std::ops::Range;
 const MAGIC: &[u8; 8] = b"TAMISPG\x03";
 /// Magic, 6 × u32, u64 payload length, u64 decompression nanoseconds, 5 bytes of kind and
 /// encodings, 3 reserved. The key and a checksum of each [`BLOCK`] of the payload follow, then
-/// zeros and a checksum of all before it, up to the payload, which starts at a multiple of
-/// [`BLOCK`].
+/// (for a data page) zeros up to a multiple of [`BLOCK`] less 8 bytes, then a checksum of all
+/// before it; the payload follows (a data page's on a block boundary).
 const FIXED: usize = 8 + 6 * 4 + 8 + 8 + 8;
 /// The unit of the payload's checksums and alignment: a scan may read an entry by the blocks
 /// that hold its selected values, each checked alone (the page size of file systems and
@@ -272,30 +272,31 @@ impl DiskTier {
     /// Asks the kernel to load, in the background, the heads of the entries of `file`'s pages
     /// and the blocks [`Self::open_entries`]' readers are expected to read: for each page, its
     /// offset, the length its payload is expected to have, and ranges of that payload. Nothing
-    /// when the first entry is in the OS page cache already (a warm directory), or off Linux.
+    /// when the first entry found is in the OS page cache already (a warm directory), or off
+    /// Linux.
     /// A guess that turns out wrong costs a read the device did for nothing.
     pub(crate) fn advise_entries(&self, file: &FileKey, pages: &[(u64, u64, Vec<Range<u64>>)]) {
         #[cfg(target_os = "linux")]
-        for (i, (offset, payload_len, ranges)) in pages.iter().enumerate() {
+        let mut probed = false;
+        #[cfg(target_os = "linux")]
+        for (offset, payload_len, ranges) in pages {
             let key = entry_key(file, *offset);
             let Ok(f) = fs::File::open(self.path(&key)) else {
                 continue;
             };
-            if i == 0 && !cold(&f) {
-                return;
+            if !probed {
+                probed = true;
+                if !cold(&f) {
+                    return;
+                }
             }
-            let advise = |r: Range<u64>, advice| {
-                let _ = rustix::fs::fadvise(
-                    &f,
-                    r.start,
-                    std::num::NonZeroU64::new(r.end - r.start),
-                    advice,
-                );
-            };
             // Advice only: a file system that ignores it reads when asked, as before.
-            advise(0..0, rustix::fs::Advice::Random);
-            advise(0..BLOCK, rustix::fs::Advice::WillNeed);
-            let start = payload_start(key.len(), *payload_len);
+            let advise = |r: Range<u64>| {
+                let len = std::num::NonZeroU64::new(r.end - r.start);
+                let _ = rustix::fs::fadvise(&f, r.start, len, rustix::fs::Advice::WillNeed);
+            };
+            advise(0..BLOCK);
+            let start = payload_start(key.len(), *payload_len, true);
             let mut last = 0..0;
             for r in ranges {
                 let b = start + r.start / BLOCK * BLOCK..start + align_up(r.end);
@@ -304,12 +305,12 @@ impl DiskTier {
                     continue;
                 }
                 if !last.is_empty() {
-                    advise(last, rustix::fs::Advice::WillNeed);
+                    advise(last);
                 }
                 last = b;
             }
             if !last.is_empty() {
-                advise(last, rustix::fs::Advice::WillNeed);
+                advise(last);
             }
         }
         #[cfg(not(target_os = "linux"))]
@@ -326,9 +327,6 @@ impl DiskTier {
                 let path = self.path(&entry_key(file, o));
                 let f = fs::File::open(&path).ok()?;
                 let len = f.metadata().ok()?.len();
-                // Advice only: no read-ahead past the blocks asked for.
-                #[cfg(target_os = "linux")]
-                let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::Random);
                 Some((f, path, len))
             })
             .collect();
@@ -343,6 +341,8 @@ impl DiskTier {
         #[cfg(target_os = "linux")]
         if cold {
             for (f, _, len) in opened.iter().flatten() {
+                // Advice only: no read-ahead past the blocks asked for; the heads now.
+                let _ = rustix::fs::fadvise(f, 0, None, rustix::fs::Advice::Random);
                 let len = std::num::NonZeroU64::new(BLOCK.min(*len));
                 let _ = rustix::fs::fadvise(f, 0, len, rustix::fs::Advice::WillNeed);
             }
@@ -698,7 +698,7 @@ fn entry(
     numbers: [u32; 5],
 ) -> Vec<u8> {
     let blocks = payload.chunks(BLOCK as usize);
-    let start = payload_start(key.len(), payload.len() as u64) as usize;
+    let start = payload_start(key.len(), payload.len() as u64, aligned(flags[0])) as usize;
     let mut out = Vec::with_capacity(start + payload.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
@@ -721,10 +721,23 @@ fn entry(
 }
 
 /// Where the payload of an entry starts, for a key of `key_len` bytes and a payload of
-/// `payload_len` (see [`FIXED`]).
-fn payload_start(key_len: usize, payload_len: u64) -> u64 {
+/// `payload_len` (see [`FIXED`]): on a block boundary for a data page (`aligned`), read by
+/// blocks; right after the head for anything else, read whole (a few hundred bytes of
+/// metadata then take no 4 KiB).
+fn payload_start(key_len: usize, payload_len: u64, aligned: bool) -> u64 {
     let sums = payload_len.div_ceil(BLOCK).saturating_mul(CHECKSUM as u64);
-    align_up(((FIXED + key_len + CHECKSUM) as u64).saturating_add(sums))
+    let head = ((FIXED + key_len + CHECKSUM) as u64).saturating_add(sums);
+    if aligned {
+        align_up(head)
+    } else {
+        head
+    }
+}
+
+/// Whether an entry of this kind (its first flag) starts its payload on a block boundary: data
+/// pages (kinds 0 and 1).
+fn aligned(kind: u8) -> bool {
+    kind <= 1
 }
 
 fn align_up(x: u64) -> u64 {
@@ -766,7 +779,7 @@ fn parse_head(bytes: &[u8], key: &[u8], file_len: u64) -> Parsed {
     }
     let payload_len = u64_at(32);
     let blocks = payload_len.div_ceil(BLOCK);
-    let payload_start = payload_start(key.len(), payload_len);
+    let payload_start = payload_start(key.len(), payload_len, aligned(bytes[48]));
     if payload_start.checked_add(payload_len) != Some(file_len) {
         return Parsed::Bad;
     }

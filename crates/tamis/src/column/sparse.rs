@@ -14,6 +14,10 @@
 //! the offset index) is read whole by the usual path, which also reports what is wrong with it.
 //! On a remote source the first round rides on the payload's one batched read
 //! ([`super::ColumnChunk::payload_ranges`]).
+//!
+//! A compressed chunk's pages are read the same way from their decompressed copies in the
+//! page cache's directory ([`read_cached`]): the entry's head stands for the page header, and
+//! every block read is checked against its checksum (`cache/disk.rs`).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -398,6 +402,28 @@ pub(crate) fn read_cached(
         whole.extend(pages.iter().map(|p| p.page));
         return Ok((parts, whole));
     };
+    // A batch's entries stay open through its rounds: batches bound the files held open.
+    for batch in pages.chunks(OPEN_ENTRIES) {
+        read_cached_batch(
+            chunk, batch, selection, metrics, width, &mut parts, &mut whole,
+        )?;
+    }
+    Ok((parts, whole))
+}
+
+/// Entries a scan's thread holds open at once ([`read_cached`]).
+const OPEN_ENTRIES: usize = 64;
+
+/// [`read_cached`] for a batch of pages, the values `width` bytes each.
+fn read_cached_batch(
+    chunk: &ColumnChunk<'_>,
+    pages: &[SparsePage],
+    selection: &Selection,
+    metrics: &MetricsCollector,
+    width: u64,
+    parts: &mut BTreeMap<usize, PagePart>,
+    whole: &mut Vec<usize>,
+) -> Result<()> {
     // What [`advise_cached`] did not ask for in advance is asked for round by round, when cold.
     let advised = no_nulls(chunk);
     let offsets: Vec<u64> = pages.iter().map(|p| p.bytes.start).collect();
@@ -472,7 +498,7 @@ pub(crate) fn read_cached(
         }
     }
     whole.extend(pending.iter().map(|(p, ..)| p.page));
-    Ok((parts, whole))
+    Ok(())
 }
 
 enum Step {
