@@ -273,8 +273,7 @@ impl DiskTier {
     /// and the blocks [`Self::open_entries`]' readers are expected to read: for each page, its
     /// offset, the length its payload is expected to have, and ranges of that payload. Nothing
     /// when the first entry found is in the OS page cache already (a warm directory), or off
-    /// Linux.
-    /// A guess that turns out wrong costs a read the device did for nothing.
+    /// Linux. A guess that turns out wrong costs a read the device did for nothing.
     pub(crate) fn advise_entries(&self, file: &FileKey, pages: &[(u64, u64, Vec<Range<u64>>)]) {
         #[cfg(target_os = "linux")]
         let mut probed = false;

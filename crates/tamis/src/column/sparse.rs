@@ -554,8 +554,7 @@ fn gather(
         Levels::Unsupported => return Ok(Step::Whole),
         Levels::Read { validity, end } => (validity, end),
     };
-    let rows_in_page = h.num_values;
-    let present = validity.as_ref().map_or(rows_in_page, |v| v.count_ones());
+    let present = validity.as_ref().map_or(h.num_values, |v| v.count_ones());
     let values_end = values_start.saturating_add(present as u64 * width);
     if values_end > within.end {
         return Ok(Step::Whole);
