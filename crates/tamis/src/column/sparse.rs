@@ -155,39 +155,48 @@ fn push_blocks(out: &mut Vec<Range<u64>>, r: Range<u64>, within: &Range<u64>) {
     }
 }
 
+/// The pages of `chunk` holding a row of `selection` and not loaded yet, by the offset index
+/// (none without one).
+fn unloaded_pages(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
+    let (Some(oi), Some(layout)) = (chunk.source.offset_index(), chunk.source.indexed_layout())
+    else {
+        return Vec::new();
+    };
+    let locations = oi.page_locations().iter().zip(layout).enumerate();
+    locations
+        .filter(|(i, (_, (first_row, rows)))| {
+            !chunk.pages.contains_key(i) && selection.any_in(*first_row, first_row + rows)
+        })
+        .filter_map(|(i, (loc, (first_row, rows)))| {
+            let start = u64::try_from(loc.offset).ok()?;
+            let size = u64::try_from(loc.compressed_page_size).ok()?;
+            Some(SparsePage {
+                page: i,
+                bytes: start..start.saturating_add(size),
+                first_row,
+                rows,
+            })
+        })
+        .collect()
+}
+
 /// The pages of `chunk` holding a row of `selection` that are worth reading by blocks: not
 /// loaded yet, and their blocks (for a header up to [`HEAD`] bytes), as the source will read
 /// them (ranges closer than its coalescing gap read as one), under half the page.
 pub(crate) fn plan(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
-    let (Some(width), Some(oi)) = (value_width(chunk), chunk.source.offset_index()) else {
-        return Vec::new();
-    };
-    let Some(layout) = chunk.source.indexed_layout() else {
+    let Some(width) = value_width(chunk) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (i, (loc, &(first_row, rows))) in oi.page_locations().iter().zip(&layout).enumerate() {
-        if chunk.pages.contains_key(&i) || !selection.any_in(first_row, first_row + rows) {
-            continue;
-        }
-        let (Ok(start), Ok(size)) = (
-            u64::try_from(loc.offset),
-            u64::try_from(loc.compressed_page_size),
-        ) else {
-            continue;
-        };
+    for page in unloaded_pages(chunk, selection) {
+        let (first_row, rows) = (page.first_row, page.rows);
+        let (start, size) = (page.bytes.start, page.bytes.end - page.bytes.start);
         // The values alone take at least this: no need to look further (a dense page would
         // otherwise cost a walk over all its rows).
         let selected = selection.window(first_row, rows).count_ones() as u64;
         if selected.saturating_mul(width).saturating_mul(2) >= size {
             continue;
         }
-        let page = SparsePage {
-            page: i,
-            bytes: start..start.saturating_add(size),
-            first_row,
-            rows,
-        };
         let Some(guessed) = guessed_ranges(&page, width, selection, size / 2) else {
             continue;
         };
@@ -312,23 +321,12 @@ pub(crate) fn read(
 /// blocks of their selected values (one more for the entry's head) under half of what the
 /// page's values take. Whether a page has an entry is found when it is read.
 pub(crate) fn plan_cached(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
-    let (Some(width), Some(oi)) = (cached_value_width(chunk), chunk.source.offset_index()) else {
-        return Vec::new();
-    };
-    let Some(layout) = chunk.source.indexed_layout() else {
+    let Some(width) = cached_value_width(chunk) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (i, (loc, &(first_row, rows))) in oi.page_locations().iter().zip(&layout).enumerate() {
-        if chunk.pages.contains_key(&i) || !selection.any_in(first_row, first_row + rows) {
-            continue;
-        }
-        let (Ok(start), Ok(size)) = (
-            u64::try_from(loc.offset),
-            u64::try_from(loc.compressed_page_size),
-        ) else {
-            continue;
-        };
+    for page in unloaded_pages(chunk, selection) {
+        let (first_row, rows) = (page.first_row, page.rows);
         let values = rows as u64 * width;
         let window = selection.window(first_row, rows);
         if (window.count_ones() as u64).saturating_mul(2) >= rows as u64 {
@@ -347,13 +345,8 @@ pub(crate) fn plan_cached(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec
                 break;
             }
         }
-        if blocks * BLOCK * 2 < values && !chunk.source.in_memory(start) {
-            out.push(SparsePage {
-                page: i,
-                bytes: start..start.saturating_add(size),
-                first_row,
-                rows,
-            });
+        if blocks * BLOCK * 2 < values && !chunk.source.in_memory(page.bytes.start) {
+            out.push(page);
         }
     }
     out
