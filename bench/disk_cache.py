@@ -20,7 +20,9 @@ four. `--suite payload`: paper 000's payload experiment on Zstandard pages — a
 int64 payload columns, PLAIN, 1 MiB pages, the page index; `k < bound` at 0.001 %, 0.01 % and
 0.1 %, every payload column projected: the source scan reads and decompresses each payload
 page holding a survivor whole, the warm disk tier reads the 4 KiB blocks of its entries that
-hold the selected values. Times are the scan's own (`explain`'s `time_total_ns`, medians of
+hold the selected values. `--suite strings`: the same with 12 string payload columns (random
+letters, 8 to 56 bytes, 32 on average; TPC-H `l_comment` averages 27), read from the
+cache by their entries' offset tables. Times are the scan's own (`explain`'s `time_total_ns`, medians of
 --runs); bytes read, bytes of the cache touched and cache hits from the same runs. The cache
 directory is filled once per query by `tamis cache warm` with the same filter and columns.
 """
@@ -48,17 +50,32 @@ PAYLOAD_COLUMNS = 12
 PAYLOAD_DOMAIN = 10_000_000
 
 
-def payload_queries(data_dir: str, rows: int):
-    """The `payload` suite's file (Zstandard) and queries (see the module's doc)."""
+def random_strings(rng, rows: int):
+    """`rows` strings of random lowercase letters, 8 to 56 bytes each."""
+    import numpy as np
+    import pyarrow as pa
+    lengths = rng.integers(8, 57, rows)
+    offsets = np.zeros(rows + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = rng.integers(ord("a"), ord("z") + 1, int(offsets[-1]), dtype=np.uint8)
+    return pa.LargeStringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data)) \
+        .cast(pa.string())
+
+
+def payload_queries(data_dir: str, rows: int, strings: bool = False):
+    """The `payload` (or `strings`) suite's file (Zstandard) and queries (see the module's
+    doc)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
-    path = os.path.join(data_dir, f"payload-zstd-uniform-{rows}.parquet")
+    kind = "strings-" if strings else ""
+    path = os.path.join(data_dir, f"payload-{kind}zstd-uniform-{rows}.parquet")
     if not os.path.exists(path):
         rng = np.random.default_rng(20260040)
         cols = {"k": pa.array(rng.integers(0, PAYLOAD_DOMAIN, rows), pa.int64())}
         for c in range(PAYLOAD_COLUMNS):
-            cols[f"p{c}"] = pa.array(rng.integers(0, 1 << 40, rows), pa.int64())
+            cols[f"p{c}"] = (random_strings(rng, rows) if strings
+                             else pa.array(rng.integers(0, 1 << 40, rows), pa.int64()))
         tmp = path + ".tmp"
         pq.write_table(pa.table(cols), tmp, use_dictionary=False, compression="zstd",
                        write_page_index=True, row_group_size=1 << 20, data_page_size=1 << 20,
@@ -101,7 +118,7 @@ def main():
     ap.add_argument("--data-dir", default="data/tpch-sf1")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--suite", choices=("tpch", "payload"), default="tpch")
+    ap.add_argument("--suite", choices=("tpch", "payload", "strings"), default="tpch")
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the payload file")
     ap.add_argument("--keep-os-cache", action="store_true",
                     help="do not drop the OS page cache (both sides read from memory)")
@@ -113,8 +130,8 @@ def main():
     global drop_os_cache
     if args.keep_os_cache:
         drop_os_cache = lambda: False  # noqa: E731
-    if args.suite == "payload":
-        queries = payload_queries(args.data_dir, args.rows)
+    if args.suite in ("payload", "strings"):
+        queries = payload_queries(args.data_dir, args.rows, args.suite == "strings")
     else:
         lineitem = os.path.join(args.data_dir, "lineitem.parquet")
         queries = {name: (lineitem, where, select) for name, (where, select) in QUERIES.items()}

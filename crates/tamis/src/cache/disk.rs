@@ -13,7 +13,9 @@
 //! **Read by blocks.** An entry's payload starts at a multiple of [`BLOCK`] and each block of
 //! it has its own checksum in the head, so a scan that selects a few rows of a page reads
 //! the head and the blocks holding their values — paper 000's I/O skipping inside its disk
-//! cache — and still never returns a byte it did not check.
+//! cache — and still never returns a byte it did not check. A PLAIN page of variable-length
+//! byte arrays carries an offset table after its payload (paper 000's section 5.1.6): where
+//! each value starts, so that its blocks are found without reading the values before it.
 //!
 //! **Never stale, never torn.** A page's file name is a 128-bit hash of its key (the file's
 //! location and [`Identity`], and the page's offset), and the file repeats the whole key: a
@@ -52,12 +54,15 @@ use crate::io::{Identity, MetadataStore};
 use std::ops::Range;
 
 /// The first bytes of every entry (the last is the layout's version).
-const MAGIC: &[u8; 8] = b"TAMISPG\x03";
-/// Magic, 6 × u32, u64 payload length, u64 decompression nanoseconds, 5 bytes of kind and
-/// encodings, 3 reserved. The key and a checksum of each [`BLOCK`] of the payload follow, then
-/// (for a data page) zeros up to a multiple of [`BLOCK`] less 8 bytes, then a checksum of all
-/// before it; the payload follows (a data page's on a block boundary).
-const FIXED: usize = 8 + 6 * 4 + 8 + 8 + 8;
+const MAGIC: &[u8; 8] = b"TAMISPG\x04";
+/// Magic, u32 key length, 5 × u32 of the page's header, u32 count of the offset table, u64
+/// payload length, u64 decompression nanoseconds, 5 bytes of kind and encodings, 3 reserved.
+/// The key and a checksum of each [`BLOCK`] of what is stored (the payload, and the offset
+/// table when there is one) follow, then (for a data page) zeros up to a multiple of [`BLOCK`]
+/// less 8 bytes, then a checksum of all before it; the payload follows (a data page's on a
+/// block boundary), then, when the entry has one, zeros to the next block boundary and the
+/// offset table ([`offset_table`]).
+const FIXED: usize = 8 + 7 * 4 + 8 + 8 + 8;
 /// The unit of the payload's checksums and alignment: a scan may read an entry by the blocks
 /// that hold its selected values, each checked alone (the page size of file systems and
 /// SSDs: a finer read costs the device the same, see `column/sparse.rs`).
@@ -73,14 +78,23 @@ const MAX_PENDING_BYTES: u64 = 64 << 20;
 /// What an entry holds: a decompressed page and what decompressing it took, or bytes of a
 /// remote file's metadata as read ([`crate::io::MetadataStore`]).
 pub(crate) enum Held {
-    Page(Page, u64),
+    /// A page, what decompressing it took, and its column when its values are byte arrays
+    /// worth an offset table.
+    Page(Page, u64, Option<ByteArrays>),
     Bytes(Bytes),
+}
+
+/// A flat column of variable-length byte arrays: its PLAIN data pages get an offset table,
+/// their values starting after the definition levels when `max_def > 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ByteArrays {
+    pub(crate) max_def: i16,
 }
 
 impl Held {
     fn len(&self) -> u64 {
         match self {
-            Held::Page(page, _) => page.buffer().len() as u64,
+            Held::Page(page, ..) => page.buffer().len() as u64,
             Held::Bytes(bytes) => bytes.len() as u64,
         }
     }
@@ -246,7 +260,7 @@ impl DiskTier {
     /// decompressing it cost; an entry that is not (torn, flipped, another key's) is removed.
     pub(crate) fn get(&self, file: &FileKey, offset: u64) -> Option<(Page, u64)> {
         match self.read(&entry_key(file, offset))? {
-            Held::Page(page, inflate_ns) => {
+            Held::Page(page, inflate_ns, _) => {
                 self.counts.hits.fetch_add(1, Relaxed);
                 Some((page, inflate_ns))
             }
@@ -255,11 +269,12 @@ impl DiskTier {
     }
 
     /// What the entry named `key` holds, when it exists and is whole; one that is not is
-    /// removed.
+    /// removed. The head and the payload are read, not the offset table (a page read whole
+    /// does not need it).
     fn read(&self, key: &[u8]) -> Option<Held> {
         let path = self.path(key);
-        let bytes = fs::read(&path).ok()?;
-        match decode(Bytes::from(bytes), key) {
+        let f = fs::File::open(&path).ok()?;
+        match read_payload(&f, key) {
             Some(held) => Some(held),
             None => {
                 self.counts.corrupt.fetch_add(1, Relaxed);
@@ -409,8 +424,16 @@ impl DiskTier {
     /// not copied), encoded by the writer. Dropped when the queue is full or holds
     /// [`MAX_PENDING_BYTES`] already (unless writes wait), when one page would take a tenth of
     /// the budget, or when its encoding is one entries do not number.
-    pub(crate) fn put(&self, file: &FileKey, offset: u64, page: &Page, inflate_ns: u64) {
-        let held = Held::Page(page.clone(), inflate_ns);
+    /// A PLAIN page of a column of `byte_arrays` is written with its offset table.
+    pub(crate) fn put(
+        &self,
+        file: &FileKey,
+        offset: u64,
+        page: &Page,
+        inflate_ns: u64,
+        byte_arrays: Option<ByteArrays>,
+    ) {
+        let held = Held::Page(page.clone(), inflate_ns, byte_arrays);
         self.queue_entry(entry_key(file, offset), held);
     }
 
@@ -613,9 +636,11 @@ fn checksum(bytes: &[u8]) -> u64 {
 
 /// An entry: header, key, the page's (decompressed) bytes or the metadata's, checksum.
 fn encode(held: &Held, key: &[u8]) -> Option<Vec<u8>> {
-    let (page, inflate_ns) = match held {
-        Held::Page(page, inflate_ns) => (page, *inflate_ns),
-        Held::Bytes(bytes) => return Some(entry(key, bytes, 0, [BYTES, 0, 0, 0, 0], [0; 5])),
+    let (page, inflate_ns, byte_arrays) = match held {
+        Held::Page(page, inflate_ns, byte_arrays) => (page, *inflate_ns, *byte_arrays),
+        Held::Bytes(bytes) => {
+            return Some(entry(key, bytes, &[], 0, [BYTES, 0, 0, 0, 0], [0; 5]));
+        }
     };
     let (kind, encoding, def, rep, flag, numbers) = match page {
         Page::DataPage {
@@ -681,50 +706,125 @@ fn encode(held: &Held, key: &[u8]) -> Option<Vec<u8>> {
         encoding_code(rep)?,
         flag as u8,
     ];
-    Some(entry(key, page.buffer(), inflate_ns, flags, numbers))
+    let table = byte_arrays
+        .and_then(|c| offset_table(page, c))
+        .unwrap_or_default();
+    Some(entry(
+        key,
+        page.buffer(),
+        &table,
+        inflate_ns,
+        flags,
+        numbers,
+    ))
+}
+
+/// The offset table of a PLAIN data page of byte arrays: where each value starts (its length
+/// prefix), then where the last ends, as u32 counted from the values' start (after the
+/// levels). `None` for any other page, one under two blocks (read whole anyway), or one whose
+/// values do not end exactly at the payload's end.
+fn offset_table(page: &Page, column: ByteArrays) -> Option<Vec<u32>> {
+    let buf = page.buffer();
+    if (buf.len() as u64) < 2 * BLOCK {
+        return None;
+    }
+    let start = match page {
+        Page::DataPage {
+            encoding: Encoding::PLAIN,
+            def_level_encoding,
+            ..
+        } => match column.max_def {
+            0 => 0,
+            _ if *def_level_encoding == Encoding::RLE => {
+                let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?);
+                4usize.checked_add(len as usize)?
+            }
+            _ => return None,
+        },
+        Page::DataPageV2 {
+            encoding: Encoding::PLAIN,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } => (*def_levels_byte_len as usize).checked_add(*rep_levels_byte_len as usize)?,
+        _ => return None,
+    };
+    let values = buf.get(start..)?;
+    let end = u32::try_from(values.len()).ok()?;
+    let mut table = Vec::new();
+    let mut at = 0u32;
+    while at < end {
+        table.push(at);
+        let i = at as usize;
+        let len = u32::from_le_bytes(values.get(i..i + 4)?.try_into().ok()?);
+        at = at.checked_add(4)?.checked_add(len)?;
+    }
+    (at == end).then(|| {
+        table.push(end);
+        table
+    })
 }
 
 /// The kind byte of an entry holding metadata bytes (pages: 0, 1, 2).
 const BYTES: u8 = 3;
 
-/// An entry's bytes (see [`FIXED`]); a key over 4 GiB is refused by the caller's budget long
-/// before (entries are at most a tenth of it).
+/// An entry's bytes (see [`FIXED`]), with `table` after the payload when not empty (data
+/// pages only); a key over 4 GiB is refused by the caller's budget long before (entries are at
+/// most a tenth of it).
 fn entry(
     key: &[u8],
     payload: &[u8],
+    table: &[u32],
     inflate_ns: u64,
     flags: [u8; 5],
     numbers: [u32; 5],
 ) -> Vec<u8> {
-    let blocks = payload.chunks(BLOCK as usize);
-    let start = payload_start(key.len(), payload.len() as u64, aligned(flags[0])) as usize;
-    let mut out = Vec::with_capacity(start + payload.len());
+    let payload_len = payload.len() as u64;
+    let stored_len = stored_len(payload_len, table.len() as u32);
+    let start = payload_start(key.len(), stored_len, aligned(flags[0])) as usize;
+    let mut stored = Vec::with_capacity(stored_len as usize);
+    stored.extend_from_slice(payload);
+    if !table.is_empty() {
+        stored.resize(align_up(payload_len) as usize, 0);
+        stored.extend(table.iter().flat_map(|o| o.to_le_bytes()));
+    }
+    let mut out = Vec::with_capacity(start + stored.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     for n in numbers {
         out.extend_from_slice(&n.to_le_bytes());
     }
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(table.len() as u32).to_le_bytes());
+    out.extend_from_slice(&payload_len.to_le_bytes());
     out.extend_from_slice(&inflate_ns.to_le_bytes());
     out.extend_from_slice(&flags);
     out.extend_from_slice(&[0, 0, 0]);
     out.extend_from_slice(key);
-    for block in blocks {
+    for block in stored.chunks(BLOCK as usize) {
         out.extend_from_slice(&checksum(block).to_le_bytes());
     }
     out.resize(start - CHECKSUM, 0);
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
-    out.extend_from_slice(payload);
+    out.extend_from_slice(&stored);
     out
 }
 
-/// Where the payload of an entry starts, for a key of `key_len` bytes and a payload of
-/// `payload_len` (see [`FIXED`]): on a block boundary for a data page (`aligned`), read by
-/// blocks; right after the head for anything else, read whole (a few hundred bytes of
-/// metadata then take no 4 KiB).
-fn payload_start(key_len: usize, payload_len: u64, aligned: bool) -> u64 {
-    let sums = payload_len.div_ceil(BLOCK).saturating_mul(CHECKSUM as u64);
+/// The bytes stored after an entry's head: the payload, and an offset table of `offsets`
+/// entries (when not 0) from the payload's next block boundary.
+fn stored_len(payload_len: u64, offsets: u32) -> u64 {
+    match offsets {
+        0 => payload_len,
+        n => align_up(payload_len).saturating_add(4 * u64::from(n)),
+    }
+}
+
+/// Where the payload of an entry starts, for a key of `key_len` bytes and `stored_len` bytes
+/// after the head ([`stored_len`]; see [`FIXED`]): on a block boundary for a data page
+/// (`aligned`), read by blocks; right after the head for anything else, read whole (a few
+/// hundred bytes of metadata then take no 4 KiB).
+fn payload_start(key_len: usize, stored_len: u64, aligned: bool) -> u64 {
+    let sums = stored_len.div_ceil(BLOCK).saturating_mul(CHECKSUM as u64);
     let head = ((FIXED + key_len + CHECKSUM) as u64).saturating_add(sums);
     if aligned {
         align_up(head)
@@ -749,11 +849,28 @@ struct Head {
     numbers: [u32; 5],
     flags: [u8; 5],
     payload_len: u64,
+    /// How many offsets the table after the payload holds (0: none).
+    offsets: u32,
     inflate_ns: u64,
-    /// Where the payload starts in the entry's file (a multiple of [`BLOCK`]).
+    /// Where the payload starts in the entry's file (a multiple of [`BLOCK`] for data pages).
     payload_start: u64,
-    /// The checksum of each block of the payload.
+    /// The checksum of each block stored (payload, then the offset table's blocks).
     sums: Vec<u64>,
+}
+
+impl Head {
+    /// The bytes stored after the head, to the end of the file.
+    fn stored_len(&self) -> u64 {
+        stored_len(self.payload_len, self.offsets)
+    }
+
+    /// The blocks a whole read takes: the payload's, not the table's.
+    fn payload_blocks_len(&self) -> u64 {
+        match self.offsets {
+            0 => self.payload_len,
+            _ => align_up(self.payload_len),
+        }
+    }
 }
 
 /// What the first bytes of an entry say.
@@ -776,10 +893,16 @@ fn parse_head(bytes: &[u8], key: &[u8], file_len: u64) -> Parsed {
     if u32_at(8) as usize != key.len() {
         return Parsed::Bad;
     }
-    let payload_len = u64_at(32);
-    let blocks = payload_len.div_ceil(BLOCK);
-    let payload_start = payload_start(key.len(), payload_len, aligned(bytes[48]));
-    if payload_start.checked_add(payload_len) != Some(file_len) {
+    let offsets = u32_at(32);
+    let payload_len = u64_at(36);
+    let kind = bytes[52];
+    if offsets != 0 && !aligned(kind) {
+        return Parsed::Bad;
+    }
+    let stored = stored_len(payload_len, offsets);
+    let blocks = stored.div_ceil(BLOCK);
+    let payload_start = payload_start(key.len(), stored, aligned(kind));
+    if payload_start.checked_add(stored) != Some(file_len) {
         return Parsed::Bad;
     }
     let head_len = payload_start as usize; // at most the file's length, which the caller read
@@ -793,9 +916,10 @@ fn parse_head(bytes: &[u8], key: &[u8], file_len: u64) -> Parsed {
     let sums_at = FIXED + key.len();
     Parsed::Head(Head {
         numbers: std::array::from_fn(|i| u32_at(12 + 4 * i)),
-        flags: bytes[48..53].try_into().expect("5 bytes"),
+        flags: bytes[52..57].try_into().expect("5 bytes"),
         payload_len,
-        inflate_ns: u64_at(40),
+        offsets,
+        inflate_ns: u64_at(44),
         payload_start,
         sums: (0..blocks as usize)
             .map(|i| u64_at(sums_at + CHECKSUM * i))
@@ -813,15 +937,32 @@ fn blocks_whole(head: &Head, at: u64, bytes: &[u8]) -> bool {
         .all(|(i, block)| head.sums.get(first + i) == Some(&checksum(block)))
 }
 
-/// What an entry holds, when the entry is whole and names `key`; `None` otherwise.
-fn decode(entry: Bytes, key: &[u8]) -> Option<Held> {
-    let Parsed::Head(head) = parse_head(&entry, key, entry.len() as u64) else {
+/// What the entry in `f` holds, when it is whole and names `key`, read by its head and its
+/// payload's blocks (not its offset table); `None` otherwise.
+fn read_payload(f: &fs::File, key: &[u8]) -> Option<Held> {
+    let file_len = f.metadata().ok()?.len();
+    let mut buf = vec![0u8; BLOCK.min(file_len) as usize];
+    read_at(f, &mut buf, 0).ok()?;
+    let mut parsed = parse_head(&buf, key, file_len);
+    if let Parsed::Short(n) = parsed {
+        let have = buf.len();
+        buf.resize(n, 0);
+        read_at(f, &mut buf[have..], have as u64).ok()?;
+        parsed = parse_head(&buf, key, file_len);
+    }
+    let Parsed::Head(head) = parsed else {
         return None;
     };
-    let payload = entry.slice(head.payload_start as usize..);
-    if !blocks_whole(&head, 0, &payload) {
+    let start = head.payload_start as usize;
+    // The head's length and the payload's are checked against the file's by `parse_head`.
+    let end = start + head.payload_blocks_len() as usize;
+    let have = buf.len().min(end);
+    buf.resize(end, 0);
+    read_at(f, &mut buf[have..], have as u64).ok()?;
+    if !blocks_whole(&head, 0, &buf[start..]) {
         return None;
     }
+    let payload = Bytes::from(buf).slice(start..start + head.payload_len as usize);
     held(&head, payload)
 }
 
@@ -860,7 +1001,7 @@ fn held(head: &Head, buf: Bytes) -> Option<Held> {
         },
         _ => return None,
     };
-    Some(Held::Page(page, head.inflate_ns))
+    Some(Held::Page(page, head.inflate_ns, None))
 }
 
 /// How a data page kept in an entry lays out its payload (what its header said).
@@ -903,6 +1044,13 @@ impl EntryFile {
         self.head.payload_start..self.head.payload_start + self.head.payload_len
     }
 
+    /// Where the offset table of the page's values is in the entry's file, when it has one:
+    /// u32 offsets from the values' start, one per value and one past the last.
+    pub(crate) fn offset_table(&self) -> Option<Range<u64>> {
+        let start = self.head.payload_start + align_up(self.head.payload_len);
+        (self.head.offsets > 0).then(|| start..start + 4 * u64::from(self.head.offsets))
+    }
+
     /// What decompressing the page took when it was kept.
     pub(crate) fn inflate_ns(&self) -> u64 {
         self.head.inflate_ns
@@ -928,8 +1076,8 @@ impl EntryFile {
         })
     }
 
-    /// The blocks of the payload covering `ranges` (offsets in the entry's file, inside the
-    /// payload, ascending), read and each checked: `(offset, bytes)` pieces. `None` when a
+    /// The blocks covering `ranges` (offsets in the entry's file, inside the payload or the
+    /// offset table, ascending), read and each checked: `(offset, bytes)` pieces. `None` when a
     /// read fails or a block does not match its checksum: the entry is then removed.
     pub(crate) fn read(&self, ranges: &[Range<u64>]) -> Option<Vec<(u64, Bytes)>> {
         let mut out = Vec::with_capacity(ranges.len());
@@ -961,14 +1109,15 @@ impl EntryFile {
         let _ = ranges;
     }
 
-    /// `ranges` widened to whole blocks of the payload, clipped to it, merged when they touch.
+    /// `ranges` widened to whole blocks of what is stored, clipped to it, merged when they
+    /// touch.
     fn blocks(&self, ranges: &[Range<u64>]) -> Vec<Range<u64>> {
-        let payload = self.payload();
-        let start = payload.start;
+        let start = self.head.payload_start;
+        let end = start + self.head.stored_len();
         let mut out: Vec<Range<u64>> = Vec::new();
         for r in ranges {
             let s = start + (r.start.max(start) - start) / BLOCK * BLOCK;
-            let e = (start + align_up(r.end.max(start) - start)).min(payload.end);
+            let e = (start + align_up(r.end.max(start) - start)).min(end);
             if s >= e {
                 continue;
             }
@@ -1063,7 +1212,7 @@ mod tests {
         let tier = DiskTier::open(dir.path(), 1 << 20).unwrap();
         let f = file(1);
         for (i, p) in pages().iter().enumerate() {
-            tier.put(&f, i as u64 * 100, p, 1000 + i as u64);
+            tier.put(&f, i as u64 * 100, p, 1000 + i as u64, None);
         }
         written(&tier, 3);
         for (i, p) in pages().iter().enumerate() {
@@ -1113,7 +1262,7 @@ mod tests {
         let tier = DiskTier::open(dir.path(), 1 << 20).unwrap();
         let f = file(1);
         let page = &pages()[0];
-        let entry_len = encode(&Held::Page(page.clone(), 0), &entry_key(&f, 0))
+        let entry_len = encode(&Held::Page(page.clone(), 0, None), &entry_key(&f, 0))
             .unwrap()
             .len();
         // Every single flipped byte, and every truncation, is caught (one in 61 of the zeros
@@ -1124,7 +1273,7 @@ mod tests {
         for at in places {
             for damage in ["flip", "truncate"] {
                 let before = tier.counts.written.load(Relaxed);
-                tier.put(&f, 0, page, 0);
+                tier.put(&f, 0, page, 0, None);
                 written(&tier, before + 1);
                 let path = tier.path(&entry_key(&f, 0));
                 let mut bytes = fs::read(&path).unwrap();
@@ -1160,7 +1309,7 @@ mod tests {
             is_compressed: false,
             statistics: None,
         };
-        tier.put(&f, 7, &page, 55);
+        tier.put(&f, 7, &page, 55, None);
         written(&tier, 1);
         let mut opened = tier.open_entries(&f, &[7, 8]);
         assert!(opened[1].is_none(), "no entry at offset 8");
@@ -1207,13 +1356,144 @@ mod tests {
         assert!(!path.exists());
         assert_eq!(tier.counts.corrupt.load(Relaxed), 1);
         // A damaged head: no entry, removed.
-        tier.put(&f, 7, &page, 55);
+        tier.put(&f, 7, &page, 55, None);
         written(&tier, 2);
         let mut bytes = fs::read(&path).unwrap();
         bytes[60] ^= 1;
         fs::write(&path, &bytes).unwrap();
         assert!(tier.open_entries(&f, &[7])[0].is_none());
         assert!(!path.exists());
+    }
+
+    /// PLAIN byte arrays of `lens` bytes each (value `i` filled with `i as u8`).
+    fn byte_arrays(lens: &[usize]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, &len) in lens.iter().enumerate() {
+            out.extend_from_slice(&(len as u32).to_le_bytes());
+            out.extend(std::iter::repeat_n(i as u8, len));
+        }
+        out
+    }
+
+    #[test]
+    fn byte_array_pages_carry_an_offset_table_read_by_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let tier = DiskTier::open(dir.path(), 16 << 20).unwrap();
+        let f = file(1);
+        // Empty values, short ones, and one longer than a block.
+        let lens: Vec<usize> = (0..900)
+            .map(|i| [0, 1, 7, 30, 5000][i % 5] * (i % 3))
+            .collect();
+        let values = byte_arrays(&lens);
+        let levels = [3u8, 0, 0, 0, 0xAA, 0xBB, 0xCC];
+        let v1 = Page::DataPage {
+            buf: Bytes::from([&levels[..], &values].concat()),
+            num_values: 900,
+            encoding: Encoding::PLAIN,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        };
+        let v2 = Page::DataPageV2 {
+            buf: Bytes::from([&levels[..5], &values].concat()),
+            num_values: 900,
+            encoding: Encoding::PLAIN,
+            num_nulls: 0,
+            num_rows: 900,
+            def_levels_byte_len: 3,
+            rep_levels_byte_len: 2,
+            is_compressed: false,
+            statistics: None,
+        };
+        let column = Some(ByteArrays { max_def: 1 });
+        tier.put(&f, 1, &v1, 9, column);
+        tier.put(&f, 2, &v2, 9, column);
+        written(&tier, 2);
+        for (offset, page, values_at) in [(1u64, &v1, 7u64), (2, &v2, 5)] {
+            // Read whole, the page comes back as it went in (without its table).
+            let (back, _) = tier.get(&f, offset).unwrap();
+            assert!(same(&back, page), "{back:?}");
+            let entry = tier.open_entries(&f, &[offset]).remove(0).unwrap();
+            let table = entry.offset_table().expect("an offset table");
+            assert_eq!(table.start % BLOCK, 0);
+            assert!(table.start >= entry.payload().end);
+            assert_eq!(table.end - table.start, 4 * 901);
+            // Each value found by its offsets, read by the blocks holding them.
+            let offsets = entry.read(std::slice::from_ref(&table)).unwrap();
+            let mut all = Vec::new();
+            for (_, b) in &offsets {
+                all.extend_from_slice(b);
+            }
+            let at = |i: usize| {
+                u64::from(u32::from_le_bytes(
+                    all[4 * i..4 * i + 4].try_into().unwrap(),
+                ))
+            };
+            for i in [0, 1, 4, 5, 449, 898, 899] {
+                let start = entry.payload().start + values_at;
+                let r = start + at(i)..start + at(i + 1);
+                let pieces = entry.read(std::slice::from_ref(&r)).unwrap();
+                let (o, b) = &pieces[0];
+                let v = &b[(r.start - o) as usize..(r.end - o) as usize];
+                assert_eq!(
+                    u32::from_le_bytes(v[..4].try_into().unwrap()) as usize,
+                    lens[i]
+                );
+                assert!(v[4..].iter().all(|&x| x == i as u8), "value {i}");
+            }
+            assert_eq!(at(900), values.len() as u64);
+        }
+        // A flipped byte in the table: reading its block fails and removes the entry.
+        let entry = tier.open_entries(&f, &[1]).remove(0).unwrap();
+        let table = entry.offset_table().unwrap();
+        let path = tier.path(&entry_key(&f, 1));
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[table.start as usize + 9] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert!(entry
+            .read(std::slice::from_ref(&(table.start..table.start + 4)))
+            .is_none());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn only_plain_byte_array_pages_whose_lengths_add_up_get_a_table() {
+        let column = ByteArrays { max_def: 0 };
+        let values = byte_arrays(&[3000, 0, 6000, 9]);
+        let page = |buf: Vec<u8>, encoding| Page::DataPage {
+            buf: Bytes::from(buf),
+            num_values: 4,
+            encoding,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        };
+        let table = offset_table(&page(values.clone(), Encoding::PLAIN), column);
+        assert_eq!(table, Some(vec![0, 3004, 3008, 9012, 9025]));
+        // Another encoding, a length past the end, bytes left over, a page under two blocks.
+        let delta = page(values.clone(), Encoding::DELTA_LENGTH_BYTE_ARRAY);
+        assert_eq!(offset_table(&delta, column), None);
+        assert_eq!(
+            offset_table(&page(values[..5000].to_vec(), Encoding::PLAIN), column),
+            None
+        );
+        let longer = [&values[..], &[1, 0]].concat();
+        assert_eq!(offset_table(&page(longer, Encoding::PLAIN), column), None);
+        assert_eq!(
+            offset_table(&page(byte_arrays(&[10, 20]), Encoding::PLAIN), column),
+            None
+        );
+        // Levels of another encoding than RLE under a nullable column: no table.
+        let bit_packed = Page::DataPage {
+            buf: Bytes::from(values),
+            num_values: 4,
+            encoding: Encoding::PLAIN,
+            #[allow(deprecated)]
+            def_level_encoding: Encoding::BIT_PACKED,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        };
+        assert_eq!(offset_table(&bit_packed, ByteArrays { max_def: 1 }), None);
     }
 
     #[test]
@@ -1229,7 +1509,7 @@ mod tests {
             is_sorted: false,
         };
         for i in 0..40u64 {
-            tier.put(&f, i, &page, 0);
+            tier.put(&f, i, &page, 0, None);
             written(&tier, i + 1);
             // Modification times tick with the kernel's coarse clock (1–10 ms): one tick apart
             // so that first in is first out here.
@@ -1248,7 +1528,7 @@ mod tests {
             encoding: Encoding::PLAIN,
             is_sorted: false,
         };
-        tier.put(&f, 1 << 30, &big, 0);
+        tier.put(&f, 1 << 30, &big, 0, None);
         assert!(!tier.contains(&f, 1 << 30));
         let entries = listing(dir.path()).len();
         assert_eq!(clear_dir(dir.path()) as usize, entries);

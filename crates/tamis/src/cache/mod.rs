@@ -174,7 +174,12 @@ pub(crate) struct Claim<'a> {
 impl Claim<'_> {
     /// Keeps `page` (decompressed, in `inflate_ns`) as [`PageCache::keep`] does, handing it to
     /// the scans waiting for it; the page to use in its place.
-    pub(crate) fn keep(self, page: Page, inflate_ns: u64) -> Page {
+    pub(crate) fn keep(
+        self,
+        page: Page,
+        inflate_ns: u64,
+        byte_arrays: Option<disk::ByteArrays>,
+    ) -> Page {
         let Claim {
             cache,
             file,
@@ -184,14 +189,14 @@ impl Claim<'_> {
         match (guard, &cache.memory) {
             (Some(guard), Some(m)) => {
                 if let Some(d) = &cache.disk {
-                    d.put(&file, offset, &page, inflate_ns);
+                    d.put(&file, offset, &page, inflate_ns, byte_arrays);
                 }
                 let key = PageKey { file, offset };
                 m.keep_with(key, page, inflate_ns, |_, kept| {
                     let _ = guard.insert(kept);
                 })
             }
-            _ => cache.keep(&file, offset, page, inflate_ns),
+            _ => cache.keep(&file, offset, page, inflate_ns, byte_arrays),
         }
     }
 }
@@ -411,16 +416,18 @@ impl PageCache {
     }
 
     /// Keeps `page` (decompressed, in `inflate_ns`) of `file` at `offset` in memory (a copy
-    /// of its exact size, returned to be used in its place) and queues it for the disk.
+    /// of its exact size, returned to be used in its place) and queues it for the disk (with
+    /// an offset table when its column is of `byte_arrays`).
     pub(crate) fn keep(
         &self,
         file: &Arc<FileKey>,
         offset: u64,
         page: Page,
         inflate_ns: u64,
+        byte_arrays: Option<disk::ByteArrays>,
     ) -> Page {
         if let Some(d) = &self.disk {
-            d.put(file, offset, &page, inflate_ns);
+            d.put(file, offset, &page, inflate_ns, byte_arrays);
         }
         match &self.memory {
             Some(m) => m.keep(
@@ -716,7 +723,7 @@ mod tests {
         let v1 = FileKey::new("a.parquet", &identity(100, 1));
         let v2 = FileKey::new("a.parquet", &identity(100, 2));
         let other = FileKey::new("b.parquet", &identity(100, 1));
-        let kept = cache.keep(&v1, 4, page(b"hello"), 7);
+        let kept = cache.keep(&v1, 4, page(b"hello"), 7, None);
         assert_eq!(kept.buffer().as_ref(), b"hello");
         let hit = cache.get(&v1, 4).unwrap();
         assert_eq!(hit.page.buffer().as_ref(), b"hello");
@@ -737,13 +744,13 @@ mod tests {
         let file = FileKey::new("a.parquet", &identity(1, 1));
         let big = vec![7u8; 4096];
         for offset in 0..200u64 {
-            cache.keep(&file, offset * 4096, page(&big), 0);
+            cache.keep(&file, offset * 4096, page(&big), 0, None);
             assert!(cache.memory.as_ref().unwrap().pages.weight() <= budget);
         }
         assert!(cache.memory.as_ref().unwrap().pages.len() < 200);
         // A page over the budget (one shard's part of it) is handed back but not kept.
         let huge = vec![1u8; (budget + 1) as usize];
-        let kept = cache.keep(&file, 1 << 40, page(&huge), 0);
+        let kept = cache.keep(&file, 1 << 40, page(&huge), 0, None);
         assert_eq!(kept.buffer().len(), huge.len());
         assert!(cache.get(&file, 1 << 40).is_none());
     }
@@ -810,7 +817,7 @@ mod tests {
             is_sorted: false,
         };
         let original = p.buffer().as_ptr();
-        let kept = cache.keep(&file, 0, p, 0);
+        let kept = cache.keep(&file, 0, p, 0, None);
         assert_eq!(kept.buffer().as_ref(), b"abc");
         assert_ne!(kept.buffer().as_ptr(), original, "the kept page is a copy");
         assert!(matches!(kept, Page::DictionaryPage { .. }));

@@ -24,7 +24,7 @@ use parquet::basic::Compression;
 
 use super::inflate::{inflate, SnappyChoice};
 use crate::budget::Budget;
-use crate::cache::disk::EntryFile;
+use crate::cache::disk::{ByteArrays, EntryFile};
 use crate::cache::{page_cache, Claim, FileKey, Lookup, PageCache};
 use crate::error::{Error, Result};
 use crate::file::thrift_guard::{page_sizes, PageSizes};
@@ -247,7 +247,13 @@ impl<'a> ChunkPages<'a> {
     /// use in its place.
     fn keep(&self, offset: u64, page: Page) -> Page {
         match &self.cache {
-            Some((cache, file)) => cache.keep(file, offset, page, self.last_inflate_ns.get()),
+            Some((cache, file)) => cache.keep(
+                file,
+                offset,
+                page,
+                self.last_inflate_ns.get(),
+                self.byte_arrays(),
+            ),
             None => page,
         }
     }
@@ -255,9 +261,19 @@ impl<'a> ChunkPages<'a> {
     /// `page` kept as [`Self::keep`] does, through `claim` when the lookup made one.
     fn keep_claimed(&self, claim: Option<Claim<'_>>, offset: u64, page: Page) -> Page {
         match claim {
-            Some(claim) => claim.keep(page, self.last_inflate_ns.get()),
+            Some(claim) => claim.keep(page, self.last_inflate_ns.get(), self.byte_arrays()),
             None => self.keep(offset, page),
         }
+    }
+
+    /// The chunk's column when it is a flat one of variable-length byte arrays: its pages go
+    /// to the disk tier with an offset table (`column/sparse.rs` reads their values by it).
+    fn byte_arrays(&self) -> Option<ByteArrays> {
+        let descr = self.meta.column_descr();
+        (descr.physical_type() == parquet::basic::Type::BYTE_ARRAY && descr.max_rep_level() == 0)
+            .then(|| ByteArrays {
+                max_def: descr.max_def_level(),
+            })
     }
 
     /// Checks the page header at `range.start` (see [`check_page_header`]) against what the

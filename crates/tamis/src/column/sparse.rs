@@ -17,7 +17,9 @@
 //!
 //! A compressed chunk's pages are read the same way from their decompressed copies in the
 //! page cache's directory ([`read_cached`]): the entry's head stands for the page header, and
-//! every block read is checked against its checksum (`cache/disk.rs`).
+//! every block read is checked against its checksum (`cache/disk.rs`). There, byte arrays are
+//! read by blocks too: the entry's offset table (paper 000, section 5.1.6) says where each
+//! value is, so a selected value costs a block of the table and the blocks it lies in.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -43,8 +45,19 @@ const HEAD: u64 = 256;
 /// A header longer than the first guess is looked for in up to this many bytes.
 const LONG_HEAD: u64 = 64 << 10;
 
-/// How many rounds of reads a page may take (head, levels' length, levels, values).
-const MAX_ROUNDS: usize = 4;
+/// How many rounds of reads a page may take (head, long head, levels' length, levels,
+/// values; from the page cache: levels' length, levels, offset table, values).
+const MAX_ROUNDS: usize = 5;
+
+/// Where a page's values are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Width {
+    /// Every value takes this many bytes.
+    Fixed(u64),
+    /// Byte arrays, each found by the entry's offset table; about this many bytes each, length
+    /// prefix included (for planning).
+    Variable(u64),
+}
 
 /// One page to read by blocks.
 #[derive(Debug, Clone)]
@@ -89,11 +102,11 @@ fn fixed_width(chunk: &ColumnChunk<'_>) -> Option<u64> {
     }
 }
 
-/// The byte width of a compressed chunk's values if its pages kept on the page cache's disk
-/// tier (decompressed) may be read from there by blocks: fixed-width, an offset index to find
-/// the pages, and not every data page dictionary-encoded (by the chunk's page encoding
-/// statistics, when it has them).
-fn cached_value_width(chunk: &ColumnChunk<'_>) -> Option<u64> {
+/// How a compressed chunk's values lie if its pages kept on the page cache's disk tier
+/// (decompressed) may be read from there by blocks: fixed-width or flat byte arrays, an offset
+/// index to find the pages, and not every data page dictionary-encoded (by the chunk's page
+/// encoding statistics, when it has them).
+fn cached_width(chunk: &ColumnChunk<'_>) -> Option<Width> {
     let meta = chunk.source.meta();
     if meta.compression() == Compression::UNCOMPRESSED
         || chunk.source.offset_index().is_none()
@@ -114,7 +127,16 @@ fn cached_value_width(chunk: &ColumnChunk<'_>) -> Option<u64> {
     if all_dictionary {
         return None;
     }
-    fixed_width(chunk)
+    if let Some(width) = fixed_width(chunk) {
+        return Some(Width::Fixed(width));
+    }
+    let leaf = chunk.leaf;
+    (leaf.physical == PhysicalType::BYTE_ARRAY && leaf.max_rep == 0).then(|| {
+        // The chunk's decompressed bytes a value: headers and levels count too, a little.
+        let values = u64::try_from(meta.num_values()).unwrap_or(0).max(1);
+        let bytes = u64::try_from(meta.uncompressed_size()).unwrap_or(0);
+        Width::Variable((bytes / values).max(4))
+    })
 }
 
 /// Whether no value of the chunk is NULL (a required column, or statistics saying so): then a
@@ -321,35 +343,54 @@ pub(crate) fn read(
 /// blocks of their selected values (one more for the entry's head) under half of what the
 /// page's values take. Whether a page has an entry is found when it is read.
 pub(crate) fn plan_cached(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
-    let Some(width) = cached_value_width(chunk) else {
+    let Some(width) = cached_width(chunk) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for page in unloaded_pages(chunk, selection) {
         let (first_row, rows) = (page.first_row, page.rows);
-        let values = rows as u64 * width;
         let window = selection.window(first_row, rows);
         if (window.count_ones() as u64).saturating_mul(2) >= rows as u64 {
             continue;
         }
-        // Blocks of the values, as if they started the payload (levels shift them a little).
-        let (mut blocks, mut last) = (1u64, u64::MAX);
-        for row in window.iter_ones() {
-            let (a, b) = (
-                row as u64 * width / BLOCK,
-                (row as u64 * width + width - 1) / BLOCK,
-            );
-            blocks += b - a + u64::from(a != last);
-            last = b;
-            if blocks * BLOCK * 2 >= values {
-                break;
+        // Blocks of the values, as if they started the payload (levels shift them a little),
+        // and of their offsets (two each: where the value starts and where it ends).
+        let (values, blocks) = match width {
+            Width::Fixed(w) => {
+                let values = rows as u64 * w;
+                (
+                    values,
+                    1 + blocks_covering(&window, w, w, values / BLOCK / 2),
+                )
             }
-        }
+            Width::Variable(w) => {
+                let values = rows as u64 * w;
+                let limit = values / BLOCK / 2;
+                let table = blocks_covering(&window, 4, 8, limit);
+                (values, 1 + table + blocks_covering(&window, w, w, limit))
+            }
+        };
         if blocks * BLOCK * 2 < values && !chunk.source.in_memory(page.bytes.start) {
             out.push(page);
         }
     }
     out
+}
+
+/// How many blocks hold `len` bytes at `row * stride` for the rows set in `rows` (counting
+/// stops past `limit`).
+fn blocks_covering(rows: &Bitmap, stride: u64, len: u64, limit: u64) -> u64 {
+    let (mut blocks, mut last) = (0u64, u64::MAX);
+    for row in rows.iter_ones() {
+        let at = row as u64 * stride;
+        let (a, b) = (at / BLOCK, (at + len - 1) / BLOCK);
+        blocks += b - a + u64::from(a != last);
+        last = b;
+        if blocks > limit {
+            break;
+        }
+    }
+    blocks
 }
 
 /// Asks the kernel to load, in the background, what [`read_cached`] will read of `chunk`'s
@@ -359,10 +400,14 @@ pub(crate) fn plan_cached(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec
 /// once, not once per column and round.
 pub(crate) fn advise_cached(chunk: &ColumnChunk<'_>, selection: &Selection) {
     let pages = plan_cached(chunk, selection);
-    let Some(width) = cached_value_width(chunk).filter(|_| !pages.is_empty()) else {
+    let Some(width) = cached_width(chunk).filter(|_| !pages.is_empty()) else {
         return;
     };
-    let guess = no_nulls(chunk);
+    // Where byte arrays lie is known only from their offset table: their heads alone.
+    let (width, guess) = match width {
+        Width::Fixed(w) => (w, no_nulls(chunk)),
+        Width::Variable(w) => (w, false),
+    };
     let wanted: Vec<(u64, u64, Vec<Range<u64>>)> = pages
         .iter()
         .map(|p| {
@@ -391,7 +436,7 @@ pub(crate) fn read_cached(
 ) -> Result<(BTreeMap<usize, PagePart>, Vec<usize>)> {
     let mut parts = BTreeMap::new();
     let mut whole = Vec::new();
-    let Some(width) = cached_value_width(chunk) else {
+    let Some(width) = cached_width(chunk) else {
         whole.extend(pages.iter().map(|p| p.page));
         return Ok((parts, whole));
     };
@@ -407,18 +452,18 @@ pub(crate) fn read_cached(
 /// Entries a scan's thread holds open at once ([`read_cached`]).
 const OPEN_ENTRIES: usize = 64;
 
-/// [`read_cached`] for a batch of pages, the values `width` bytes each.
+/// [`read_cached`] for a batch of pages, their values laid out as `width` says.
 fn read_cached_batch(
     chunk: &ColumnChunk<'_>,
     pages: &[SparsePage],
     selection: &Selection,
     metrics: &MetricsCollector,
-    width: u64,
+    width: Width,
     parts: &mut BTreeMap<usize, PagePart>,
     whole: &mut Vec<usize>,
 ) -> Result<()> {
     // What [`advise_cached`] did not ask for in advance is asked for round by round, when cold.
-    let advised = no_nulls(chunk);
+    let advised = matches!(width, Width::Fixed(_)) && no_nulls(chunk);
     let offsets: Vec<u64> = pages.iter().map(|p| p.bytes.start).collect();
     let mut pending = Vec::new();
     for (p, entry) in pages.iter().zip(chunk.source.disk_entries(&offsets)) {
@@ -443,21 +488,33 @@ fn read_cached_batch(
                 DataLevels::V2 { rep_len, def_len } => LevelLayout::V2 { rep_len, def_len },
             },
         };
+        let values = match (width, entry.offset_table()) {
+            (Width::Fixed(w), _) => Located::Fixed(w),
+            (Width::Variable(_), Some(table)) => Located::Table(table),
+            (Width::Variable(_), None) => {
+                whole.push(p.page);
+                continue;
+            }
+        };
         if !h.plain || h.num_values != p.rows {
             whole.push(p.page);
             continue;
         }
-        let fetched = FetchedRanges::from_pieces(Vec::new(), payload.end);
+        let end = match &values {
+            Located::Table(t) => t.end,
+            Located::Fixed(_) => payload.end,
+        };
+        let fetched = FetchedRanges::from_pieces(Vec::new(), end);
         // Bytes read so far: the head, read whole.
-        pending.push((p, entry, h, fetched, payload.start));
+        pending.push((p, entry, h, values, fetched, payload.start));
     }
     for round in 0..MAX_ROUNDS {
         let mut needs = Vec::new();
         let mut still = Vec::new();
-        for (p, entry, h, fetched, read) in pending {
+        for (p, entry, h, values, fetched, read) in pending {
             let rows = selection.window(p.first_row, p.rows);
             let payload = entry.payload();
-            let step = gather(chunk, &h, payload.start, &payload, width, &rows, &fetched)
+            let step = gather(chunk, &h, payload.start, &payload, &values, &rows, &fetched)
                 .map_err(|e| e.in_page(p.page))?;
             match step {
                 Step::Done(part) => {
@@ -470,18 +527,18 @@ fn read_cached_batch(
                         entry.advise(&ranges);
                     }
                     needs.push(ranges);
-                    still.push((p, entry, h, fetched, read));
+                    still.push((p, entry, h, values, fetched, read));
                 }
                 Step::Whole | Step::Need(_) => whole.push(p.page),
             }
         }
         pending = Vec::with_capacity(still.len());
-        for ((p, entry, h, mut fetched, read), ranges) in still.into_iter().zip(needs) {
+        for ((p, entry, h, values, mut fetched, read), ranges) in still.into_iter().zip(needs) {
             match entry.read(&ranges) {
                 Some(pieces) => {
                     let n: u64 = pieces.iter().map(|(_, b)| b.len() as u64).sum();
                     fetched.extend(pieces);
-                    pending.push((p, entry, h, fetched, read + n));
+                    pending.push((p, entry, h, values, fetched, read + n));
                 }
                 None => whole.push(p.page),
             }
@@ -526,17 +583,34 @@ fn step(chunk: &ColumnChunk<'_>, p: &SparsePage, width: u64, rows: &Bitmap) -> R
     if !h.plain || h.num_values != p.rows || body + h.body_len as u64 != p.bytes.end {
         return Ok(Step::Whole);
     }
-    gather(chunk, &h, body, &p.bytes, width, rows, fetched)
+    gather(
+        chunk,
+        &h,
+        body,
+        &p.bytes,
+        &Located::Fixed(width),
+        rows,
+        fetched,
+    )
+}
+
+/// How [`gather`] finds a page's values.
+enum Located {
+    /// Every value takes this many bytes.
+    Fixed(u64),
+    /// Byte arrays, by the offset table at this range of the entry ([`crate::cache::disk`]).
+    Table(Range<u64>),
 }
 
 /// How far a page can go with the bytes fetched so far, once its header `h` is known: its body
-/// starts at `body` and the page's bytes are `within` (in the file, or in a cache entry).
+/// starts at `body` and the page's bytes are `within` (in the file, or in a cache entry); its
+/// values are found as `located` says.
 fn gather(
     chunk: &ColumnChunk<'_>,
     h: &DataPageHead,
     body: u64,
     within: &Range<u64>,
-    width: u64,
+    located: &Located,
     rows: &Bitmap,
     fetched: &FetchedRanges,
 ) -> Result<Step> {
@@ -548,10 +622,6 @@ fn gather(
         Levels::Read { validity, end } => (validity, end),
     };
     let present = validity.as_ref().map_or(h.num_values, |v| v.count_ones());
-    let values_end = values_start.saturating_add(present as u64 * width);
-    if values_end > within.end {
-        return Ok(Step::Whole);
-    }
     // The selected rows' value numbers (ranks among present values) and validity.
     let (valid, indexes): (Option<Vec<bool>>, Vec<u64>) = match &validity {
         None => (None, rows.iter_ones().map(|r| r as u64).collect()),
@@ -572,19 +642,16 @@ fn gather(
             (Some(valid), indexes)
         }
     };
-    let mut missing = Vec::new();
-    let mut gathered = Vec::with_capacity(indexes.len() * width as usize);
-    for &i in &indexes {
-        let at = values_start + i * width;
-        match fetched.slice(at..at + width) {
-            Some(b) if missing.is_empty() => gathered.extend_from_slice(&b),
-            Some(_) => {}
-            None => push_blocks(&mut missing, at..at + width, within),
-        }
-    }
-    if !missing.is_empty() {
-        return Ok(Step::Need(missing));
-    }
+    let values_at = values_start..within.end;
+    let gathered = match located {
+        Located::Fixed(width) => gather_fixed(*width, present, &indexes, &values_at, fetched),
+        Located::Table(table) => gather_by_table(table, present, &indexes, &values_at, fetched),
+    };
+    let gathered = match gathered {
+        Gathered::Bytes(b) => b,
+        Gathered::Need(ranges) => return Ok(Step::Need(ranges)),
+        Gathered::Whole => return Ok(Step::Whole),
+    };
     let values = encoding::decode_values(
         Encoding::PLAIN,
         chunk.leaf.physical,
@@ -597,6 +664,102 @@ fn gather(
         validity: valid,
         values,
     }))
+}
+
+/// The selected values' PLAIN bytes, or what is missing to have them.
+enum Gathered {
+    Bytes(Vec<u8>),
+    Need(Vec<Range<u64>>),
+    /// The page is not as expected: read it whole.
+    Whole,
+}
+
+/// The PLAIN bytes of the values numbered `indexes` of `present` values of `width` bytes
+/// each, laid out from `values.start` and inside `values`.
+fn gather_fixed(
+    width: u64,
+    present: usize,
+    indexes: &[u64],
+    values: &Range<u64>,
+    fetched: &FetchedRanges,
+) -> Gathered {
+    let values_end = values.start.saturating_add(present as u64 * width);
+    if values_end > values.end {
+        return Gathered::Whole;
+    }
+    let mut missing = Vec::new();
+    let mut gathered = Vec::with_capacity(indexes.len() * width as usize);
+    for &i in indexes {
+        let at = values.start + i * width;
+        match fetched.slice(at..at + width) {
+            Some(b) if missing.is_empty() => gathered.extend_from_slice(&b),
+            Some(_) => {}
+            None => push_blocks(&mut missing, at..at + width, values),
+        }
+    }
+    match missing.is_empty() {
+        true => Gathered::Bytes(gathered),
+        false => Gathered::Need(missing),
+    }
+}
+
+/// The PLAIN bytes (length prefixes included) of the byte arrays numbered `indexes` of
+/// `present`, laid out from `values.start` and inside `values`, found by the offset `table`
+/// (`present + 1` u32 offsets from `values.start`): first the table's blocks holding their
+/// offsets, then the values' blocks. A table that disagrees with the page (its length, an
+/// offset outside the values, a length prefix that is not the gap to the next offset) has the
+/// page read whole.
+fn gather_by_table(
+    table: &Range<u64>,
+    present: usize,
+    indexes: &[u64],
+    values: &Range<u64>,
+    fetched: &FetchedRanges,
+) -> Gathered {
+    if table.end - table.start != 4 * (present as u64 + 1) {
+        return Gathered::Whole;
+    }
+    let mut missing = Vec::new();
+    let mut spans = Vec::with_capacity(indexes.len());
+    for &i in indexes {
+        let at = table.start + 4 * i;
+        match fetched.slice(at..at + 8) {
+            Some(b) if missing.is_empty() => {
+                let offset =
+                    |k: usize| u64::from(u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]));
+                spans.push(values.start + offset(0)..values.start + offset(4));
+            }
+            Some(_) => {}
+            None => push_blocks(&mut missing, at..at + 8, table),
+        }
+    }
+    if !missing.is_empty() {
+        return Gathered::Need(missing);
+    }
+    if spans
+        .iter()
+        .any(|s| s.end < s.start + 4 || s.end > values.end)
+    {
+        return Gathered::Whole;
+    }
+    let mut gathered = Vec::with_capacity(spans.iter().map(|s| (s.end - s.start) as usize).sum());
+    for span in spans {
+        match fetched.slice(span.clone()) {
+            Some(b) if missing.is_empty() => {
+                let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                if u64::from(len) != span.end - span.start - 4 {
+                    return Gathered::Whole;
+                }
+                gathered.extend_from_slice(&b);
+            }
+            Some(_) => {}
+            None => push_blocks(&mut missing, span, values),
+        }
+    }
+    match missing.is_empty() {
+        true => Gathered::Bytes(gathered),
+        false => Gathered::Need(missing),
+    }
 }
 
 fn blocks(r: Range<u64>, within: &Range<u64>) -> Vec<Range<u64>> {
