@@ -286,24 +286,16 @@ impl DiskTier {
 
     /// Asks the kernel to load, in the background, the heads of the entries of `file`'s pages
     /// and the blocks [`Self::open_entries`]' readers are expected to read: for each page, its
-    /// offset, the length its payload is expected to have, and ranges of that payload. Nothing
-    /// when the first entry found is in the OS page cache already (a warm directory), or off
-    /// Linux. A guess that turns out wrong costs a read the device did for nothing.
+    /// offset, the length its payload is expected to have, and ranges of that payload. For
+    /// entries found cold ([`Self::entry_cold`]); nothing off Linux. A guess that turns out
+    /// wrong costs a read the device did for nothing.
     pub(crate) fn advise_entries(&self, file: &FileKey, pages: &[(u64, u64, Vec<Range<u64>>)]) {
-        #[cfg(target_os = "linux")]
-        let mut probed = false;
         #[cfg(target_os = "linux")]
         for (offset, payload_len, ranges) in pages {
             let key = entry_key(file, *offset);
             let Ok(f) = fs::File::open(self.path(&key)) else {
                 continue;
             };
-            if !probed {
-                probed = true;
-                if !cold(&f) {
-                    return;
-                }
-            }
             // Advice only: a file system that ignores it reads when asked, as before.
             let advise = |r: Range<u64>| {
                 let len = std::num::NonZeroU64::new(r.end - r.start);
@@ -331,10 +323,31 @@ impl DiskTier {
         let _ = (file, pages);
     }
 
+    /// Whether the entry of `file`'s page at `offset` is outside the OS page cache (its first
+    /// byte; `None` without an entry or off Linux): a cold entry's random reads each wait for
+    /// the device. Ask once: the probe itself starts reading the entry's first block, so a
+    /// second probe soon after may find it loaded.
+    pub(crate) fn entry_cold(&self, file: &FileKey, offset: u64) -> Option<bool> {
+        let f = fs::File::open(self.path(&entry_key(file, offset))).ok()?;
+        #[cfg(target_os = "linux")]
+        return Some(cold(&f));
+        #[cfg(not(target_os = "linux"))]
+        {
+            drop(f);
+            None
+        }
+    }
+
     /// Opens the entries of `file`'s pages at `offsets` to be read by blocks, their heads read
-    /// and checked (`None` for a page with no whole entry; a damaged one is removed). Cold
-    /// heads are asked of the device together, as [`Self::will_need`] does for whole entries.
-    pub(crate) fn open_entries(&self, file: &FileKey, offsets: &[u64]) -> Vec<Option<EntryFile>> {
+    /// and checked (`None` for a page with no whole entry; a damaged one is removed). `cold`
+    /// entries ([`Self::entry_cold`]) have their heads asked of the device together, as
+    /// [`Self::will_need`] does for whole entries, and no read-ahead past what is read.
+    pub(crate) fn open_entries(
+        &self,
+        file: &FileKey,
+        offsets: &[u64],
+        cold: bool,
+    ) -> Vec<Option<EntryFile>> {
         let opened: Vec<Option<(fs::File, PathBuf, u64)>> = offsets
             .iter()
             .map(|&o| {
@@ -344,14 +357,6 @@ impl DiskTier {
                 Some((f, path, len))
             })
             .collect();
-        #[cfg(target_os = "linux")]
-        let cold = opened
-            .iter()
-            .flatten()
-            .next()
-            .is_some_and(|(f, ..)| cold(f));
-        #[cfg(not(target_os = "linux"))]
-        let cold = false;
         #[cfg(target_os = "linux")]
         if cold {
             for (f, _, len) in opened.iter().flatten() {
@@ -1311,7 +1316,7 @@ mod tests {
         };
         tier.put(&f, 7, &page, 55, None);
         written(&tier, 1);
-        let mut opened = tier.open_entries(&f, &[7, 8]);
+        let mut opened = tier.open_entries(&f, &[7, 8], false);
         assert!(opened[1].is_none(), "no entry at offset 8");
         let entry = opened.remove(0).expect("the entry at 7");
         let payload = entry.payload();
@@ -1349,7 +1354,7 @@ mod tests {
         let mut bytes = fs::read(&path).unwrap();
         bytes[(p + 2 * BLOCK + 5) as usize] ^= 1;
         fs::write(&path, &bytes).unwrap();
-        let entry = tier.open_entries(&f, &[7]).remove(0).unwrap();
+        let entry = tier.open_entries(&f, &[7], false).remove(0).unwrap();
         assert!(entry.read(std::slice::from_ref(&(p..p + 1))).is_some());
         let third = p + 2 * BLOCK..p + 2 * BLOCK + 1;
         assert!(entry.read(std::slice::from_ref(&third)).is_none());
@@ -1361,7 +1366,7 @@ mod tests {
         let mut bytes = fs::read(&path).unwrap();
         bytes[60] ^= 1;
         fs::write(&path, &bytes).unwrap();
-        assert!(tier.open_entries(&f, &[7])[0].is_none());
+        assert!(tier.open_entries(&f, &[7], false)[0].is_none());
         assert!(!path.exists());
     }
 
@@ -1413,7 +1418,7 @@ mod tests {
             // Read whole, the page comes back as it went in (without its table).
             let (back, _) = tier.get(&f, offset).unwrap();
             assert!(same(&back, page), "{back:?}");
-            let entry = tier.open_entries(&f, &[offset]).remove(0).unwrap();
+            let entry = tier.open_entries(&f, &[offset], false).remove(0).unwrap();
             let table = entry.offset_table().expect("an offset table");
             assert_eq!(table.start % BLOCK, 0);
             assert!(table.start >= entry.payload().end);
@@ -1444,7 +1449,7 @@ mod tests {
             assert_eq!(at(900), values.len() as u64);
         }
         // A flipped byte in the table: reading its block fails and removes the entry.
-        let entry = tier.open_entries(&f, &[1]).remove(0).unwrap();
+        let entry = tier.open_entries(&f, &[1], false).remove(0).unwrap();
         let table = entry.offset_table().unwrap();
         let path = tier.path(&entry_key(&f, 1));
         let mut bytes = fs::read(&path).unwrap();

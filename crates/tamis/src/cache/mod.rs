@@ -364,11 +364,17 @@ impl PageCache {
         &self,
         file: &Arc<FileKey>,
         offsets: &[u64],
+        cold: bool,
     ) -> Vec<Option<EntryFile>> {
         match &self.disk {
-            Some(d) => d.open_entries(file, offsets),
+            Some(d) => d.open_entries(file, offsets, cold),
             None => offsets.iter().map(|_| None).collect(),
         }
+    }
+
+    /// See [`DiskTier::entry_cold`].
+    pub(crate) fn entry_cold(&self, file: &Arc<FileKey>, offset: u64) -> Option<bool> {
+        self.disk.as_ref()?.entry_cold(file, offset)
     }
 
     /// See [`DiskTier::advise_entries`].

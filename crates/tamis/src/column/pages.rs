@@ -91,6 +91,8 @@ pub(crate) struct ChunkPages<'a> {
     /// What the last page decompressed took, in nanoseconds (kept with it in the cache: what a
     /// later hit saves).
     last_inflate_ns: std::cell::Cell<u64>,
+    /// Whether the chunk's entries on the disk tier were found cold, once probed.
+    disk_cold: std::cell::Cell<Option<Option<bool>>>,
 }
 
 impl<'a> ChunkPages<'a> {
@@ -146,6 +148,7 @@ impl<'a> ChunkPages<'a> {
             snappy: Default::default(),
             cache: None,
             last_inflate_ns: Default::default(),
+            disk_cold: Default::default(),
         }
         .with_cache()
     }
@@ -211,15 +214,35 @@ impl<'a> ChunkPages<'a> {
     /// The disk tier's entries of the pages at `offsets`, to be read by blocks
     /// (`column/sparse.rs`); `None` for a page without one.
     pub(crate) fn disk_entries(&self, offsets: &[u64]) -> Vec<Option<EntryFile>> {
+        let cold = offsets
+            .first()
+            .is_some_and(|&o| self.disk_entries_cold(o) == Some(true));
         match &self.cache {
-            Some((cache, file)) => cache.open_entries(file, offsets),
+            Some((cache, file)) => cache.open_entries(file, offsets, cold),
             None => offsets.iter().map(|_| None).collect(),
         }
     }
 
+    /// Whether the disk tier's entries of this chunk are outside the OS page cache, by the
+    /// entry of the page at `offset` (probed once a chunk; `None`: no entry, or cannot tell).
+    pub(crate) fn disk_entries_cold(&self, offset: u64) -> Option<bool> {
+        if let Some(known) = self.disk_cold.get() {
+            return known;
+        }
+        let cold = (self.cache.as_ref()).and_then(|(cache, file)| cache.entry_cold(file, offset));
+        self.disk_cold.set(Some(cold));
+        cold
+    }
+
     /// Asks for the disk tier's entries of pages to be loaded in the background (see
-    /// `DiskTier::advise_entries`).
+    /// `DiskTier::advise_entries`), when they are cold.
     pub(crate) fn advise_disk_entries(&self, pages: &[(u64, u64, Vec<Range<u64>>)]) {
+        let Some((first, ..)) = pages.first() else {
+            return;
+        };
+        if self.disk_entries_cold(*first) != Some(true) {
+            return;
+        }
         if let Some((cache, file)) = &self.cache {
             cache.advise_entries(file, pages);
         }
