@@ -338,38 +338,21 @@ pub(crate) fn read(
     Ok((parts, whole))
 }
 
-/// A run of blocks read from a cold cache directory costs about what this many bytes read in
-/// sequence do, when the runs were asked of the device in advance, all columns' together
-/// ([`advise_cached`]: fixed-width values without NULLs; the device then serves many at once)
-/// and when they are asked round by round (levels, offset tables, byte arrays). Measured with
-/// bench/disk_cache.py, OS cache dropped, one thread: whole entries read at ~680 MB/s; runs
-/// asked in advance took ~8 µs each (payload suite, 0.1 %: 12 000 runs in 96 ms), round by
-/// round ~38 µs (strings suite, 0.1 %: 24 000 runs in 0.92 s, 1.6x slower than reading those
-/// pages' entries whole).
-const COLD_RUN_BYTES_ADVISED: u64 = 4 << 10;
-const COLD_RUN_BYTES: u64 = 32 << 10;
-
 /// The pages of a compressed `chunk` holding a row of `selection` that are worth reading by
 /// blocks from the page cache's disk tier ([`read_cached`]): not loaded, not in memory, and the
 /// blocks of their selected values (one more for the entry's head) under half of what the
-/// page's values take — or, when the chunk's entries are cold, those blocks and a device round
-/// trip per run of them under what the values take. Whether a page has an entry is found when
-/// it is read.
+/// page's values take. Whether a page has an entry is found when it is read.
+///
+/// Cold or warm, the same rule: the runs of blocks are asked of the device together (see
+/// [`advise_cached`] and [`read_cached`]), so a run costs about a block more (bench/disk_cache.py,
+/// OS cache dropped, `strings` suite at 0.1 %: 24 000 runs of blocks in 0.16 s, 3.1x faster than
+/// the source file, where reading those pages' entries whole took 0.56 s).
 pub(crate) fn plan_cached(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec<SparsePage> {
     let Some(width) = cached_width(chunk) else {
         return Vec::new();
     };
-    let pages = unloaded_pages(chunk, selection);
-    let Some(first) = pages.first() else {
-        return Vec::new();
-    };
-    let run_bytes = match chunk.source.disk_entries_cold(first.bytes.start) {
-        Some(true) if matches!(width, Width::Fixed(_)) && no_nulls(chunk) => COLD_RUN_BYTES_ADVISED,
-        Some(true) => COLD_RUN_BYTES,
-        _ => 0,
-    };
     let mut out = Vec::new();
-    for page in pages {
+    for page in unloaded_pages(chunk, selection) {
         let (first_row, rows) = (page.first_row, page.rows);
         let window = selection.window(first_row, rows);
         if (window.count_ones() as u64).saturating_mul(2) >= rows as u64 {
@@ -377,47 +360,33 @@ pub(crate) fn plan_cached(chunk: &ColumnChunk<'_>, selection: &Selection) -> Vec
         }
         // Blocks of the values, as if they started the payload (levels shift them a little),
         // and of their offsets (two each: where the value starts and where it ends); the
-        // entry's head is one more block and run.
+        // entry's head is one more.
         let (w, table) = match width {
-            Width::Fixed(w) => (w, Blocks::default()),
+            Width::Fixed(w) => (w, 0),
             Width::Variable(w) => (w, blocks_covering(&window, 4, 8)),
         };
-        let values = blocks_covering(&window, w, w);
-        let blocks = 1 + table.blocks + values.blocks;
-        let runs = 1 + table.runs + values.runs;
-        let cost = match run_bytes {
-            0 => blocks * BLOCK * 2,
-            _ => (blocks * BLOCK).saturating_add(runs.saturating_mul(run_bytes)),
-        };
-        if cost < rows as u64 * w && !chunk.source.in_memory(page.bytes.start) {
+        let blocks = 1 + table + blocks_covering(&window, w, w);
+        if blocks * BLOCK * 2 < rows as u64 * w && !chunk.source.in_memory(page.bytes.start) {
             out.push(page);
         }
     }
     out
 }
 
-/// Blocks, and runs of adjacent ones.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Blocks {
-    blocks: u64,
-    runs: u64,
-}
-
-/// The blocks holding `len` bytes at `row * stride` for each row set in `rows`.
-fn blocks_covering(rows: &Bitmap, stride: u64, len: u64) -> Blocks {
-    let mut out = Blocks::default();
+/// How many blocks hold `len` bytes at `row * stride` for the rows set in `rows`.
+fn blocks_covering(rows: &Bitmap, stride: u64, len: u64) -> u64 {
+    let mut blocks = 0;
     let mut last: Option<u64> = None;
     for row in rows.iter_ones() {
         let at = row as u64 * stride;
         let (a, b) = (at / BLOCK, (at + len - 1) / BLOCK);
-        out.blocks += match last {
+        blocks += match last {
             Some(l) if a <= l => b - l,
             _ => b - a + 1,
         };
-        out.runs += u64::from(last.is_none_or(|l| a > l + 1));
         last = Some(b);
     }
-    out
+    blocks
 }
 
 /// Asks the kernel to load, in the background, what [`read_cached`] will read of `chunk`'s
@@ -861,25 +830,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blocks_and_their_runs_are_counted_once() {
+    fn the_blocks_of_selected_values_are_counted_once() {
         let rows = |set: &[usize]| {
             let mut b = Bitmap::new_zeroed(10_000);
             set.iter().for_each(|&i| b.set(i));
             b
         };
-        let count = |set: &[usize], stride, len| {
-            let b = blocks_covering(&rows(set), stride, len);
-            (b.blocks, b.runs)
-        };
-        // Values in one block, in the next two (one run), then far away (a second run).
-        assert_eq!(count(&[0, 1, 600, 1500], 8, 8), (3, 1));
-        assert_eq!(count(&[0, 1, 600, 1500, 5000], 8, 8), (4, 2));
+        let count = |set: &[usize], stride, len| blocks_covering(&rows(set), stride, len);
+        // Values in one block, then in the next two, then far away.
+        assert_eq!(count(&[0, 1, 600, 1500], 8, 8), 3);
+        assert_eq!(count(&[0, 1, 600, 1500, 5000], 8, 8), 4);
         // Values that straddle blocks count each block once.
-        assert_eq!(count(&[0, 1], 5000, 5000), (3, 1));
-        assert_eq!(count(&[0, 3], 5000, 5000), (4, 2));
+        assert_eq!(count(&[0, 1], 5000, 5000), 3);
+        assert_eq!(count(&[0, 3], 5000, 5000), 4);
         // Two offsets a value: the last of a block takes the next block too.
-        assert_eq!(count(&[1023], 4, 8), (2, 1));
-        assert_eq!(count(&[], 8, 8), (0, 0));
+        assert_eq!(count(&[1023], 4, 8), 2);
+        assert_eq!(count(&[], 8, 8), 0);
     }
 
     #[test]
