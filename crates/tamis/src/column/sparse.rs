@@ -638,10 +638,14 @@ fn gather(
             (Some(valid), indexes)
         }
     };
-    let values_at = values_start..within.end;
+    let values = Placed {
+        start: values_start,
+        within,
+        fetched,
+    };
     let gathered = match located {
-        Located::Fixed(width) => gather_fixed(*width, present, &indexes, &values_at, fetched),
-        Located::Table(table) => gather_by_table(table, present, &indexes, &values_at, fetched),
+        Located::Fixed(width) => gather_fixed(*width, present, &indexes, &values),
+        Located::Table(table) => gather_by_table(table, present, &indexes, &values),
     };
     let gathered = match gathered {
         Gathered::Bytes(b) => b,
@@ -670,27 +674,34 @@ enum Gathered {
     Whole,
 }
 
+/// Where a page's values are: from `start`, inside the page's bytes `within`, what of them
+/// is `fetched` so far.
+struct Placed<'a> {
+    start: u64,
+    within: &'a Range<u64>,
+    fetched: &'a FetchedRanges,
+}
+
 /// The PLAIN bytes of the values numbered `indexes` of `present` values of `width` bytes
-/// each, laid out from `values.start` and inside `values`.
-fn gather_fixed(
-    width: u64,
-    present: usize,
-    indexes: &[u64],
-    values: &Range<u64>,
-    fetched: &FetchedRanges,
-) -> Gathered {
-    let values_end = values.start.saturating_add(present as u64 * width);
-    if values_end > values.end {
+/// each.
+fn gather_fixed(width: u64, present: usize, indexes: &[u64], values: &Placed<'_>) -> Gathered {
+    let Placed {
+        start,
+        within,
+        fetched,
+    } = *values;
+    let values_end = start.saturating_add(present as u64 * width);
+    if values_end > within.end {
         return Gathered::Whole;
     }
     let mut missing = Vec::new();
     let mut gathered = Vec::with_capacity(indexes.len() * width as usize);
     for &i in indexes {
-        let at = values.start + i * width;
+        let at = start + i * width;
         match fetched.slice(at..at + width) {
             Some(b) if missing.is_empty() => gathered.extend_from_slice(&b),
             Some(_) => {}
-            None => push_blocks(&mut missing, at..at + width, values),
+            None => push_blocks(&mut missing, at..at + width, within),
         }
     }
     match missing.is_empty() {
@@ -700,18 +711,21 @@ fn gather_fixed(
 }
 
 /// The PLAIN bytes (length prefixes included) of the byte arrays numbered `indexes` of
-/// `present`, laid out from `values.start` and inside `values`, found by the offset `table`
-/// (`present + 1` u32 offsets from `values.start`): first the table's blocks holding their
-/// offsets, then the values' blocks. A table that disagrees with the page (its length, an
-/// offset outside the values, a length prefix that is not the gap to the next offset) has the
-/// page read whole.
+/// `present`, found by the offset `table` (`present + 1` u32 offsets from the values' start):
+/// first the table's blocks holding their offsets, then the values' blocks. A table that
+/// disagrees with the page (its length, offsets out of order or outside the values, a length
+/// prefix that is not the gap to the next offset) has the page read whole.
 fn gather_by_table(
     table: &Range<u64>,
     present: usize,
     indexes: &[u64],
-    values: &Range<u64>,
-    fetched: &FetchedRanges,
+    values: &Placed<'_>,
 ) -> Gathered {
+    let Placed {
+        start,
+        within,
+        fetched,
+    } = *values;
     if table.end - table.start != 4 * (present as u64 + 1) {
         return Gathered::Whole;
     }
@@ -723,7 +737,7 @@ fn gather_by_table(
             Some(b) if missing.is_empty() => {
                 let offset =
                     |k: usize| u64::from(u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]));
-                spans.push(values.start + offset(0)..values.start + offset(4));
+                spans.push(start + offset(0)..start + offset(4));
             }
             Some(_) => {}
             None => push_blocks(&mut missing, at..at + 8, table),
@@ -732,11 +746,13 @@ fn gather_by_table(
     if !missing.is_empty() {
         return Gathered::Need(missing);
     }
-    if spans
-        .iter()
-        .any(|s| s.end < s.start + 4 || s.end > values.end)
-    {
-        return Gathered::Whole;
+    // Ascending, apart, inside the values: what they sum to is bounded by the page.
+    let mut end = start;
+    for s in &spans {
+        if s.start < end || s.end < s.start + 4 || s.end > within.end {
+            return Gathered::Whole;
+        }
+        end = s.end;
     }
     let mut gathered = Vec::with_capacity(spans.iter().map(|s| (s.end - s.start) as usize).sum());
     for span in spans {
@@ -749,7 +765,7 @@ fn gather_by_table(
                 gathered.extend_from_slice(&b);
             }
             Some(_) => {}
-            None => push_blocks(&mut missing, span, values),
+            None => push_blocks(&mut missing, span, within),
         }
     }
     match missing.is_empty() {
@@ -828,6 +844,136 @@ fn levels_of(h: &DataPageHead, body: u64, max_def: i16, fetched: &FetchedRanges)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+
+    /// PLAIN byte arrays of `lens` bytes (value `i` filled with `i as u8`) and their offset
+    /// table, as the disk tier writes them.
+    fn byte_arrays(lens: &[usize]) -> (Vec<u8>, Vec<u8>) {
+        let (mut values, mut table) = (Vec::new(), Vec::new());
+        for (i, &len) in lens.iter().enumerate() {
+            table.extend_from_slice(&(values.len() as u32).to_le_bytes());
+            values.extend_from_slice(&(len as u32).to_le_bytes());
+            values.extend(std::iter::repeat_n(i as u8, len));
+        }
+        table.extend_from_slice(&(values.len() as u32).to_le_bytes());
+        (values, table)
+    }
+
+    /// Runs [`gather_by_table`] to the end, fetching what it asks for, over `present` values at
+    /// `values_at` and the table at `table_at` of a buffer; the rounds it took.
+    fn gather_all(
+        values: &[u8],
+        table: &[u8],
+        present: usize,
+        indexes: &[u64],
+        values_at: u64,
+        table_at: u64,
+    ) -> (Gathered, usize) {
+        let mut buf = vec![0u8; table_at as usize + table.len()];
+        buf[values_at as usize..][..values.len()].copy_from_slice(values);
+        buf[table_at as usize..].copy_from_slice(table);
+        let within = 0..values_at + values.len() as u64;
+        let table_range = table_at..table_at + table.len() as u64;
+        let mut fetched = FetchedRanges::from_pieces(Vec::new(), buf.len() as u64);
+        for round in 1..=3 {
+            let placed = Placed {
+                start: values_at,
+                within: &within,
+                fetched: &fetched,
+            };
+            match gather_by_table(&table_range, present, indexes, &placed) {
+                Gathered::Need(ranges) => {
+                    let pieces: Vec<(u64, Bytes)> = ranges
+                        .iter()
+                        .map(|r| {
+                            (
+                                r.start,
+                                Bytes::copy_from_slice(&buf[r.start as usize..r.end as usize]),
+                            )
+                        })
+                        .collect();
+                    fetched.extend(pieces);
+                }
+                done => return (done, round),
+            }
+        }
+        panic!("more than two rounds of reads");
+    }
+
+    #[test]
+    fn byte_arrays_are_gathered_by_their_offset_table() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(40);
+        for _ in 0..200 {
+            let n = rng.random_range(1..3000);
+            // Empty values, short ones, some longer than a block.
+            let lens: Vec<usize> = (0..n)
+                .map(|_| match rng.random_range(0..20) {
+                    0 => 0,
+                    1 => rng.random_range(4000..9000),
+                    _ => rng.random_range(1..40),
+                })
+                .collect();
+            let (values, table) = byte_arrays(&lens);
+            let values_at = rng.random_range(0..300);
+            let table_at = (values_at + values.len() as u64).div_ceil(BLOCK) * BLOCK;
+            // None, one, all, or a random set of the values.
+            let indexes: Vec<u64> = match rng.random_range(0..4) {
+                0 => vec![],
+                1 => vec![rng.random_range(0..n as u64)],
+                2 => (0..n as u64).collect(),
+                _ => (0..n as u64).filter(|_| rng.random_bool(0.01)).collect(),
+            };
+            let (got, rounds) = gather_all(&values, &table, n, &indexes, values_at, table_at);
+            let Gathered::Bytes(got) = got else {
+                panic!("not gathered");
+            };
+            let want = byte_arrays(
+                &indexes
+                    .iter()
+                    .map(|&i| lens[i as usize])
+                    .collect::<Vec<_>>(),
+            )
+            .0;
+            // Value bytes are their number: compare lengths and contents value by value.
+            let mut at = 0;
+            for &i in &indexes {
+                let len = u32::from_le_bytes(got[at..at + 4].try_into().unwrap()) as usize;
+                assert_eq!(len, lens[i as usize]);
+                assert!(got[at + 4..at + 4 + len].iter().all(|&b| b == i as u8));
+                at += 4 + len;
+            }
+            assert_eq!(got.len(), want.len());
+            assert!(rounds <= 3);
+        }
+    }
+
+    #[test]
+    fn an_offset_table_that_disagrees_with_its_page_is_read_whole() {
+        let (values, table) = byte_arrays(&[5, 0, 3000, 7, 12]);
+        let at = |t: &[u8], i: usize| u32::from_le_bytes(t[4 * i..4 * i + 4].try_into().unwrap());
+        let with = |i: usize, v: u32| {
+            let mut t = table.clone();
+            t[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+            t
+        };
+        let whole = |t: &[u8], indexes: &[u64]| {
+            matches!(
+                gather_all(&values, t, 5, indexes, 10, 8192).0,
+                Gathered::Whole
+            )
+        };
+        assert!(!whole(&table, &[0, 2, 4]));
+        // Offsets out of order, overlapping, past the values, a span shorter than its prefix,
+        // a prefix that is not the gap: each makes the page read whole.
+        assert!(whole(&with(2, at(&table, 1) - 1), &[1, 2]));
+        assert!(whole(&with(3, at(&table, 2)), &[2, 3]));
+        assert!(whole(&with(5, values.len() as u32 + 1), &[4]));
+        assert!(whole(&with(1, at(&table, 0) + 2), &[0]));
+        assert!(whole(&with(3, at(&table, 3) + 1), &[2]));
+        // A table of another length than the page's values.
+        assert!(whole(&table[..table.len() - 4], &[0]));
+    }
 
     #[test]
     fn the_blocks_of_selected_values_are_counted_once() {
