@@ -302,6 +302,8 @@ impl DiskTier {
                 let _ = rustix::fs::fadvise(&f, r.start, len, rustix::fs::Advice::WillNeed);
             };
             advise(0..BLOCK);
+            // The ranges are guessed for entries without an offset table (fixed-width values):
+            // what is stored is the payload.
             let start = payload_start(key.len(), *payload_len, true);
             let mut last = 0..0;
             for r in ranges {
@@ -429,7 +431,9 @@ impl DiskTier {
     /// not copied), encoded by the writer. Dropped when the queue is full or holds
     /// [`MAX_PENDING_BYTES`] already (unless writes wait), when one page would take a tenth of
     /// the budget, or when its encoding is one entries do not number.
-    /// A PLAIN page of a column of `byte_arrays` is written with its offset table.
+    /// A PLAIN page of a column of `byte_arrays` is written with its offset table (when its
+    /// payload takes two blocks or more, its levels are RLE and its lengths add up, see
+    /// [`offset_table`]).
     pub(crate) fn put(
         &self,
         file: &FileKey,
@@ -787,13 +791,7 @@ fn entry(
     let payload_len = payload.len() as u64;
     let stored_len = stored_len(payload_len, table.len() as u32);
     let start = payload_start(key.len(), stored_len, aligned(flags[0])) as usize;
-    let mut stored = Vec::with_capacity(stored_len as usize);
-    stored.extend_from_slice(payload);
-    if !table.is_empty() {
-        stored.resize(align_up(payload_len) as usize, 0);
-        stored.extend(table.iter().flat_map(|o| o.to_le_bytes()));
-    }
-    let mut out = Vec::with_capacity(start + stored.len());
+    let mut out = Vec::with_capacity(start + stored_len as usize);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     for n in numbers {
@@ -805,13 +803,22 @@ fn entry(
     out.extend_from_slice(&flags);
     out.extend_from_slice(&[0, 0, 0]);
     out.extend_from_slice(key);
-    for block in stored.chunks(BLOCK as usize) {
-        out.extend_from_slice(&checksum(block).to_le_bytes());
+    // The blocks' checksums, the padding and the head's checksum are filled in once the
+    // stored bytes are in place (copied once).
+    let sums_at = out.len();
+    out.resize(start, 0);
+    out.extend_from_slice(payload);
+    if !table.is_empty() {
+        out.resize(start + align_up(payload_len) as usize, 0);
+        out.extend(table.iter().flat_map(|o| o.to_le_bytes()));
     }
-    out.resize(start - CHECKSUM, 0);
-    let sum = checksum(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    out.extend_from_slice(&stored);
+    let sums: Vec<u64> = out[start..].chunks(BLOCK as usize).map(checksum).collect();
+    for (i, sum) in sums.into_iter().enumerate() {
+        let at = sums_at + CHECKSUM * i;
+        out[at..at + CHECKSUM].copy_from_slice(&sum.to_le_bytes());
+    }
+    let sum = checksum(&out[..start - CHECKSUM]);
+    out[start - CHECKSUM..start].copy_from_slice(&sum.to_le_bytes());
     out
 }
 
@@ -932,8 +939,8 @@ fn parse_head(bytes: &[u8], key: &[u8], file_len: u64) -> Parsed {
     })
 }
 
-/// Whether `bytes`, the payload's from `at` (a multiple of [`BLOCK`] from its start), match
-/// their blocks' checksums.
+/// Whether `bytes`, the stored bytes' (payload, then offset table) from `at` (a multiple of
+/// [`BLOCK`] from the payload's start), match their blocks' checksums.
 fn blocks_whole(head: &Head, at: u64, bytes: &[u8]) -> bool {
     let first = (at / BLOCK) as usize;
     bytes

@@ -45,9 +45,13 @@ const HEAD: u64 = 256;
 /// A header longer than the first guess is looked for in up to this many bytes.
 const LONG_HEAD: u64 = 64 << 10;
 
-/// How many rounds of reads a page may take (head, long head, levels' length, levels,
-/// values; from the page cache: levels' length, levels, offset table, values).
-const MAX_ROUNDS: usize = 5;
+/// How many rounds of reads a page of the file may take (head, levels' length, levels,
+/// values).
+const MAX_ROUNDS: usize = 4;
+
+/// How many rounds of reads a page from the page cache's directory may take (levels' length,
+/// levels, offset table, values: the head is read when the entry is opened).
+const MAX_CACHED_ROUNDS: usize = 5;
 
 /// Where a page's values are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,8 +134,18 @@ fn cached_width(chunk: &ColumnChunk<'_>) -> Option<Width> {
     if let Some(width) = fixed_width(chunk) {
         return Some(Width::Fixed(width));
     }
+    // Only PLAIN pages of byte arrays carry an offset table: none by the encoding statistics,
+    // no plan (each page would cost its entry's head, then be read whole).
+    let plain = meta.page_encoding_stats().is_none_or(|stats| {
+        stats.iter().any(|s| {
+            matches!(
+                s.page_type,
+                parquet::basic::PageType::DATA_PAGE | parquet::basic::PageType::DATA_PAGE_V2
+            ) && s.encoding == Encoding::PLAIN
+        })
+    });
     let leaf = chunk.leaf;
-    (leaf.physical == PhysicalType::BYTE_ARRAY && leaf.max_rep == 0).then(|| {
+    (plain && leaf.physical == PhysicalType::BYTE_ARRAY && leaf.max_rep == 0).then(|| {
         // The chunk's decompressed bytes a value: headers and levels count too, a little.
         let values = u64::try_from(meta.num_values()).unwrap_or(0).max(1);
         let bytes = u64::try_from(meta.uncompressed_size()).unwrap_or(0);
@@ -340,8 +354,9 @@ pub(crate) fn read(
 
 /// The pages of a compressed `chunk` holding a row of `selection` that are worth reading by
 /// blocks from the page cache's disk tier ([`read_cached`]): not loaded, not in memory, and the
-/// blocks of their selected values (one more for the entry's head) under half of what the
-/// page's values take. Whether a page has an entry is found when it is read.
+/// blocks of their selected values (one more for the entry's head; for byte arrays, the offset
+/// table's blocks too) under half of what the page's values take. Whether a page has an entry
+/// is found when it is read.
 ///
 /// Cold or warm, the same rule: the runs of blocks are asked of the device together (see
 /// [`advise_cached`] and [`read_cached`]), so a run costs about a block more (bench/disk_cache.py,
@@ -390,8 +405,9 @@ fn blocks_covering(rows: &Bitmap, stride: u64, len: u64) -> u64 {
 }
 
 /// Asks the kernel to load, in the background, what [`read_cached`] will read of `chunk`'s
-/// pages for `selection`: each entry's head and, when no value of the chunk is NULL, the
-/// blocks its selected values lie in for levels up to [`HEAD`] bytes. A scan advises every
+/// pages for `selection`: each entry's head and, when the values are of a fixed width and none
+/// of the chunk is NULL, the blocks its selected values lie in for levels up to [`HEAD`] bytes
+/// (byte arrays are found by their offset table, read first). A scan advises every
 /// payload column before reading any, so a cold directory makes it wait for the device about
 /// once, not once per column and round.
 pub(crate) fn advise_cached(chunk: &ColumnChunk<'_>, selection: &Selection) {
@@ -419,11 +435,11 @@ pub(crate) fn advise_cached(chunk: &ColumnChunk<'_>, selection: &Selection) {
 }
 
 /// Reads the selected rows of `pages` by blocks from their entries in the page cache's disk
-/// tier: the entries' heads first, then the levels and values they place, all the pages'
-/// reads of a round asked of the device together. Pages without a whole entry, or whose entry
-/// says otherwise (not PLAIN, rows that disagree with the offset index), are returned for the
-/// whole-page path; so is a page whose entry fails a block's checksum (the entry is removed,
-/// and the page is read from the file).
+/// tier: the entries' heads first, then the levels, offset tables and values they place, all
+/// the pages' reads of a round asked of the device together. Pages without a whole entry, or
+/// whose entry says otherwise (not PLAIN, rows that disagree with the offset index, byte
+/// arrays without an offset table), are returned for the whole-page path; so is a page whose
+/// entry fails a block's checksum (the entry is removed, and the page is read from the file).
 pub(crate) fn read_cached(
     chunk: &ColumnChunk<'_>,
     pages: &[SparsePage],
@@ -504,7 +520,7 @@ fn read_cached_batch(
         // Bytes read so far: the head, read whole.
         pending.push((p, entry, h, values, fetched, payload.start));
     }
-    for round in 0..MAX_ROUNDS {
+    for round in 0..MAX_CACHED_ROUNDS {
         let mut needs = Vec::new();
         let mut still = Vec::new();
         for (p, entry, h, values, fetched, read) in pending {
@@ -518,7 +534,7 @@ fn read_cached_batch(
                     chunk.source.count_cached_blocks(read, entry.inflate_ns());
                     parts.insert(p.page, part);
                 }
-                Step::Need(ranges) if round + 1 < MAX_ROUNDS => {
+                Step::Need(ranges) if round + 1 < MAX_CACHED_ROUNDS => {
                     if entry.cold() && !advised {
                         entry.advise(&ranges);
                     }
@@ -971,6 +987,13 @@ mod tests {
         assert!(whole(&with(5, values.len() as u32 + 1), &[4]));
         assert!(whole(&with(1, at(&table, 0) + 2), &[0]));
         assert!(whole(&with(3, at(&table, 3) + 1), &[2]));
+        // A forged table naming one value twice (same length prefix): overlapping spans.
+        let twice = {
+            let mut t = with(2, 0);
+            t[12..16].copy_from_slice(&at(&table, 1).to_le_bytes());
+            t
+        };
+        assert!(whole(&twice, &[0, 2]));
         // A table of another length than the page's values.
         assert!(whole(&table[..table.len() - 4], &[0]));
     }
