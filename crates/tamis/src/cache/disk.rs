@@ -373,28 +373,15 @@ impl DiskTier {
             .zip(opened)
             .map(|(&o, opened)| {
                 let (f, path, len) = opened?;
-                let key = entry_key(file, o);
-                let mut buf = vec![0u8; BLOCK.min(len) as usize];
-                let mut parsed = match read_at(&f, &mut buf, 0) {
-                    Ok(()) => parse_head(&buf, &key, len),
-                    Err(_) => Parsed::Bad,
-                };
-                if let Parsed::Short(n) = parsed {
-                    buf.resize(n, 0);
-                    parsed = match read_at(&f, &mut buf, 0) {
-                        Ok(()) => parse_head(&buf, &key, len),
-                        Err(_) => Parsed::Bad,
-                    };
-                }
-                match parsed {
-                    Parsed::Head(head) => Some(EntryFile {
+                match read_head(&f, &entry_key(file, o), len) {
+                    Some((head, _)) => Some(EntryFile {
                         file: f,
                         path,
                         head,
                         cold,
                         counts: self.counts.clone(),
                     }),
-                    Parsed::Short(_) | Parsed::Bad => {
+                    None => {
                         self.counts.corrupt.fetch_add(1, Relaxed);
                         let _ = fs::remove_file(&path);
                         None
@@ -949,10 +936,10 @@ fn blocks_whole(head: &Head, at: u64, bytes: &[u8]) -> bool {
         .all(|(i, block)| head.sums.get(first + i) == Some(&checksum(block)))
 }
 
-/// What the entry in `f` holds, when it is whole and names `key`, read by its head and its
-/// payload's blocks (not its offset table); `None` otherwise.
-fn read_payload(f: &fs::File, key: &[u8]) -> Option<Held> {
-    let file_len = f.metadata().ok()?.len();
+/// The head of the entry in `f` (`file_len` bytes) naming `key`, checked, and the bytes read
+/// for it (its first block, or more for a longer head); `None` when it cannot be read or is
+/// not a whole head for `key`.
+fn read_head(f: &fs::File, key: &[u8], file_len: u64) -> Option<(Head, Vec<u8>)> {
     let mut buf = vec![0u8; BLOCK.min(file_len) as usize];
     read_at(f, &mut buf, 0).ok()?;
     let mut parsed = parse_head(&buf, key, file_len);
@@ -962,9 +949,17 @@ fn read_payload(f: &fs::File, key: &[u8]) -> Option<Held> {
         read_at(f, &mut buf[have..], have as u64).ok()?;
         parsed = parse_head(&buf, key, file_len);
     }
-    let Parsed::Head(head) = parsed else {
-        return None;
-    };
+    match parsed {
+        Parsed::Head(head) => Some((head, buf)),
+        Parsed::Short(_) | Parsed::Bad => None,
+    }
+}
+
+/// What the entry in `f` holds, when it is whole and names `key`, read by its head and its
+/// payload's blocks (not its offset table); `None` otherwise.
+fn read_payload(f: &fs::File, key: &[u8]) -> Option<Held> {
+    let file_len = f.metadata().ok()?.len();
+    let (head, mut buf) = read_head(f, key, file_len)?;
     let start = head.payload_start as usize;
     // The head's length and the payload's are checked against the file's by `parse_head`.
     let end = start + head.payload_blocks_len() as usize;
