@@ -68,8 +68,8 @@ pub fn funnel_text(m: &ScanMetrics, predicate: Option<&str>) -> String {
     let _ = writeln!(s, "predicate: {}", predicate.unwrap_or("(none)"));
     let _ = writeln!(
         s,
-        "files: {} scanned, {} pruned by partition values",
-        m.files, m.files_pruned_partition
+        "files: {} scanned, {} pruned by partition values, {} by the table's file statistics",
+        m.files, m.files_pruned_partition, m.files_pruned_table_stats
     );
     let _ = writeln!(s, "row groups: {rg} total");
     let _ = writeln!(

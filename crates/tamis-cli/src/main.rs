@@ -138,9 +138,13 @@ enum Command {
 /// What to scan: shared by `query` and `explain`.
 #[derive(Args, Debug, Clone)]
 pub struct ScanArgs {
-    /// A Parquet file, a directory of Parquet files or a glob (quote it: 'data/*.parquet'), local
-    /// or in an object store (s3://bucket/prefix/, gs://…, az://…, https://…).
+    /// A Parquet file, a directory of Parquet files or a glob (quote it: 'data/*.parquet'), or
+    /// a Delta Lake table's root (it holds _delta_log/), local or in an object store
+    /// (s3://bucket/prefix/, gs://…, az://…, https://…).
     pub path: String,
+    /// Read this version of the Delta table at PATH (time travel; default: the latest).
+    #[arg(long, value_name = "VERSION")]
+    pub table_version: Option<u64>,
     /// Object-store option KEY=VALUE (repeatable): endpoint, region, access_key_id,
     /// secret_access_key, allow_http, …; tamis's own: latency_ms, bandwidth_mb_per_s,
     /// max_requests. The standard environment variables (AWS_*, GOOGLE_*, AZURE_*) apply too.

@@ -13,7 +13,14 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
     if let Some(dir) = &args.cache_dir {
         tamis::cache::set_disk_cache(Some(dir), None)?;
     }
-    let mut scan = tamis::Scan::open_with(&args.path, &options)?;
+    let mut scan = match args.table_version {
+        Some(v) => tamis::Scan::open_table(tamis::table::delta::snapshot(
+            &args.path,
+            Some(v),
+            &options,
+        )?)?,
+        None => tamis::Scan::open_with(&args.path, &options)?,
+    };
     if let Some(filter) = &args.filter {
         scan = scan.filter(filter)?;
     }

@@ -27,7 +27,10 @@ struct ColumnStat {
 
 /// One row group's statistics.
 struct RowGroupStat {
+    /// Rows, less those a table deleted (a deletion vector).
     rows: usize,
+    /// Whether a table deleted some of its rows: the footer's null counts may count them.
+    deletions: bool,
     bytes: usize,
     /// By dataset column.
     columns: Vec<ColumnStat>,
@@ -48,12 +51,22 @@ impl TableStats {
             .map(|f| -> datafusion::common::Result<_> {
                 let meta = &f.metadata;
                 let rgs = meta.row_groups();
+                let mut first_row = 0u64;
                 let mut out: Vec<RowGroupStat> = rgs
                     .iter()
-                    .map(|rg| RowGroupStat {
-                        rows: rg.num_rows().max(0) as usize,
-                        bytes: rg.total_byte_size().max(0) as usize,
-                        columns: vec![ColumnStat::default(); schema.fields().len()],
+                    .map(|rg| {
+                        let rows = rg.num_rows().max(0) as u64;
+                        let deleted = f.deleted.as_deref().map_or(0, |d| {
+                            let from = d.partition_point(|&r| r < first_row);
+                            d[from..].partition_point(|&r| r < first_row + rows)
+                        });
+                        first_row += rows;
+                        RowGroupStat {
+                            rows: rows as usize - deleted,
+                            deletions: deleted > 0,
+                            bytes: rg.total_byte_size().max(0) as usize,
+                            columns: vec![ColumnStat::default(); schema.fields().len()],
+                        }
                     })
                     .collect();
                 for (ci, field) in schema.fields().iter().enumerate() {
@@ -119,6 +132,7 @@ impl TableStats {
         let mut bytes = 0usize;
         let mut cols: Vec<Option<ColumnStat>> = vec![None; n];
         let mut first = true;
+        let mut deletions = false;
         for (loc, rgs) in &self.files {
             for (ri, rg) in rgs.iter().enumerate() {
                 let wanted =
@@ -128,6 +142,7 @@ impl TableStats {
                 }
                 rows += rg.rows;
                 bytes += rg.bytes;
+                deletions |= rg.deletions;
                 for (ci, c) in rg.columns.iter().enumerate() {
                     cols[ci] = Some(match (&cols[ci], first) {
                         (_, true) => c.clone(),
@@ -158,6 +173,7 @@ impl TableStats {
                 ColumnStatistics {
                     null_count: match (c.nulls, first) {
                         (_, true) => Precision::Exact(0),
+                        (Some(x), false) if deletions => Precision::Inexact(x),
                         (Some(x), false) => Precision::Exact(x),
                         (None, false) => Precision::Absent,
                     },

@@ -158,6 +158,8 @@ struct Request {
     row_groups: Option<Vec<(String, usize, usize)>>,
     /// Partition column types, as Arrow's `DataType` display text (`Int32`, `Utf8`, …).
     partition_types: Option<Vec<(String, String)>>,
+    /// The version of the Delta table at the path to read (time travel).
+    table_version: Option<u64>,
 }
 
 impl<'py> FromPyObject<'_, 'py> for Request {
@@ -179,6 +181,7 @@ impl<'py> FromPyObject<'_, 'py> for Request {
             broken_index: kw.get("broken_index")?,
             verify_index: kw.get("verify_index")?,
             storage_options: kw.get("storage_options")?,
+            table_version: kw.get("table_version")?,
             // Not `ScanOptions` fields: the Spark source adds them for its partitions.
             row_groups: kw.optional("row_groups")?,
             partition_types: kw.optional("partition_types")?,
@@ -219,10 +222,26 @@ fn storage(options: &Option<HashMap<String, String>>) -> StorageOptions {
 
 impl Request {
     fn open(&self, path: &str) -> tamis::Result<ScanStream> {
-        self.configure(Scan::open_with(path, &storage(&self.storage_options))?)
+        let options = storage(&self.storage_options);
+        let scan = match self.table_version {
+            Some(v) => Scan::open_table(tamis::table::delta::snapshot(path, Some(v), &options)?)?,
+            None => Scan::open_with(path, &options)?,
+        };
+        self.configure_opened(scan)
     }
 
-    fn configure(&self, mut scan: Scan) -> tamis::Result<ScanStream> {
+    /// Configures a scan of files opened before (a `Dataset`'s, a Spark part's).
+    fn configure(&self, scan: Scan) -> tamis::Result<ScanStream> {
+        if self.table_version.is_some() {
+            return Err(Error::invalid(
+                "table_version is for a table opened by its path (tamis.scan, tamis.explain); \
+                 a Dataset reads the version it was opened at",
+            ));
+        }
+        self.configure_opened(scan)
+    }
+
+    fn configure_opened(&self, mut scan: Scan) -> tamis::Result<ScanStream> {
         if let Some(types) = &self.partition_types {
             scan = scan.partition_types_text(types)?;
         }
@@ -633,12 +652,21 @@ impl PyDataset {
     #[allow(clippy::type_complexity)]
     fn layout(
         &self,
-    ) -> (
+        py: Python<'_>,
+    ) -> PyResult<(
         Option<String>,
         Vec<(String, String)>,
         Vec<(String, u64, Vec<String>, Vec<(i64, i64)>)>,
         Vec<String>,
-    ) {
+    )> {
+        if self.inner.is_table() {
+            let e = tamis::Error::unsupported(format!(
+                "{} is a Delta Lake table: the Spark source does not split tables into tasks \
+                 yet; read it with tamis.scan, tamis.sql or Spark's Delta reader",
+                self.path
+            ));
+            return Err(to_py_err(py, e));
+        }
         let plan = self.inner.plan();
         let partitions = (plan.partitions.fields.iter())
             .map(|(name, t)| (name.clone(), t.to_string()))
@@ -652,7 +680,7 @@ impl PyDataset {
                 (f.location.clone(), f.len, columns, groups)
             })
             .collect();
-        (self.inner.root(), partitions, files, plan.int96_columns())
+        Ok((self.inner.root(), partitions, files, plan.int96_columns()))
     }
 
     /// The row groups a scan with this filter would read after pruning by partition values

@@ -81,6 +81,7 @@ pub mod index;
 pub mod io;
 pub mod optimize;
 pub(crate) mod scan;
+pub mod table;
 
 #[doc(hidden)]
 pub mod budget;

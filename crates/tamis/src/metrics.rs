@@ -15,6 +15,9 @@ pub struct ScanMetrics {
     /// Files skipped by their partition values (or by columns they lack, NULL throughout)
     /// before any of their row groups was read.
     pub files_pruned_partition: u64,
+    /// Files of a table skipped by the statistics its metadata records per file (a Delta
+    /// log's min, max and null counts), before their footers were read.
+    pub files_pruned_table_stats: u64,
     /// Row groups of the scanned files that the scan reached, pruned or read (a limit or a
     /// cancellation can stop it before the last).
     pub row_groups_total: u64,
@@ -163,6 +166,7 @@ macro_rules! collector {
 collector!(
     files,
     files_pruned_partition,
+    files_pruned_table_stats,
     row_groups_total,
     row_groups_pruned_statistics,
     row_groups_pruned_bloom,

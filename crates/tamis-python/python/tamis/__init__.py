@@ -111,6 +111,8 @@ class ScanOptions:
             ``secret_access_key``, ``allow_http``, … (the ``object_store`` crate's keys), and
             tamis's ``latency_ms``, ``bandwidth_mb_per_s``, ``max_requests``. The standard
             environment variables (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) apply too.
+        table_version: the version of the Delta table at ``path`` to read (time travel;
+            default the latest). Only where a path is opened (:func:`scan`, :func:`explain`).
     """
 
     where: Optional[str] = None
@@ -126,6 +128,7 @@ class ScanOptions:
     broken_index: str = "fail"
     verify_index: bool = False
     storage_options: Optional[Mapping[str, Any]] = None
+    table_version: Optional[int] = None
 
     def replace(self, **changes: Any) -> "ScanOptions":
         """A copy with some fields changed (unknown names raise ``TypeError``)."""

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
 use crate::file::OpenedFile;
-use crate::io::location::list;
+use crate::io::location::{locate, Located};
 use crate::io::StorageOptions;
 
 use super::plan::DatasetPlan;
@@ -79,8 +79,16 @@ impl Dataset {
         options: &StorageOptions,
         metadata_budget: Option<u64>,
     ) -> Result<Dataset> {
-        let listing = list(path.as_ref(), options)?;
-        let mut plan = DatasetPlan::open_keeping(&listing, MAX_OPEN)?;
+        let (mut plan, root) = match locate(path.as_ref(), options)? {
+            Located::Files(listing) => {
+                (DatasetPlan::open_keeping(&listing, MAX_OPEN)?, listing.root)
+            }
+            Located::Delta(root) => {
+                let table = crate::table::delta::snapshot(&root, None, options)?;
+                let all: Vec<usize> = (0..table.files.len()).collect();
+                (DatasetPlan::open_table(&table, &all, MAX_OPEN)?, None)
+            }
+        };
         let open = Arc::new(OpenFiles::new(
             plan.files.len(),
             metadata_budget.unwrap_or(DEFAULT_METADATA_BUDGET),
@@ -92,11 +100,7 @@ impl Dataset {
             }
         }
         plan.open_files = Some(open.clone());
-        Ok(Dataset {
-            plan,
-            open,
-            root: listing.root,
-        })
+        Ok(Dataset { plan, open, root })
     }
 
     /// The plan a new scan starts from (`Dataset::scan`, defined with the scan that sits above
@@ -105,6 +109,13 @@ impl Dataset {
     pub(crate) fn plan_for_scan(&self) -> DatasetPlan {
         self.open.evict(None);
         self.plan.clone()
+    }
+
+    /// Whether this is a table's version (a Delta table), not a listing of files: its files
+    /// alone are not its rows (deleted rows, renamed columns, partition values from the log),
+    /// so a planner that hands files to workers must not split it.
+    pub fn is_table(&self) -> bool {
+        self.plan.order.is_some()
     }
 
     /// The files, their footers, schema and leaves (for statistics and planning).

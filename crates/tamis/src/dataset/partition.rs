@@ -234,7 +234,7 @@ fn infer_type<'a>(values: impl Iterator<Item = &'a str> + Clone) -> DataType {
 
 /// A non-null path value as `t`; `None` if it is not one. With an explicit type the integer
 /// syntax is Rust's (`+7` and `007` are 7): the user said it is a number.
-fn parse_value(raw: &str, t: &DataType) -> Option<PartitionValue> {
+pub(crate) fn parse_value(raw: &str, t: &DataType) -> Option<PartitionValue> {
     use DataType as D;
     use PartitionValue as V;
     Some(match t {

@@ -30,7 +30,7 @@ use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use super::cache::OpenFiles;
 use super::partition::{
     constant_array, discover_partitions, partition_leaves, partition_verdict, PartitionSchema,
-    PartitionValue,
+    PartitionValue, Partitions,
 };
 use super::schema::{
     conform, dictionary_of, short_decimal_of, unify, view_of, with_dictionaries, with_views,
@@ -45,6 +45,7 @@ use crate::io::Identity;
 use crate::metrics::{add, MetricsCollector};
 use crate::prune::statistics::{statistics_verdicts, LeafVerdicts};
 use crate::schema::{leaf_columns, LeafColumn};
+use crate::table::TableSnapshot;
 
 /// Files kept open after reading their footers at [`DatasetPlan::open`] (the first ones, which
 /// the scan reaches first). The others are reopened when scanned.
@@ -70,6 +71,8 @@ pub struct DatasetFile {
     pub partition: Vec<PartitionValue>,
     /// Still open from reading the footer (first [`KEEP_OPEN`] files only).
     pub opened: Option<Arc<OpenedFile>>,
+    /// Rows a table's metadata deleted (positions in the file, ascending): never read.
+    pub deleted: Option<Arc<[u64]>>,
 }
 
 impl DatasetFile {
@@ -115,6 +118,9 @@ pub struct DatasetPlan {
     /// The open files of a [`super::Dataset`], shared by its scans (they reopen and put back
     /// files it closed); `None` for a one-off scan.
     pub open_files: Option<Arc<OpenFiles>>,
+    /// A table's columns in its own order (partition columns among the others), which a scan
+    /// outputs unless told otherwise; `None`: [`DatasetPlan::schema`]'s order.
+    pub order: Option<Vec<String>>,
 }
 
 impl DatasetPlan {
@@ -187,45 +193,7 @@ impl DatasetPlan {
         keep_open: usize,
         partition_types: &[(String, DataType)],
     ) -> Result<DatasetPlan> {
-        let mut files = Vec::with_capacity(listing.files.len());
-        let mut cost = (0, 0, 0);
-        // Footers are read in waves of concurrent opens: on an object store each is a round
-        // trip, and a dataset's are independent.
-        let mut waves = listing.files.chunks(OPEN_AT_ONCE).flat_map(|wave| {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = wave
-                    .iter()
-                    .map(|f| s.spawn(move || OpenedFile::open_ref(f)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| Err(Error::internal("opening a file panicked")))
-                    })
-                    .collect::<Vec<_>>()
-            })
-        });
-        for (i, f) in listing.files.iter().enumerate() {
-            let opened = waves
-                .next()
-                .ok_or_else(|| Error::internal("a file was not opened"))??;
-            cost.0 += opened.open_bytes;
-            cost.1 += opened.open_requests;
-            cost.2 += opened.open_ns;
-            files.push(DatasetFile {
-                file: f.clone(),
-                location: opened.location.clone(),
-                len: opened.len(),
-                identity: opened.source.identity().clone(),
-                metadata: opened.metadata.clone(),
-                leaves: opened.leaves.clone(),
-                schema: opened.schema().clone(),
-                relative: listing.relative(f).unwrap_or_default(),
-                partition: Vec::new(),
-                opened: (i < keep_open).then(|| Arc::new(opened)),
-            });
-        }
+        let (files, cost) = open_footers(listing, keep_open)?;
         let schemas: Vec<(String, arrow::datatypes::Schema)> = files
             .iter()
             .map(|f| (f.location.clone(), f.schema.as_ref().clone()))
@@ -240,8 +208,54 @@ impl DatasetPlan {
             first_partition_leaf: 0,
             open_cost: cost,
             open_files: None,
+            order: None,
         };
         plan.partition_types(partition_types)?;
+        Ok(plan)
+    }
+
+    /// Opens the files of a table's snapshot (those at `chosen`, in order): the table's schema
+    /// is the dataset's, each file's columns are found by field id or physical name and renamed
+    /// to the table's names, partition values and deleted rows come from the table.
+    pub fn open_table(
+        table: &TableSnapshot,
+        chosen: &[usize],
+        keep_open: usize,
+    ) -> Result<DatasetPlan> {
+        let listing = Listing {
+            files: chosen
+                .iter()
+                .map(|&i| table.files[i].file.clone())
+                .collect(),
+            root: None,
+        };
+        let (mut files, cost) = open_footers(&listing, keep_open)?;
+        let schema = Arc::new(arrow::datatypes::Schema::new(
+            (table.columns.iter())
+                .map(|c| c.field.clone())
+                .collect::<Vec<_>>(),
+        ));
+        let mut columns = Vec::with_capacity(files.len());
+        for (f, &i) in files.iter_mut().zip(chosen) {
+            columns.push(map_table_columns(table, f).map_err(|e| e.in_file(&f.location))?);
+            f.deleted = table.files[i].deleted.clone();
+        }
+        let values = chosen.iter().map(|&i| table.files[i].partition.clone());
+        let mut plan = DatasetPlan {
+            files,
+            unified: UnifiedSchema { schema, columns },
+            partitions: PartitionSchema::default(),
+            schema: Arc::new(arrow::datatypes::Schema::empty()),
+            leaves: Vec::new(),
+            first_partition_leaf: 0,
+            open_cost: cost,
+            open_files: None,
+            order: Some(table.order.clone()),
+        };
+        plan.set_partitions(Partitions {
+            schema: table.partitions.clone(),
+            values: values.collect(),
+        })?;
         Ok(plan)
     }
 
@@ -250,21 +264,25 @@ impl DatasetPlan {
     pub fn partition_types(&mut self, explicit: &[(String, DataType)]) -> Result<()> {
         let relative: Vec<&str> = self.files.iter().map(|f| f.relative.as_str()).collect();
         let partitions = discover_partitions(&relative, explicit)?;
+        self.set_partitions(partitions)
+    }
+
+    /// Takes these partitions (schema and one value per file and column) and rebuilds the
+    /// dataset schema and leaves.
+    fn set_partitions(&mut self, partitions: Partitions) -> Result<()> {
         let schema = self.unified.with_partitions(&partitions.schema)?;
         let mut leaves = Vec::new();
         for (o, field) in self.unified.schema.fields().iter().enumerate() {
             let mut having = (self.unified.columns.iter().enumerate())
                 .filter_map(|(f, cols)| cols[o].map(|i| (f, i)));
-            let (f, i) = having
-                .next()
-                .ok_or_else(|| Error::internal("a unified column in no file"))?;
             // A widened column binds to a file's leaves of the dataset's type, so that a
             // literal only the wider type holds is not folded away; when no file has that type
-            // (`int32` with `uint32` → `int64`), to the leaf the type is written as.
+            // (`int32` with `uint32` → `int64`), or no file has the column (a table's column
+            // added after the files read were written), to the leaf the type is written as.
             let own = |(f, i): (usize, usize)| {
                 same_leaf(self.files[f].schema.field(i).data_type(), field.data_type())
             };
-            let source = std::iter::once((f, i)).chain(having).find(|&fi| own(fi));
+            let source = having.find(|&fi| own(fi));
             let column: Vec<LeafColumn> = match source {
                 Some((f, i)) => (self.files[f].leaves.iter())
                     .filter(|l| l.root == i)
@@ -402,6 +420,7 @@ impl DatasetPlan {
                 needed_leaves,
                 row_groups,
                 statistics: verdicts,
+                deleted: f.deleted.clone(),
             });
         }
         add(&metrics.time_prune_ns, start.elapsed().as_nanos() as u64);
@@ -488,6 +507,152 @@ impl DatasetPlan {
     }
 }
 
+/// Reads the footers of `listing`'s files, in waves of concurrent opens (on an object store
+/// each is a round trip, and a dataset's are independent); the first `keep_open` stay open.
+/// Returns the files and what the reads cost (bytes, requests, nanoseconds).
+fn open_footers(
+    listing: &Listing,
+    keep_open: usize,
+) -> Result<(Vec<DatasetFile>, (u64, u64, u64))> {
+    let mut files = Vec::with_capacity(listing.files.len());
+    let mut cost = (0, 0, 0);
+    let mut waves = listing.files.chunks(OPEN_AT_ONCE).flat_map(|wave| {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = wave
+                .iter()
+                .map(|f| s.spawn(move || OpenedFile::open_ref(f)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::internal("opening a file panicked")))
+                })
+                .collect::<Vec<_>>()
+        })
+    });
+    for (i, f) in listing.files.iter().enumerate() {
+        let opened = waves
+            .next()
+            .ok_or_else(|| Error::internal("a file was not opened"))??;
+        cost.0 += opened.open_bytes;
+        cost.1 += opened.open_requests;
+        cost.2 += opened.open_ns;
+        files.push(DatasetFile {
+            file: f.clone(),
+            location: opened.location.clone(),
+            len: opened.len(),
+            identity: opened.source.identity().clone(),
+            metadata: opened.metadata.clone(),
+            leaves: opened.leaves.clone(),
+            schema: opened.schema().clone(),
+            relative: listing.relative(f).unwrap_or_default(),
+            partition: Vec::new(),
+            opened: (i < keep_open).then(|| Arc::new(opened)),
+            deleted: None,
+        });
+    }
+    Ok((files, cost))
+}
+
+/// Where each of `table`'s data columns is in file `f` (by Parquet field id when the column
+/// has one and the file's column too, else by physical name), renaming the file's columns and
+/// leaves to the table's names so that predicates bind to them. A file column the table no
+/// longer has gets a name no column has. A file column of a type the table's does not widen
+/// from is an error naming both.
+fn map_table_columns(table: &TableSnapshot, f: &mut DatasetFile) -> Result<Vec<Option<usize>>> {
+    let root = f.metadata.file_metadata().schema_descr().root_schema();
+    let ids: Vec<Option<i32>> = (root.get_fields().iter())
+        .map(|t| {
+            let info = t.get_basic_info();
+            info.has_id().then(|| info.id())
+        })
+        .collect();
+    let mut map = Vec::with_capacity(table.columns.len());
+    let mut names: Vec<Option<String>> = vec![None; f.schema.fields().len()];
+    for c in &table.columns {
+        let by_id = c
+            .field_id
+            .and_then(|id| ids.iter().position(|&i| i == Some(id)));
+        let found = by_id.or_else(|| {
+            f.schema.fields().iter().position(|x| {
+                *x.name() == c.physical && (c.field_id.is_none() || ids.iter().all(Option::is_none))
+            })
+        });
+        if let Some(i) = found {
+            if names[i].is_some() {
+                return Err(Error::corrupt(format!(
+                    "file column '{}' matches two table columns",
+                    f.schema.field(i).name()
+                )));
+            }
+            let file_type = f.schema.field(i).data_type();
+            if !same_leaf(file_type, c.field.data_type())
+                && !is_table_widening(file_type, c.field.data_type())
+            {
+                return Err(Error::invalid(format!(
+                    "column '{}' is {} in the file but {} in the table",
+                    c.field.name(),
+                    file_type,
+                    c.field.data_type()
+                )));
+            }
+            names[i] = Some(c.field.name().clone());
+        }
+        map.push(found);
+    }
+    let fields: Vec<Field> = (f.schema.fields().iter().zip(&names))
+        .enumerate()
+        .map(|(i, (field, name))| {
+            let name = name.clone().unwrap_or_else(|| format!("\u{0}unmapped {i}"));
+            field.as_ref().clone().with_name(name)
+        })
+        .collect();
+    for leaf in &mut f.leaves {
+        let new = fields[leaf.root].name();
+        let rest = leaf.path.find('.').map_or("", |d| &leaf.path[d..]);
+        leaf.path = format!("{new}{rest}");
+    }
+    f.schema = Arc::new(Schema::new_with_metadata(
+        fields,
+        f.schema.metadata().clone(),
+    ));
+    Ok(map)
+}
+
+/// The type changes a table may make to a column while its old files keep the old type
+/// (Delta's type widening): wider integers, float to double, integers and wider decimals to
+/// decimal, date to timestamp without zone, and a timestamp written in another unit.
+fn is_table_widening(file: &DataType, table: &DataType) -> bool {
+    use DataType as D;
+    let int_width = |t: &DataType| match t {
+        D::Int8 => Some(1),
+        D::Int16 => Some(2),
+        D::Int32 => Some(4),
+        D::Int64 => Some(8),
+        _ => None,
+    };
+    match (file, table) {
+        (f, t) if int_width(f).is_some() && int_width(t).is_some() => int_width(f) < int_width(t),
+        (D::Float32, D::Float64) => true,
+        (D::Decimal128(p1, s1), D::Decimal128(p2, s2)) => {
+            s2 >= s1 && (*p2 as i16 - *s2 as i16) >= (*p1 as i16 - *s1 as i16)
+        }
+        (f, D::Decimal128(p, s)) if int_width(f).is_some() => {
+            let digits = match int_width(f) {
+                Some(1) => 3,
+                Some(2) => 5,
+                Some(4) => 10,
+                _ => 20,
+            };
+            (*p as i16 - *s as i16) >= digits
+        }
+        (D::Date32, D::Timestamp(_, None)) => true,
+        (D::Timestamp(_, a), D::Timestamp(_, b)) => a.is_some() == b.is_some(),
+        _ => false,
+    }
+}
+
 /// One file the scan reads, bound to its own columns.
 pub struct ScanFile {
     pub file: FileRef,
@@ -510,6 +675,8 @@ pub struct ScanFile {
     /// Per row group of `row_groups`, the statistics' verdicts on `predicate` (`None`: not
     /// evaluated, statistics off or no predicate): the row group's scan replays them.
     pub(crate) statistics: Vec<Option<LeafVerdicts>>,
+    /// Rows the table deleted (positions in the file, ascending): never selected.
+    pub deleted: Option<Arc<[u64]>>,
 }
 
 impl ScanFile {

@@ -227,9 +227,28 @@ fn is_data_file(name: &str) -> bool {
     name.ends_with(".parquet") && !name.starts_with('.') && !name.starts_with('_')
 }
 
+/// What a location names: files, or the root of a table whose log says which files hold its
+/// rows.
+pub(crate) enum Located {
+    Files(Listing),
+    /// A directory or prefix holding `_delta_log/`: the location, as given.
+    Delta(String),
+}
+
 /// Expands a location into files: a file, a directory or prefix (every `*.parquet` below it),
-/// or a glob.
+/// or a glob. A table's root is refused (see [`locate`], which tells it apart).
 pub(crate) fn list(location: &str, options: &StorageOptions) -> Result<Listing> {
+    match locate(location, options)? {
+        Located::Files(listing) => Ok(listing),
+        Located::Delta(_) => Err(Error::unsupported(format!(
+            "{location} is a Delta Lake table (it has _delta_log/): open it as a table (a scan \
+             or a dataset reads it); this command reads Parquet files only"
+        ))),
+    }
+}
+
+/// [`list`], or the table a location is the root of.
+pub(crate) fn locate(location: &str, options: &StorageOptions) -> Result<Located> {
     if location.starts_with("file://") {
         let url =
             Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
@@ -245,15 +264,18 @@ pub(crate) fn list(location: &str, options: &StorageOptions) -> Result<Listing> 
     }
 }
 
-fn list_local(path: &str) -> Result<Listing> {
+fn list_local(path: &str) -> Result<Located> {
     let p = Path::new(path);
     if p.is_file() {
-        return Ok(Listing {
+        return Ok(Located::Files(Listing {
             files: vec![FileRef::Local(p.to_path_buf())],
             root: None,
-        });
+        }));
     }
     if p.is_dir() {
+        if p.join("_delta_log").is_dir() {
+            return Ok(Located::Delta(path.to_string()));
+        }
         refuse_table(p, path)?;
         let mut out = Vec::new();
         collect_dir(p, &mut out, &mut Vec::new(), &mut 0)?;
@@ -263,10 +285,10 @@ fn list_local(path: &str) -> Result<Listing> {
                 "no *.parquet files below directory {path}"
             )));
         }
-        return Ok(Listing {
+        return Ok(Located::Files(Listing {
             files: out.into_iter().map(FileRef::Local).collect(),
             root: Some(path.trim_end_matches('/').to_string()),
-        });
+        }));
     }
     if path.contains(['*', '?', '[']) {
         let root = glob_root(path);
@@ -281,10 +303,10 @@ fn list_local(path: &str) -> Result<Listing> {
         if out.is_empty() {
             return Err(Error::invalid(format!("no files match {path}")));
         }
-        return Ok(Listing {
+        return Ok(Located::Files(Listing {
             files: out.into_iter().map(FileRef::Local).collect(),
             root: Some(glob_root(path)),
-        });
+        }));
     }
     let mut err = Error::new(ErrorKind::Io, "no such file or directory");
     err.io_kind = Some(std::io::ErrorKind::NotFound);
@@ -293,9 +315,9 @@ fn list_local(path: &str) -> Result<Listing> {
 
 /// A table format's files are not a dataset: a Delta Lake or Apache Iceberg table's directory
 /// holds Parquet files the table has removed (deleted or rewritten rows), which only its log or
-/// manifests tell apart. Until tamis reads tables, a listing at or below a table's root is
-/// refused with an error naming the format: `dir` itself or an ancestor holding `_delta_log/`
-/// (Delta; also a partition directory below it), or holding `metadata/*.metadata.json` with
+/// manifests tell apart. A listing inside a Delta table (a partition directory: a Delta root
+/// itself is opened as a table, see [`locate`]) or at or below an Iceberg table's root is
+/// refused with an error naming the format: an ancestor of `dir` holding `_delta_log/`, or holding `metadata/*.metadata.json` with
 /// `dir` being that table or inside its `data/` (Iceberg).
 fn refuse_table(dir: &Path, location: &str) -> Result<()> {
     let Ok(dir) = std::path::absolute(dir) else {
@@ -317,10 +339,16 @@ fn refuse_table(dir: &Path, location: &str) -> Result<()> {
             } else {
                 format!(" inside {}", table.display())
             };
+            let hint = if format.starts_with("a Delta") {
+                format!("open the table at {} instead", table.display())
+            } else {
+                "tamis does not read Iceberg tables yet; point it at files the table's \
+                 current snapshot names"
+                    .to_string()
+            };
             return Err(Error::unsupported(format!(
-                "{location} is{at} {format}: tamis does not read table formats yet, and its \
-                 Parquet files read as a plain directory would include rows the table has \
-                 deleted or replaced; point tamis at files the table's current snapshot names"
+                "{location} is{at} {format}: its Parquet files read as a plain directory would \
+                 include rows the table has deleted or replaced; {hint}"
             )));
         }
     }
@@ -352,8 +380,9 @@ fn refuse_object_table(relative_keys: &[&str], location: &str) -> Result<()> {
     });
     match format {
         Some(format) => Err(Error::unsupported(format!(
-            "{location} is {format}: tamis does not read table formats yet, and its Parquet \
-             files read as a plain prefix would include rows the table has deleted or replaced"
+            "{location} is {format}: its Parquet files read by a glob would include rows the \
+             table has deleted or replaced; open the table's root (Delta) or point tamis at \
+             files the table's current snapshot names (Iceberg, not read yet)"
         ))),
         None => Ok(()),
     }
@@ -636,7 +665,7 @@ fn build_store(
     Ok(store)
 }
 
-fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
+fn list_object(location: &str, options: &StorageOptions) -> Result<Located> {
     let wildcard = location.find(['*', '?', '[']);
     // The part of the URL that names a store and a literal prefix.
     let literal = match wildcard {
@@ -647,14 +676,14 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
     let name = path.filename().unwrap_or("");
     // One object named outright: no listing request.
     if wildcard.is_none() && !location.ends_with('/') && name.ends_with(".parquet") {
-        return Ok(Listing {
+        return Ok(Located::Files(Listing {
             files: vec![FileRef::Object {
                 store,
                 path,
                 size: None,
             }],
             root: None,
-        });
+        }));
     }
     let prefix = (!path.as_ref().is_empty()).then_some(&path);
     let client = store.client()?;
@@ -680,6 +709,13 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
             p.strip_prefix(path.as_ref()).unwrap_or(p)
         })
         .collect();
+    if wildcard.is_none()
+        && relative
+            .iter()
+            .any(|k| k.trim_start_matches('/').starts_with("_delta_log/"))
+    {
+        return Ok(Located::Delta(location.to_string()));
+    }
     refuse_object_table(&relative, location)?;
     let mut files: Vec<(ObjectPath, u64)> = metas
         .into_iter()
@@ -707,7 +743,7 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
         err.io_kind = Some(std::io::ErrorKind::NotFound);
         return Err(err.in_file(location));
     }
-    Ok(Listing {
+    Ok(Located::Files(Listing {
         files: files
             .into_iter()
             .map(|(path, size)| FileRef::Object {
@@ -717,7 +753,7 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Listing> {
             })
             .collect(),
         root: Some(store.url(&path).trim_end_matches('/').to_string()),
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -995,6 +1031,12 @@ mod tests {
             assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
             assert!(e.to_string().contains(format), "{e}");
         }
+        // The root of a Delta table is a table (what is inside it is not a dataset).
+        assert!(matches!(
+            locate(delta.to_str().unwrap(), &opts).unwrap(),
+            Located::Delta(_)
+        ));
+        assert!(locate(delta.join("p=1").to_str().unwrap(), &opts).is_err());
         // A file named outright is the user's choice; a plain directory is a dataset.
         assert!(list(delta.join("part-1.parquet").to_str().unwrap(), &opts).is_ok());
         std::fs::create_dir_all(dir.path().join("plain/metadata")).unwrap();

@@ -35,13 +35,23 @@ use crate::dataset::{DatasetPlan, ScanFile};
 use crate::error::{Error, Result};
 use crate::expr::{bind, parse, render::render, Expr, Predicate};
 use crate::index::BrokenIndex;
-use crate::io::location::{list, Listing};
+use crate::io::location::{locate, Listing, Located};
 use crate::io::{IoStats, StorageOptions};
 use crate::metrics::{add, MetricsCollector};
+use crate::table::{delta, TableSnapshot};
 
 use order::{FilterOrder, Planner};
 use stream::Shared;
 pub use stream::{Canceller, ScanStream};
+
+/// Every column of a plan, in a table's own order when it is a table's.
+fn default_projection(plan: &DatasetPlan) -> Vec<usize> {
+    let all = || (0..plan.schema.fields().len()).collect();
+    match &plan.order {
+        Some(order) => project(&plan.schema, order).unwrap_or_else(|_| all()),
+        None => all(),
+    }
+}
 
 /// Row groups in flight per thread on remote sources (see `Scan::workers`).
 const REMOTE_OVERLAP: usize = 8;
@@ -110,13 +120,25 @@ struct Listed {
     types: Vec<(String, DataType)>,
     /// Files pruned by partition values before their footers were read.
     pruned: u64,
+    /// A table's files pruned by the statistics of its metadata, before their footers.
+    pruned_by_table_stats: u64,
     /// The filter the open files were chosen by: `None` not opened yet, `Some(None)` all files.
     opened_for: Option<Option<Expr>>,
+    /// The table whose files these are (its partition values, deleted rows and columns come
+    /// from its metadata, not from the paths).
+    table: Option<Arc<TableSnapshot>>,
 }
 
 impl Listed {
-    /// The partitions the paths say, typed as given or inferred (no file is read).
+    /// The partitions the paths say, typed as given or inferred (no file is read); a table's
+    /// from its metadata.
     fn partitions(&self) -> Result<Partitions> {
+        if let Some(table) = &self.table {
+            return Ok(Partitions {
+                schema: table.partitions.clone(),
+                values: table.files.iter().map(|f| f.partition.clone()).collect(),
+            });
+        }
         let relative: Vec<String> = (self.listing.files.iter())
             .map(|f| self.listing.relative(f).unwrap_or_default())
             .collect();
@@ -180,8 +202,39 @@ impl Scan {
     }
 
     /// [`Scan::open`] with explicit object-store options (endpoint, region, credentials…).
+    ///
+    /// A Delta Lake table's root (a directory or prefix holding `_delta_log/`) is read as the
+    /// table at its latest version (see [`Scan::open_table`]).
     pub fn open_with(path: impl AsRef<str>, options: &StorageOptions) -> Result<Scan> {
-        Self::open_listing(list(path.as_ref(), options)?)
+        match locate(path.as_ref(), options)? {
+            Located::Files(listing) => Self::open_listing(listing),
+            Located::Delta(root) => Self::open_table(delta::snapshot(&root, None, options)?),
+        }
+    }
+
+    /// A scan over one version of a table (see [`crate::table`]): its columns in the table's
+    /// order and names, its partition values from its metadata, its deleted rows never read.
+    /// No footer is read before [`Scan::filter`], so that files its partition conjuncts rule out
+    /// are never opened.
+    pub fn open_table(table: TableSnapshot) -> Result<Scan> {
+        let mut scan = Self::unopened();
+        if table.files.is_empty() {
+            let plan = DatasetPlan::open_table(&table, &[], KEEP_OPEN)?;
+            scan.opened(plan, None)?;
+            return Ok(scan);
+        }
+        scan.listed = Some(Listed {
+            listing: Listing {
+                files: table.files.iter().map(|f| f.file.clone()).collect(),
+                root: None,
+            },
+            types: Vec::new(),
+            pruned: 0,
+            pruned_by_table_stats: 0,
+            opened_for: None,
+            table: Some(Arc::new(table)),
+        });
+        Ok(scan)
     }
 
     /// Opens the files a [`Listing`] names — for instance [`crate::io::location::named`]:
@@ -202,7 +255,9 @@ impl Scan {
                 listing,
                 types: Vec::new(),
                 pruned: 0,
+                pruned_by_table_stats: 0,
                 opened_for: None,
+                table: None,
             });
         } else {
             let plan = DatasetPlan::open(&listing)?;
@@ -214,7 +269,7 @@ impl Scan {
     /// A scan over files already opened (see [`crate::Dataset`]): no footer is read again.
     pub fn over(dataset: DatasetPlan) -> Scan {
         let mut scan = Self::unopened();
-        scan.projection = (0..dataset.schema.fields().len()).collect();
+        scan.projection = default_projection(&dataset);
         let _ = scan.dataset.set(dataset);
         scan
     }
@@ -256,7 +311,7 @@ impl Scan {
         add(&self.metrics.time_metadata_ns, ns);
         self.projection = match &self.selected {
             Some(names) => project(&plan.schema, names)?,
-            None => (0..plan.schema.fields().len()).collect(),
+            None => default_projection(&plan),
         };
         if let Some(listed) = &mut self.listed {
             listed.opened_for = Some(filter.cloned());
@@ -290,7 +345,7 @@ impl Scan {
         let leaves = partition_leaves(&partitions.schema, 0, 0)?;
         let implied = filter.and_then(|e| bind::bind_implied(e, &leaves));
         let mut keep = Vec::with_capacity(listing.files.len());
-        for (f, values) in listing.files.iter().zip(&partitions.values) {
+        for (i, (f, values)) in listing.files.iter().zip(&partitions.values).enumerate() {
             let pruned = match &implied {
                 None => false,
                 Some(p) => {
@@ -299,16 +354,28 @@ impl Scan {
                 }
             };
             if !pruned {
-                keep.push(f.clone());
+                keep.push(i);
             }
         }
-        if keep.is_empty() {
+        if keep.is_empty() && listed.table.is_none() {
             // No row will be read, but the schema comes from a footer (`bind` prunes the file).
-            keep.push(listing.files[0].clone());
+            keep.push(0);
         }
         listed.pruned = (listing.files.len() - keep.len()) as u64;
+        if let Some(table) = &listed.table {
+            let by_stats = match (&table.pruner, filter) {
+                (Some(pruner), Some(e)) => pruner.files_for(e)?,
+                _ => None,
+            };
+            if let Some(may_match) = by_stats {
+                let before = keep.len();
+                keep.retain(|&i| may_match.get(i).copied().unwrap_or(true));
+                listed.pruned_by_table_stats = (before - keep.len()) as u64;
+            }
+            return DatasetPlan::open_table(table, &keep, KEEP_OPEN);
+        }
         let kept = Listing {
-            files: keep,
+            files: keep.iter().map(|&i| listing.files[i].clone()).collect(),
             root: listing.root.clone(),
         };
         DatasetPlan::open_typed(&kept, KEEP_OPEN, &partitions.schema.fields)
@@ -373,6 +440,11 @@ impl Scan {
             .iter()
             .map(|(n, t)| (n.to_string(), t.clone()))
             .collect();
+        if self.listed.as_ref().is_some_and(|l| l.table.is_some()) {
+            return Err(Error::invalid(
+                "a table's partition columns have the types its schema gives them",
+            ));
+        }
         if let Some(listed) = &mut self.listed {
             // Types change what a partition filter prunes: choose the files again.
             listed.types = types;
@@ -618,6 +690,10 @@ impl Scan {
         let schema = self.schema()?;
         if let Some(listed) = &self.listed {
             add(&self.metrics.files_pruned_partition, listed.pruned);
+            add(
+                &self.metrics.files_pruned_table_stats,
+                listed.pruned_by_table_stats,
+            );
         }
         let plan = self
             .dataset

@@ -483,6 +483,8 @@ mod tests {
                 index_dir: None,
                 broken_index: Default::default(),
                 verify_index: false,
+                first_row: 0,
+                deleted: &[],
             };
             let mut rows = 0;
             scan_row_group(&job, &mut |b| {

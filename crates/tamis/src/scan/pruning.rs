@@ -208,13 +208,18 @@ where
             pages.rows
         }
     };
-    let candidates = match by_rows_index {
+    let mut candidates = match by_rows_index {
         Some(mut decided) => {
             decided.and_inplace(&candidates);
             decided
         }
         None => candidates,
     };
+    // Rows the table deleted are no candidates: no filter evaluates them, no payload is
+    // decoded for them.
+    for &row in job.deleted {
+        candidates.unset((row - job.first_row) as usize);
+    }
     add_elapsed(&m.time_prune_ns, t);
     add(&m.rows_candidate, candidates.count_ones() as u64);
     Ok(Pruned::Plan(Box::new(RowGroupPlan {

@@ -78,6 +78,10 @@ pub(crate) struct RowGroupJob<'a> {
     pub broken_index: BrokenIndex,
     /// Check indexed column chunks against the sidecar's content hashes before using it.
     pub verify_index: bool,
+    /// The position in its file of the row group's first row.
+    pub first_row: u64,
+    /// The rows of this row group a table deleted (positions in the file, ascending).
+    pub deleted: &'a [u64],
 }
 
 /// Runs the row group; hands the selected rows of the projected columns to `emit`, a range of

@@ -51,6 +51,18 @@ impl Shared {
         emit: &mut dyn FnMut(RecordBatch) -> bool,
     ) -> Result<()> {
         let plan = &self.files[fi];
+        let first_row: u64 = (file.metadata.row_groups()[..rg].iter())
+            .map(|g| g.num_rows().max(0) as u64)
+            .sum();
+        let deleted = match &plan.deleted {
+            Some(all) => {
+                let end = first_row + file.metadata.row_group(rg).num_rows().max(0) as u64;
+                let from = all.partition_point(|&r| r < first_row);
+                let to = all.partition_point(|&r| r < end);
+                &all[from..to]
+            }
+            None => &[][..],
+        };
         let job = RowGroupJob {
             file,
             reader,
@@ -71,6 +83,8 @@ impl Shared {
             index_dir: self.index_dir.as_deref().map(|d| d.as_path()),
             broken_index: self.broken_index,
             verify_index: self.verify_index,
+            first_row,
+            deleted,
         };
         let result =
             crate::error::quiet::catch(|| scan_row_group(&job, emit)).unwrap_or_else(|panic| {

@@ -1,0 +1,307 @@
+"""Delta Lake tables (issue 41): written by `deltalake` (delta-rs), read by tamis through
+`delta_kernel`, and compared row for row with the writer's own reader and, where rows are
+deleted by a deletion vector, with pyarrow reading the data file minus the deleted positions.
+Filters are checked against DuckDB running the same WHERE text over the writer's rows."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import time
+import uuid
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tamis
+
+deltalake = pytest.importorskip("deltalake")
+duckdb = pytest.importorskip("duckdb")
+pyroaring = pytest.importorskip("pyroaring")
+
+
+def sorted_rows(table: pa.Table) -> list:
+    names = sorted(table.column_names)
+    rows = table.select(names).to_pylist()
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def oracle(expected: pa.Table, where: str | None) -> pa.Table:
+    """The rows of `expected` that `where` keeps, by DuckDB."""
+    if where is None:
+        return expected
+    con = duckdb.connect()
+    con.register("t", expected)
+    return con.execute(f"SELECT * FROM t WHERE {where}").arrow().read_all()
+
+
+def batch(start: int, n: int, seed: int) -> pa.Table:
+    rng = random.Random(seed)
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "k": pa.array([rng.randrange(50) for _ in range(n)], pa.int32()),
+            "s": pa.array(
+                [None if i % 11 == 0 else f"v{rng.randrange(30)}" for i in range(n)], pa.string()
+            ),
+            "x": pa.array([rng.random() * 100 for _ in range(n)], pa.float64()),
+            "p": pa.array([f"part{i % 3}" for i in range(n)], pa.string()),
+        }
+    )
+
+
+WHERES = [
+    None,
+    "k < 10",
+    "k = 7 OR s = 'v3'",
+    "s IS NULL",
+    "x >= 50 AND k BETWEEN 5 AND 30",
+    "id < 100 OR id > 8900",
+    "p = 'part1'",
+    "p <> 'part2' AND k > 40",
+]
+
+
+@pytest.fixture
+def appended(tmp_path: Path) -> Path:
+    """A table of three appends and one delete (delta-rs rewrites the files it deletes from,
+    so removed files stay on disk beside the current ones)."""
+    path = tmp_path / "appended"
+    for i in range(3):
+        deltalake.write_deltalake(str(path), batch(i * 3000, 3000, i), mode="append")
+    deltalake.DeltaTable(str(path)).delete("k = 13")
+    return path
+
+
+@pytest.mark.parametrize("where", WHERES)
+def test_a_table_reads_as_its_writer_reads_it(appended: Path, where):
+    expected = deltalake.DeltaTable(str(appended)).to_pyarrow_table()
+    got = tamis.scan(str(appended), where=where)
+    assert got.column_names == expected.column_names
+    assert sorted_rows(got) == sorted_rows(oracle(expected, where))
+
+
+def test_a_table_is_not_its_directory(appended: Path):
+    """The directory holds the files the delete replaced: read as Parquet files, rows with
+    k = 13 would come back."""
+    assert not pq.read_table(str(appended), filters=[("k", "=", 13)]).num_rows == 0
+    assert tamis.scan(str(appended), where="k = 13").num_rows == 0
+    assert tamis.Dataset(str(appended)).scan(where="k = 13").num_rows == 0
+
+
+def test_partitioned_table_prunes_files_by_the_log(tmp_path: Path):
+    path = tmp_path / "partitioned"
+    for i in range(2):
+        deltalake.write_deltalake(
+            str(path), batch(i * 2000, 2000, 10 + i), mode="append", partition_by=["p"]
+        )
+    expected = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    for where in WHERES:
+        got = tamis.scan(str(path), where=where)
+        assert got.column_names == expected.column_names
+        assert sorted_rows(got) == sorted_rows(oracle(expected, where)), where
+    # Two appends of three partitions each: the four files of the other two partitions are
+    # pruned by the log's partition values before their footers are read.
+    report = tamis.explain(str(path), where="p = 'part1'")
+    assert report["files_pruned_partition"] == 4, report
+    assert report["files"] == 2, report
+
+
+def test_schema_evolution_reads_old_files_as_null(tmp_path: Path):
+    path = tmp_path / "evolved"
+    deltalake.write_deltalake(str(path), batch(0, 500, 1), mode="append")
+    wider = batch(500, 500, 2).append_column("extra", pa.array(range(500), pa.int64()))
+    deltalake.write_deltalake(str(path), wider, mode="append", schema_mode="merge")
+    expected = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    for where in [None, "extra IS NULL", "extra > 100", "k < 5"]:
+        got = tamis.scan(str(path), where=where)
+        assert got.column_names == expected.column_names
+        assert sorted_rows(got) == sorted_rows(oracle(expected, where)), where
+
+
+# ── deletion vectors ─────────────────────────────────────────────────────────────────────────
+# delta-rs does not write deletion vectors; these tests add one to a table it wrote, as the
+# protocol describes (PROTOCOL.md, "Deletion Vector Format"): a file of version 1 holding the
+# size (big-endian), the portable RoaringBitmapArray's magic (little-endian) and bitmaps, and
+# a CRC-32 (big-endian), named by the `add` action that replaces the file's previous one.
+
+PORTABLE_MAGIC = 1681511377
+
+
+def treemap_bytes(rows: list[int]) -> bytes:
+    """A RoaringTreemap in the portable format: the count of 32-bit bitmaps (u64), then per
+    bitmap its high 32 bits (u32) and the bitmap, all little-endian."""
+    by_high: dict[int, list[int]] = {}
+    for r in rows:
+        by_high.setdefault(r >> 32, []).append(r & 0xFFFFFFFF)
+    out = struct.pack("<Q", len(by_high))
+    for high in sorted(by_high):
+        out += struct.pack("<I", high) + pyroaring.BitMap(by_high[high]).serialize()
+    return out
+
+
+def add_deletion_vector(table: Path, deleted: dict[str, list[int]]) -> None:
+    """Commits a new version in which each file named in `deleted` (a path relative to the
+    table) has those row positions deleted by a deletion vector stored beside it."""
+    dt = deltalake.DeltaTable(str(table))
+    version = dt.version()
+    adds = {a["path"]: a for a in dt.get_add_actions(flatten=False).to_pylist()}
+    now = int(time.time() * 1000)
+    actions = [
+        {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": ["deletionVectors"],
+                "writerFeatures": ["deletionVectors"],
+            }
+        }
+    ]
+    for rel, rows in deleted.items():
+        add = adds[rel]
+        bitmap = struct.pack("<I", PORTABLE_MAGIC) + treemap_bytes(rows)
+        dv_path = table / f"deletion_vector_{uuid.uuid4()}.bin"
+        dv_path.write_bytes(
+            b"\x01"
+            + struct.pack(">I", len(bitmap))
+            + bitmap
+            + struct.pack(">I", zlib.crc32(bitmap) & 0xFFFFFFFF)
+        )
+        descriptor = {
+            "storageType": "p",
+            "pathOrInlineDv": dv_path.as_uri(),
+            "offset": 1,
+            "sizeInBytes": len(bitmap),
+            "cardinality": len(set(rows)),
+        }
+        partition = add.get("partition_values") or {}
+        partition = {k: (None if v is None else str(v)) for k, v in partition.items()}
+        actions.append(
+            {
+                "remove": {
+                    "path": rel,
+                    "deletionTimestamp": now,
+                    "dataChange": True,
+                    "partitionValues": partition,
+                    "size": add["size_bytes"],
+                }
+            }
+        )
+        actions.append(
+            {
+                "add": {
+                    "path": rel,
+                    "partitionValues": partition,
+                    "size": add["size_bytes"],
+                    "modificationTime": now,
+                    "dataChange": True,
+                    "deletionVector": descriptor,
+                }
+            }
+        )
+    log = table / "_delta_log" / f"{version + 1:020d}.json"
+    log.write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+def file_rows_minus(table: Path, rel: str, deleted: list[int]) -> pa.Table:
+    """The oracle: pyarrow reads the data file, the deleted positions are dropped."""
+    data = pq.read_table(table / rel)
+    keep = [i for i in range(data.num_rows) if i not in set(deleted)]
+    return data.take(pa.array(keep, pa.int64()))
+
+
+@pytest.mark.parametrize("where", [None, "k < 25", "s = 'v4'", "id BETWEEN 100 AND 4000"])
+def test_deletion_vectors_are_row_selections(tmp_path: Path, where):
+    path = tmp_path / "dv"
+    deltalake.write_deltalake(str(path), batch(0, 20000, 3), mode="append")
+    deltalake.write_deltalake(str(path), batch(20000, 5000, 4), mode="append")
+    files = sorted(deltalake.DeltaTable(str(path)).file_uris())
+    rels = [str(Path(f).relative_to(path)) for f in files]
+    rng = random.Random(5)
+    # The larger file: a random 5 %, its first and last rows and a run across a word
+    # boundary; the smaller: every row.
+    sizes = {r: pq.read_metadata(path / r).num_rows for r in rels}
+    big = next(r for r in rels if sizes[r] == 20000)
+    small = next(r for r in rels if sizes[r] == 5000)
+    first = sorted(set(rng.sample(range(20000), 1000)) | {0, 19999} | set(range(60, 70)))
+    add_deletion_vector(path, {big: first, small: list(range(5000))})
+    expected = file_rows_minus(path, big, first)
+    got = tamis.scan(str(path), where=where)
+    assert got.num_rows == oracle(expected, where).num_rows
+    assert sorted_rows(got) == sorted_rows(oracle(expected, where))
+    dataset = tamis.Dataset(str(path))
+    assert sorted_rows(dataset.scan(where=where)) == sorted_rows(oracle(expected, where))
+
+
+def test_an_unknown_reader_feature_is_one_clear_error(tmp_path: Path):
+    path = tmp_path / "future"
+    deltalake.write_deltalake(str(path), batch(0, 100, 1), mode="append")
+    version = deltalake.DeltaTable(str(path)).version()
+    protocol = {
+        "protocol": {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": ["someFutureFeature"],
+            "writerFeatures": ["someFutureFeature"],
+        }
+    }
+    (path / "_delta_log" / f"{version + 1:020d}.json").write_text(json.dumps(protocol) + "\n")
+    with pytest.raises(Exception) as e:
+        tamis.scan(str(path))
+    message = str(e.value)
+    assert "someFutureFeature" in message and "Delta" in message, message
+
+
+def test_a_partition_directory_inside_a_table_is_refused(tmp_path: Path):
+    path = tmp_path / "inside"
+    deltalake.write_deltalake(str(path), batch(0, 300, 1), mode="append", partition_by=["p"])
+    with pytest.raises(Exception) as e:
+        tamis.scan(str(path / "p=part1"))
+    assert "Delta Lake table" in str(e.value) and "open the table at" in str(e.value)
+
+
+def test_time_travel_and_sql_through_the_cli(appended: Path):
+    """`tamis query --table-version` reads an older version (the one before the delete);
+    `tamis sql` reads the latest through the DataFusion table provider."""
+    import csv
+    import io
+    import os
+    import shutil
+    import subprocess
+
+    cli = os.environ.get("TAMIS_CLI") or shutil.which("tamis")
+    if cli is None:
+        pytest.skip("TAMIS_CLI (the tamis binary) is not set")
+    for version in [0, 2]:
+        expected = deltalake.DeltaTable(str(appended), version=version).to_pyarrow_table()
+        out = subprocess.run(
+            [cli, "query", str(appended), "--table-version", str(version), "--where", "k = 13",
+             "--select", "id", "--format", "csv"],
+            check=True, capture_output=True, text=True, timeout=120,
+        ).stdout
+        ids = sorted(int(r["id"]) for r in csv.DictReader(io.StringIO(out)))
+        assert ids == sorted(oracle(expected, "k = 13").column("id").to_pylist())
+        assert ids, "the versions before the delete hold rows with k = 13"
+    latest = deltalake.DeltaTable(str(appended)).to_pyarrow_table()
+    out = subprocess.run(
+        [cli, "sql", "SELECT count(*) AS n, sum(k) AS s FROM t WHERE x < 50",
+         "--table", f"t={appended}", "--format", "csv"],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    row = next(csv.DictReader(io.StringIO(out)))
+    want = oracle(latest, "x < 50")
+    assert int(row["n"]) == want.num_rows
+    assert int(row["s"]) == sum(want.column("k").to_pylist())
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_table_version_reads_an_older_version(appended: Path, version):
+    expected = deltalake.DeltaTable(str(appended), version=version).to_pyarrow_table()
+    got = tamis.scan(str(appended), table_version=version, where="k < 20")
+    assert sorted_rows(got) == sorted_rows(oracle(expected, "k < 20"))
+    with pytest.raises(ValueError, match="table_version"):
+        tamis.Dataset(str(appended)).scan(table_version=version)

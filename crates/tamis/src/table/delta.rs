@@ -1,0 +1,510 @@
+//! Delta Lake tables, planned by `delta_kernel` (log replay, checkpoints, deletion vectors,
+//! column mapping, reader features) with its default engine on tamis's own object stores.
+//!
+//! tamis takes from the kernel only what its scan needs: each file's path, partition values
+//! and deleted rows, and the table's schema with each column's physical name and field id. It
+//! never asks the kernel to read a data file or to transform batches.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType as ArrowType, Field, Fields, TimeUnit};
+use delta_kernel::expressions::Predicate as KernelPredicate;
+use delta_kernel::scan::state::ScanFile;
+use delta_kernel::scan::StatsOptions;
+use delta_kernel::schema::{
+    ColumnMetadataKey, DataType, MetadataValue, PrimitiveType, StructField, StructType,
+};
+use delta_kernel::{KernelError, Snapshot};
+use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
+use delta_kernel_default_engine::DefaultEngine;
+use url::Url;
+
+use super::{TableColumn, TableFile, TableSnapshot};
+use crate::dataset::partition::{parse_value, PartitionSchema, PartitionValue};
+use crate::error::{Error, ErrorKind, Result};
+use crate::expr::{CmpOp, Expr, Literal};
+use crate::io::location::{store_for, FileRef, StorageOptions};
+
+/// The kernel's default engine: its own Tokio thread for the log's reads.
+type Engine = DefaultEngine<TokioBackgroundExecutor>;
+
+/// The files of the Delta table at `location` at `version` (the latest when `None`).
+pub fn snapshot(
+    location: &str,
+    version: Option<u64>,
+    options: &StorageOptions,
+) -> Result<TableSnapshot> {
+    let name = format!("Delta Lake table {}", location.trim_end_matches('/'));
+    let in_table = |e: Error| e.in_file(&name);
+    let (root, engine) = engine_for(location, options).map_err(in_table)?;
+    let mut builder = Snapshot::builder_for(root.as_str());
+    if let Some(v) = version {
+        builder = builder.at_version(v);
+    }
+    let snapshot = builder
+        .build(&engine)
+        .map_err(|e| kernel(e).in_file(&name))?;
+    let version = snapshot.version();
+    let config = snapshot.table_configuration();
+    let partition_names: Vec<String> = config.logical_partition_columns().to_vec();
+    let scan = (snapshot.clone().scan_builder())
+        .with_stats(StatsOptions::none())
+        .build()
+        .map_err(|e| kernel(e).in_file(&name))?;
+    let logical = scan.logical_schema().clone();
+    let physical = scan.physical_schema().clone();
+
+    // The data columns pair with the physical schema's fields in order (the kernel builds one
+    // from the other field by field).
+    let data: Vec<&StructField> = (logical.fields())
+        .filter(|f| !partition_names.contains(f.name()))
+        .collect();
+    if data.len() != physical.fields().len() {
+        // Partition columns written into the files too (Iceberg compatibility): not yet.
+        return Err(in_table(Error::unsupported(format!(
+            "the table's files hold {} columns for its {} data columns (partition columns \
+             materialized in the files?); tamis does not read such tables yet",
+            physical.fields().len(),
+            data.len()
+        ))));
+    }
+    let mut columns = Vec::with_capacity(data.len());
+    for (field, physical) in data.into_iter().zip(physical.fields()) {
+        let arrow_field = arrow_field(field).map_err(in_table)?;
+        if has_renamed_child(field, physical) {
+            return Err(in_table(Error::unsupported(format!(
+                "column '{}' is a struct, list or map whose nested fields are renamed by column \
+                 mapping; tamis maps top-level columns only so far",
+                field.name()
+            ))));
+        }
+        let field_id = match physical.get_config_value(&ColumnMetadataKey::ParquetFieldId) {
+            Some(MetadataValue::Number(id)) => i32::try_from(*id).ok(),
+            _ => None,
+        };
+        columns.push(TableColumn {
+            field: arrow_field,
+            physical: physical.name().clone(),
+            field_id,
+        });
+    }
+    // Partition columns: their logical types, and the key their values have in the log
+    // (the physical name under column mapping).
+    let mut partition_fields = Vec::new();
+    let mut partition_keys = Vec::new();
+    for name in &partition_names {
+        let field = logical.field(name).ok_or_else(|| {
+            in_table(Error::corrupt(format!(
+                "partition column '{name}' is not in the table's schema"
+            )))
+        })?;
+        let t = arrow_field(field).map_err(in_table)?.data_type().clone();
+        if !crate::dataset::partition::is_partition_type(&t) {
+            return Err(in_table(Error::unsupported(format!(
+                "partition column '{name}' is {t}; tamis reads integer, string, date and \
+                 boolean partition columns so far"
+            ))));
+        }
+        let key = match field.get_config_value(&ColumnMetadataKey::ColumnMappingPhysicalName) {
+            Some(MetadataValue::String(p)) => p.clone(),
+            _ => name.clone(),
+        };
+        partition_fields.push((name.clone(), t));
+        partition_keys.push(key);
+    }
+
+    let mut scan_files: Vec<ScanFile> = Vec::new();
+    let metadata = scan
+        .scan_metadata(&engine)
+        .map_err(|e| kernel(e).in_file(&name))?;
+    for batch in metadata {
+        let batch = batch.map_err(|e| kernel(e).in_file(&name))?;
+        scan_files = batch
+            .visit_scan_files(scan_files, |files: &mut Vec<ScanFile>, f| files.push(f))
+            .map_err(|e| kernel(e).in_file(&name))?;
+    }
+    let table_root = snapshot.table_root().clone();
+    let mut files = Vec::with_capacity(scan_files.len());
+    let paths = (scan_files.iter().enumerate())
+        .map(|(i, f)| (f.path.clone(), i))
+        .collect();
+    for f in scan_files {
+        let url = table_root.join(&f.path).map_err(|e| {
+            in_table(Error::corrupt(format!(
+                "the log names a file '{}' that is not a path: {e}",
+                f.path
+            )))
+        })?;
+        let file = file_ref(&url, f.size, options).map_err(in_table)?;
+        let location = file.location();
+        let partition = (partition_keys.iter().zip(&partition_fields))
+            .map(
+                |(key, (column, t))| match f.partition_values.get(key).filter(|v| !v.is_empty()) {
+                    None => Ok(PartitionValue::Null),
+                    Some(raw) => parse_value(raw, t).ok_or_else(|| {
+                        Error::corrupt(format!(
+                            "the log gives partition column '{column}' the value '{raw}', which \
+                             is not a {t}"
+                        ))
+                        .in_file(&location)
+                    }),
+                },
+            )
+            .collect::<Result<Vec<_>>>()
+            .map_err(in_table)?;
+        let deleted = (f.dv_info)
+            .get_row_indexes(&engine, &table_root)
+            .map_err(|e| kernel(e).in_file(&location))?
+            .map(|mut rows| {
+                rows.sort_unstable();
+                rows.dedup();
+                Arc::<[u64]>::from(rows)
+            });
+        files.push(TableFile {
+            file,
+            partition,
+            deleted,
+        });
+    }
+    let mut typed: Vec<(String, ArrowType)> = (columns.iter())
+        .map(|c| (c.field.name().clone(), c.field.data_type().clone()))
+        .collect();
+    typed.extend(partition_fields.iter().cloned());
+    let pruner = DeltaPruner {
+        engine,
+        snapshot,
+        columns: typed,
+        files: paths,
+        name: name.clone(),
+    };
+    Ok(TableSnapshot {
+        pruner: Some(Arc::new(pruner)),
+        name,
+        version,
+        columns,
+        partitions: PartitionSchema {
+            fields: partition_fields,
+        },
+        order: logical.fields().map(|f| f.name().clone()).collect(),
+        files,
+    })
+}
+
+/// The table root as a URL with a trailing `/` and an engine whose object store reaches it:
+/// the local file system, or tamis's own store for the bucket (its credentials and options).
+fn engine_for(location: &str, options: &StorageOptions) -> Result<(Url, Engine)> {
+    let with_slash = |mut u: Url| {
+        if !u.path().ends_with('/') {
+            let p = format!("{}/", u.path());
+            u.set_path(&p);
+        }
+        u
+    };
+    if location.contains("://") && !location.starts_with("file://") {
+        let (store, _) = store_for(location, options)?;
+        let url =
+            Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
+        let client = store.client()?;
+        let engine = DefaultEngine::builder(client.inner.clone()).build();
+        return Ok((with_slash(url), engine));
+    }
+    let path = match location.strip_prefix("file://") {
+        Some(_) => Url::parse(location)
+            .ok()
+            .and_then(|u| u.to_file_path().ok())
+            .ok_or_else(|| Error::invalid(format!("bad file URL {location}")))?,
+        None => std::path::absolute(location).map_err(Error::from)?,
+    };
+    let url = Url::from_directory_path(&path)
+        .map_err(|_| Error::invalid(format!("{location} is not an absolute directory path")))?;
+    let store = Arc::new(object_store::local::LocalFileSystem::new());
+    Ok((url, DefaultEngine::builder(store).build()))
+}
+
+/// The file a log entry names, as tamis opens it.
+fn file_ref(url: &Url, size: i64, options: &StorageOptions) -> Result<FileRef> {
+    if url.scheme() == "file" {
+        let path = url
+            .to_file_path()
+            .map_err(|_| Error::corrupt(format!("the log names a file at {url}")))?;
+        return Ok(FileRef::Local(path));
+    }
+    let (store, path) = store_for(url.as_str(), options)?;
+    Ok(FileRef::Object {
+        store,
+        path,
+        size: u64::try_from(size).ok(),
+    })
+}
+
+/// A kernel error as tamis's: what the table uses that tamis (through the kernel) does not
+/// support is `Unsupported`, storage failures are I/O errors, the rest is a table that does not
+/// read as Delta.
+fn kernel(e: KernelError) -> Error {
+    use KernelError as K;
+    // A backtrace, when the kernel captured one, is for its developers, not in a message.
+    let mut e = e;
+    while let K::Backtraced { source, .. } = e {
+        e = *source;
+    }
+    let kind = match &e {
+        K::Unsupported(_)
+        | K::ChangeDataFeedUnsupported(_)
+        | K::InvalidProtocol(_)
+        | K::InvalidColumnMappingMode(_) => ErrorKind::Unsupported,
+        K::IOError(_) | K::ObjectStore(_) | K::FileNotFound(_) | K::Reqwest(_) => ErrorKind::Io,
+        K::MissingVersion(_) | K::InvalidTableLocation(_) | K::EmptyLog => {
+            ErrorKind::InvalidArgument
+        }
+        _ => ErrorKind::CorruptFile,
+    };
+    let message = e
+        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    Error::new(kind, format!("reading the Delta log: {message}"))
+}
+
+/// Whether a nested field of `logical` has another name in `physical` (column mapping of a
+/// struct's fields, which tamis does not map yet).
+fn has_renamed_child(logical: &StructField, physical: &StructField) -> bool {
+    fn differs(l: &DataType, p: &DataType) -> bool {
+        match (l, p) {
+            (DataType::Struct(l), DataType::Struct(p)) => structs_differ(l, p),
+            (DataType::Array(l), DataType::Array(p)) => differs(&l.element_type, &p.element_type),
+            (DataType::Map(l), DataType::Map(p)) => {
+                differs(&l.key_type, &p.key_type) || differs(&l.value_type, &p.value_type)
+            }
+            _ => false,
+        }
+    }
+    fn structs_differ(l: &StructType, p: &StructType) -> bool {
+        l.fields().count() != p.fields().count()
+            || (l.fields().zip(p.fields()))
+                .any(|(l, p)| l.name() != p.name() || differs(l.data_type(), p.data_type()))
+    }
+    differs(logical.data_type(), physical.data_type())
+}
+
+/// A Delta column as the Arrow field tamis reads it into.
+fn arrow_field(field: &StructField) -> Result<Field> {
+    Ok(Field::new(
+        field.name(),
+        arrow_type(field.data_type(), field.name())?,
+        field.is_nullable(),
+    ))
+}
+
+fn arrow_type(t: &DataType, column: &str) -> Result<ArrowType> {
+    use PrimitiveType as P;
+    Ok(match t {
+        DataType::Primitive(p) => match p {
+            P::String => ArrowType::Utf8,
+            P::Long => ArrowType::Int64,
+            P::Integer => ArrowType::Int32,
+            P::Short => ArrowType::Int16,
+            P::Byte => ArrowType::Int8,
+            P::Float => ArrowType::Float32,
+            P::Double => ArrowType::Float64,
+            P::Boolean => ArrowType::Boolean,
+            P::Binary => ArrowType::Binary,
+            P::Date => ArrowType::Date32,
+            P::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            P::TimestampNtz => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            P::Decimal(d) => ArrowType::Decimal128(d.precision(), d.scale() as i8),
+            other => {
+                return Err(Error::unsupported(format!(
+                    "column '{column}' has the Delta type {other:?}, which tamis does not read"
+                )))
+            }
+        },
+        DataType::Struct(s) => ArrowType::Struct(Fields::from(
+            s.fields().map(arrow_field).collect::<Result<Vec<_>>>()?,
+        )),
+        DataType::Array(a) => ArrowType::List(Arc::new(Field::new(
+            "element",
+            arrow_type(&a.element_type, column)?,
+            a.contains_null,
+        ))),
+        DataType::Map(m) => ArrowType::Map(
+            Arc::new(Field::new(
+                "key_value",
+                ArrowType::Struct(Fields::from(vec![
+                    Field::new("key", arrow_type(&m.key_type, column)?, false),
+                    Field::new(
+                        "value",
+                        arrow_type(&m.value_type, column)?,
+                        m.value_contains_null,
+                    ),
+                ])),
+                false,
+            )),
+            false,
+        ),
+        other => {
+            return Err(Error::unsupported(format!(
+                "column '{column}' has the Delta type {other:?}, which tamis does not read"
+            )))
+        }
+    })
+}
+
+/// Prunes a Delta table's files by the per-file statistics (and partition values) of its log:
+/// a filter is translated into the kernel's predicate where it can be (see [`to_kernel`]) and
+/// the kernel's data skipping replays the log with it.
+pub(crate) struct DeltaPruner {
+    engine: Engine,
+    snapshot: delta_kernel::snapshot::SnapshotRef,
+    /// Data and partition columns: their names and Arrow types, for literals.
+    columns: Vec<(String, ArrowType)>,
+    /// The index in [`TableSnapshot::files`] of each file, by its path in the log.
+    files: std::collections::HashMap<String, usize>,
+    name: String,
+}
+
+impl std::fmt::Debug for DeltaPruner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeltaPruner")
+            .field("table", &self.name)
+            .finish()
+    }
+}
+
+impl super::FilePruner for DeltaPruner {
+    fn files_for(&self, filter: &Expr) -> Result<Option<Vec<bool>>> {
+        let Some(predicate) = to_kernel(filter, &self.columns) else {
+            return Ok(None);
+        };
+        let scan = (self.snapshot.clone().scan_builder())
+            .with_predicate(Arc::new(predicate))
+            .build()
+            .map_err(|e| kernel(e).in_file(&self.name))?;
+        let mut paths: Vec<String> = Vec::new();
+        let metadata = scan
+            .scan_metadata(&self.engine)
+            .map_err(|e| kernel(e).in_file(&self.name))?;
+        for batch in metadata {
+            let batch = batch.map_err(|e| kernel(e).in_file(&self.name))?;
+            paths = batch
+                .visit_scan_files(paths, |paths: &mut Vec<String>, f| paths.push(f.path))
+                .map_err(|e| kernel(e).in_file(&self.name))?;
+        }
+        let mut keep = vec![false; self.files.len()];
+        for p in paths {
+            match self.files.get(&p) {
+                Some(&i) => keep[i] = true,
+                // A file the first replay did not list: the log changed; read every file.
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(keep))
+    }
+}
+
+/// `e` as the kernel's predicate over the table's logical columns, keeping what it can
+/// decide from per-file statistics: a conjunct it cannot translate is left out (the result
+/// then holds for more files, never fewer); a disjunction only when both sides translate.
+/// Comparisons of a column with a literal, `IS [NOT] NULL`, `BETWEEN` and `IN`, on integer,
+/// string, date and boolean columns.
+fn to_kernel(e: &Expr, columns: &[(String, ArrowType)]) -> Option<KernelPredicate> {
+    use delta_kernel::expressions::Expression as K;
+    let column = |e: &Expr| -> Option<(K, &ArrowType)> {
+        let Expr::Column(c) = e else { return None };
+        let exact = columns.iter().find(|(n, _)| *n == c.path);
+        let found = match exact {
+            Some(x) => x,
+            None if !c.exact => {
+                let mut ci = columns
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(&c.path));
+                match (ci.next(), ci.next()) {
+                    (Some(x), None) => x,
+                    _ => return None,
+                }
+            }
+            None => return None,
+        };
+        Some((K::column([found.0.as_str()]), &found.1))
+    };
+    let literal = |e: &Expr, t: &ArrowType| -> Option<K> {
+        let Expr::Literal(l) = e else { return None };
+        Some(K::literal(scalar(l, t)?))
+    };
+    match e {
+        Expr::And(a, b) => match (to_kernel(a, columns), to_kernel(b, columns)) {
+            (Some(a), Some(b)) => Some(KernelPredicate::and(a, b)),
+            (Some(x), None) | (None, Some(x)) => Some(x),
+            (None, None) => None,
+        },
+        Expr::Or(a, b) => Some(KernelPredicate::or(
+            to_kernel(a, columns)?,
+            to_kernel(b, columns)?,
+        )),
+        Expr::Compare(l, op, r) => {
+            let (c, v, op) = match (column(l), column(r)) {
+                (Some((c, t)), None) => (c, literal(r, t)?, *op),
+                (None, Some((c, t))) => (c, literal(l, t)?, op.flip()),
+                _ => return None,
+            };
+            Some(match op {
+                CmpOp::Eq => KernelPredicate::eq(c, v),
+                CmpOp::NotEq => KernelPredicate::ne(c, v),
+                CmpOp::Lt => KernelPredicate::lt(c, v),
+                CmpOp::LtEq => KernelPredicate::le(c, v),
+                CmpOp::Gt => KernelPredicate::gt(c, v),
+                CmpOp::GtEq => KernelPredicate::ge(c, v),
+            })
+        }
+        Expr::IsNull { expr, negated } => {
+            let (c, _) = column(expr)?;
+            Some(match negated {
+                false => KernelPredicate::is_null(c),
+                true => KernelPredicate::is_not_null(c),
+            })
+        }
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated: false,
+        } => {
+            let (c, t) = column(expr)?;
+            Some(KernelPredicate::and(
+                KernelPredicate::ge(c.clone(), literal(low, t)?),
+                KernelPredicate::le(c, literal(high, t)?),
+            ))
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated: false,
+        } if !list.is_empty() && list.len() <= 64 => {
+            let (c, t) = column(expr)?;
+            let each = (list.iter())
+                .map(|v| Some(KernelPredicate::eq(c.clone(), literal(v, t)?)))
+                .collect::<Option<Vec<_>>>()?;
+            Some(KernelPredicate::or_from(each))
+        }
+        _ => None,
+    }
+}
+
+/// A literal as the kernel's scalar of a column's type; `None` when the column's type is not
+/// one statistics are compared in here, or the literal is not exactly a value of it.
+fn scalar(l: &Literal, t: &ArrowType) -> Option<delta_kernel::expressions::Scalar> {
+    use delta_kernel::expressions::Scalar as S;
+    Some(match (l, t) {
+        (Literal::Number(n), ArrowType::Int64) => S::Long(n.parse().ok()?),
+        (Literal::Number(n), ArrowType::Int32) => S::Integer(n.parse().ok()?),
+        (Literal::Number(n), ArrowType::Int16) => S::Short(n.parse().ok()?),
+        (Literal::Number(n), ArrowType::Int8) => S::Byte(n.parse().ok()?),
+        (Literal::String(s), ArrowType::Utf8) => S::String(s.clone()),
+        (Literal::Bool(b), ArrowType::Boolean) => S::Boolean(*b),
+        (Literal::Date(d), ArrowType::Date32) => {
+            let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
+            S::Date(i32::try_from((*d - epoch).num_days()).ok()?)
+        }
+        _ => return None,
+    })
+}

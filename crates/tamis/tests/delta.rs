@@ -1,0 +1,362 @@
+//! A Delta Lake table written here by hand, as the protocol describes it (PROTOCOL.md): a log
+//! with column mapping in `name` mode (the files' columns have physical names), a column added
+//! later (older files lack it), a column dropped (a file still holds it), a partition column, a
+//! deletion vector, and a file the log removed. tamis's rows are compared with the `parquet`
+//! crate's reading of the files the log names, less the deleted positions, renamed and given
+//! their partition values by this test.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use roaring::RoaringTreemap;
+
+/// Writes a Parquet file of these physical columns; small row groups so that deleted rows fall
+/// in several.
+fn write_file(path: &Path, columns: Vec<(&str, ArrayRef)>) -> u64 {
+    let schema = Arc::new(Schema::new(
+        (columns.iter())
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let batch =
+        RecordBatch::try_new(schema.clone(), columns.into_iter().map(|c| c.1).collect()).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(300))
+        .build();
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(path).unwrap(), schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// A deletion vector file (version 1, one vector at offset 1): its descriptor's JSON.
+fn write_deletion_vector(path: &Path, rows: &[u64]) -> String {
+    let map: RoaringTreemap = rows.iter().copied().collect();
+    let mut bitmap = 1681511377u32.to_le_bytes().to_vec();
+    map.serialize_into(&mut bitmap).unwrap();
+    let mut file = vec![1u8];
+    file.extend((bitmap.len() as u32).to_be_bytes());
+    file.extend(&bitmap);
+    file.extend(crc32(&bitmap).to_be_bytes());
+    std::fs::write(path, file).unwrap();
+    let url = url::Url::from_file_path(path).unwrap();
+    format!(
+        r#"{{"storageType":"p","pathOrInlineDv":"{url}","offset":1,"sizeInBytes":{},"cardinality":{}}}"#,
+        bitmap.len(),
+        map.len()
+    )
+}
+
+/// CRC-32 (IEEE), bit by bit: a test needs no table.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+fn field(name: &str, t: &str, id: u32, physical: &str) -> String {
+    format!(
+        r#"{{"name":"{name}","type":"{t}","nullable":true,"metadata":{{"delta.columnMapping.id":{id},"delta.columnMapping.physicalName":"{physical}"}}}}"#
+    )
+}
+
+struct Table {
+    root: std::path::PathBuf,
+    /// Deleted positions in `a.parquet`.
+    deleted: Vec<u64>,
+}
+
+/// The table: `id` (long, physical `col-id`), `name` (string, `col-name`), `extra` (long,
+/// `col-extra`, added after `a.parquet` was written), `p` (string partition, `col-p`).
+/// `a.parquet` also holds `col-gone`, a column since dropped; `old.parquet` was removed.
+fn table(dir: &Path) -> Table {
+    let root = dir.join("t");
+    std::fs::create_dir_all(root.join("_delta_log")).unwrap();
+    std::fs::create_dir_all(root.join("col-p=x")).unwrap();
+    std::fs::create_dir_all(root.join("col-p=y")).unwrap();
+    let n = 1000i64;
+    let names = |k: i64| -> ArrayRef {
+        Arc::new(StringArray::from_iter(
+            (0..n).map(|i| (i % 9 != 0).then(|| format!("n{}", (i * k) % 13))),
+        ))
+    };
+    let a = write_file(
+        &root.join("col-p=x/a.parquet"),
+        vec![
+            ("col-id", Arc::new(Int64Array::from_iter_values(0..n))),
+            ("col-name", names(7)),
+            (
+                "col-gone",
+                Arc::new(Int32Array::from_iter_values(0..n as i32)),
+            ),
+        ],
+    );
+    let b = write_file(
+        &root.join("col-p=y/b.parquet"),
+        vec![
+            (
+                "col-extra",
+                Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 10))),
+            ),
+            ("col-name", names(3)),
+            ("col-id", Arc::new(Int64Array::from_iter_values(n..2 * n))),
+        ],
+    );
+    let old = write_file(
+        &root.join("col-p=x/old.parquet"),
+        vec![("col-id", Arc::new(Int64Array::from_iter_values(0..5)))],
+    );
+    let deleted: Vec<u64> = (0..1000u64)
+        .filter(|i| i % 7 == 0 || (60..70).contains(i) || *i == 999)
+        .collect();
+    let dv = write_deletion_vector(&root.join("deletion_vector.bin"), &deleted);
+    let schema = format!(
+        r#"{{"type":"struct","fields":[{},{},{},{}]}}"#,
+        field("id", "long", 1, "col-id"),
+        field("name", "string", 2, "col-name"),
+        field("p", "string", 4, "col-p"),
+        field("extra", "long", 5, "col-extra"),
+    );
+    let metadata = serde_json::json!({"metaData": {
+        "id": "6c7e0b0e-0000-4000-8000-000000000001",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": schema,
+        "partitionColumns": ["p"],
+        "configuration": {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "5",
+                          "delta.enableDeletionVectors": "true"},
+        "createdTime": 1,
+    }});
+    let protocol = serde_json::json!({"protocol": {
+        "minReaderVersion": 3, "minWriterVersion": 7,
+        "readerFeatures": ["columnMapping", "deletionVectors"],
+        "writerFeatures": ["columnMapping", "deletionVectors"],
+    }});
+    // Statistics by physical name, as column mapping writes them: `col-id`'s range per file.
+    let stats = |path: &str| match path {
+        "col-p=x/a.parquet" => (0, 999, 1000),
+        "col-p=y/b.parquet" => (1000, 1999, 1000),
+        _ => (0, 4, 5),
+    };
+    let add = |path: &str, size: u64, p: &str| {
+        let (min, max, n) = stats(path);
+        let stats = format!(
+            r#"{{"numRecords":{n},"minValues":{{"col-id":{min}}},"maxValues":{{"col-id":{max}}},"nullCount":{{"col-id":0}}}}"#
+        );
+        serde_json::json!({"add": {"path": path, "partitionValues": {"col-p": p}, "size": size,
+            "modificationTime": 1, "dataChange": true, "stats": stats}})
+    };
+    let lines = |actions: Vec<serde_json::Value>| {
+        actions.iter().map(|a| format!("{a}\n")).collect::<String>()
+    };
+    std::fs::write(
+        root.join("_delta_log/00000000000000000000.json"),
+        lines(vec![
+            protocol,
+            metadata,
+            add("col-p=x/a.parquet", a, "x"),
+            add("col-p=x/old.parquet", old, "x"),
+        ]),
+    )
+    .unwrap();
+    let mut with_dv = add("col-p=x/a.parquet", a, "x");
+    with_dv["add"]["deletionVector"] = serde_json::from_str(&dv).unwrap();
+    std::fs::write(
+        root.join("_delta_log/00000000000000000001.json"),
+        lines(vec![
+            serde_json::json!({"remove": {"path": "col-p=x/old.parquet", "deletionTimestamp": 2,
+                "dataChange": true, "partitionValues": {"col-p": "x"}, "size": old}}),
+            serde_json::json!({"remove": {"path": "col-p=x/a.parquet", "deletionTimestamp": 2,
+                "dataChange": true, "partitionValues": {"col-p": "x"}, "size": a}}),
+            with_dv,
+            add("col-p=y/b.parquet", b, "y"),
+        ]),
+    )
+    .unwrap();
+    Table { root, deleted }
+}
+
+/// One row, by logical column: id, name, p, extra.
+type Row = (i64, Option<String>, String, Option<i64>);
+
+/// The oracle: the parquet crate reads the two live files; this test drops the deleted
+/// positions, maps the physical names and adds the partition values.
+fn expected(t: &Table) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (file, p, deleted) in [
+        ("col-p=x/a.parquet", "x", &t.deleted[..]),
+        ("col-p=y/b.parquet", "y", &[][..]),
+    ] {
+        let f = std::fs::File::open(t.root.join(file)).unwrap();
+        let mut position = 0u64;
+        for batch in ParquetRecordBatchReaderBuilder::try_new(f)
+            .unwrap()
+            .build()
+            .unwrap()
+        {
+            let batch = batch.unwrap();
+            let col = |n: &str| batch.column_by_name(n).cloned();
+            let ids = col("col-id").unwrap();
+            let ids = ids.as_any().downcast_ref::<Int64Array>().unwrap();
+            let names = col("col-name").unwrap();
+            let names = names.as_any().downcast_ref::<StringArray>().unwrap();
+            let extra = col("col-extra");
+            let extra = extra
+                .as_ref()
+                .map(|e| e.as_any().downcast_ref::<Int64Array>().unwrap());
+            for i in 0..batch.num_rows() {
+                if !deleted.contains(&(position + i as u64)) {
+                    rows.push((
+                        ids.value(i),
+                        names.is_valid(i).then(|| names.value(i).to_string()),
+                        p.to_string(),
+                        extra.and_then(|e| e.is_valid(i).then(|| e.value(i))),
+                    ));
+                }
+            }
+            position += batch.num_rows() as u64;
+        }
+    }
+    rows
+}
+
+fn scanned(scan: tamis::Scan) -> (Vec<String>, Vec<Row>) {
+    let mut names = Vec::new();
+    let mut rows = Vec::new();
+    for batch in scan.threads(2).batches().unwrap() {
+        let batch = batch.unwrap();
+        names = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let col = |n: &str| batch.column_by_name(n).unwrap().clone();
+        let ids = col("id");
+        let ids = ids.as_any().downcast_ref::<Int64Array>().unwrap();
+        let name = arrow::compute::cast(&col("name"), &DataType::Utf8).unwrap();
+        let name = name.as_any().downcast_ref::<StringArray>().unwrap();
+        let p = arrow::compute::cast(&col("p"), &DataType::Utf8).unwrap();
+        let p = p.as_any().downcast_ref::<StringArray>().unwrap();
+        let extra = col("extra");
+        let extra = extra.as_any().downcast_ref::<Int64Array>().unwrap();
+        for i in 0..batch.num_rows() {
+            rows.push((
+                ids.value(i),
+                name.is_valid(i).then(|| name.value(i).to_string()),
+                p.value(i).to_string(),
+                extra.is_valid(i).then(|| extra.value(i)),
+            ));
+        }
+    }
+    rows.sort();
+    (names, rows)
+}
+
+#[test]
+fn a_delta_table_reads_as_its_log_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path());
+    let all = expected(&t);
+    let cases: Vec<(&str, Box<dyn Fn(&Row) -> bool>)> = vec![
+        ("id >= 0", Box::new(|_| true)),
+        ("id < 100", Box::new(|r| r.0 < 100)),
+        ("name = 'n3'", Box::new(|r| r.1.as_deref() == Some("n3"))),
+        ("name IS NULL", Box::new(|r| r.1.is_none())),
+        ("p = 'y'", Box::new(|r| r.2 == "y")),
+        (
+            "p = 'x' AND id > 500",
+            Box::new(|r| r.2 == "x" && r.0 > 500),
+        ),
+        ("extra IS NULL", Box::new(|r| r.3.is_none())),
+        ("extra > 5000", Box::new(|r| r.3.is_some_and(|e| e > 5000))),
+    ];
+    for (text, keep) in cases {
+        let mut want: Vec<Row> = all.iter().filter(|r| keep(r)).cloned().collect();
+        want.sort();
+        let scan = tamis::Scan::open(t.root.to_str().unwrap())
+            .unwrap()
+            .filter(text)
+            .unwrap();
+        let (names, got) = scanned(scan);
+        assert_eq!(got, want, "{text}");
+        if !got.is_empty() {
+            // The table's order: the partition column where the schema puts it.
+            assert_eq!(names, ["id", "name", "p", "extra"], "{text}");
+        }
+        // A dataset (what SQL and Python's Dataset scan) reads the same rows.
+        let dataset = tamis::Dataset::open(t.root.to_str().unwrap()).unwrap();
+        let (_, again) = scanned(dataset.scan().filter(text).unwrap());
+        assert_eq!(again, want, "{text} (dataset)");
+    }
+    // The dropped column is not the table's; the partition filter never opens file a.
+    let e = tamis::Scan::open(t.root.to_str().unwrap())
+        .unwrap()
+        .select(&["gone"])
+        .err();
+    assert!(e.is_some());
+    let mut stream = (tamis::Scan::open(t.root.to_str().unwrap()).unwrap())
+        .filter("p = 'y'")
+        .unwrap()
+        .batches()
+        .unwrap();
+    for b in &mut stream {
+        b.unwrap();
+    }
+    assert_eq!(stream.metrics().files_pruned_partition, 1);
+    // The log's statistics prune a file before its footer is read: ids of a.parquet are
+    // 0..999, of b.parquet 1000..1999.
+    for (text, pruned) in [
+        ("id >= 1500", 1),
+        ("id < 10 OR id > 1990", 0),
+        ("id = 5000", 2),
+    ] {
+        let mut stream = (tamis::Scan::open(t.root.to_str().unwrap()).unwrap())
+            .filter(text)
+            .unwrap()
+            .batches()
+            .unwrap();
+        let rows: usize = (&mut stream).map(|b| b.unwrap().num_rows()).sum();
+        let want = all.iter().filter(|r| match text {
+            "id >= 1500" => r.0 >= 1500,
+            "id = 5000" => false,
+            _ => r.0 < 10 || r.0 > 1990,
+        });
+        assert_eq!(rows, want.count(), "{text}");
+        assert_eq!(stream.metrics().files_pruned_table_stats, pruned, "{text}");
+    }
+}
+
+#[test]
+fn a_delta_version_is_read_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path());
+    let v0 = tamis::table::delta::snapshot(t.root.to_str().unwrap(), Some(0), &Default::default())
+        .unwrap();
+    assert_eq!(v0.version, 0);
+    assert_eq!(v0.files.len(), 2);
+    assert!(v0.files.iter().all(|f| f.deleted.is_none()));
+    let (_, rows) = scanned(tamis::Scan::open_table(v0).unwrap());
+    // a.parquet whole (1000 rows) and old.parquet's 5.
+    assert_eq!(rows.len(), 1005);
+    let latest =
+        tamis::table::delta::snapshot(t.root.to_str().unwrap(), None, &Default::default()).unwrap();
+    assert_eq!(latest.version, 1);
+    let e = tamis::table::delta::snapshot(t.root.to_str().unwrap(), Some(7), &Default::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("Delta Lake table"), "{e}");
+}
