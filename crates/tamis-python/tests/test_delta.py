@@ -36,7 +36,7 @@ def oracle(expected: pa.Table, where: str | None) -> pa.Table:
         return expected
     con = duckdb.connect()
     con.register("t", expected)
-    return con.execute(f"SELECT * FROM t WHERE {where}").arrow().read_all()
+    return con.execute(f"SELECT * FROM t WHERE {where}").to_arrow_table()
 
 
 def batch(start: int, n: int, seed: int) -> pa.Table:
@@ -88,7 +88,11 @@ def test_a_table_reads_as_its_writer_reads_it(appended: Path, where):
 def test_a_table_is_not_its_directory(appended: Path):
     """The directory holds the files the delete replaced: read as Parquet files, rows with
     k = 13 would come back."""
-    assert not pq.read_table(str(appended), filters=[("k", "=", 13)]).num_rows == 0
+    on_disk = sum(
+        sum(1 for k in pq.read_table(f, columns=["k"]).column("k").to_pylist() if k == 13)
+        for f in appended.glob("*.parquet")
+    )
+    assert on_disk > 0
     assert tamis.scan(str(appended), where="k = 13").num_rows == 0
     assert tamis.Dataset(str(appended)).scan(where="k = 13").num_rows == 0
 
@@ -149,7 +153,7 @@ def add_deletion_vector(table: Path, deleted: dict[str, list[int]]) -> None:
     table) has those row positions deleted by a deletion vector stored beside it."""
     dt = deltalake.DeltaTable(str(table))
     version = dt.version()
-    adds = {a["path"]: a for a in dt.get_add_actions(flatten=False).to_pylist()}
+    adds = {a["path"]: a for a in pa.table(dt.get_add_actions(flatten=False)).to_pylist()}
     now = int(time.time() * 1000)
     actions = [
         {

@@ -208,10 +208,11 @@ pub extern "system" fn Java_io_tamis_spark_Native_openDataset(
         let options = json(&string(env, &storage_json)?, "storage options")?;
         let dataset = Dataset::open_with(&path, &storage(options), None)?;
         if dataset.is_table() {
-            return Err(tamis::Error::unsupported(format!(
+            return Err(Error::unsupported(format!(
                 "{path} is a Delta Lake table: the Spark source does not split tables into \
                  tasks yet; read it with tamis.scan, tamis sql or Spark's Delta reader"
-            )));
+            ))
+            .into());
         }
         Ok(Box::into_raw(Box::new(Opened { dataset, path })) as jlong)
     })

@@ -193,6 +193,9 @@ fn table(dir: &Path) -> Table {
 /// One row, by logical column: id, name, p, extra.
 type Row = (i64, Option<String>, String, Option<i64>);
 
+/// A filter's text and which rows it keeps.
+type Case = (&'static str, Box<dyn Fn(&Row) -> bool>);
+
 /// The oracle: the parquet crate reads the two live files; this test drops the deleted
 /// positions, maps the physical names and adds the partition values.
 fn expected(t: &Table) -> Vec<Row> {
@@ -272,7 +275,7 @@ fn a_delta_table_reads_as_its_log_says() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path());
     let all = expected(&t);
-    let cases: Vec<(&str, Box<dyn Fn(&Row) -> bool>)> = vec![
+    let cases: Vec<Case> = vec![
         ("id >= 0", Box::new(|_| true)),
         ("id < 100", Box::new(|r| r.0 < 100)),
         ("name = 'n3'", Box::new(|r| r.1.as_deref() == Some("n3"))),
