@@ -24,6 +24,7 @@ const LAYERS: &[&str] = &[
     "prune",     // row groups and pages pruned by statistics, Bloom filters, page indexes
     "column",    // a column chunk's pages: fetch, filter, project, Arrow arrays
     "index",     // sidecar indexes beside files
+    "table",     // table formats: a Delta log's files, deletes, columns and file statistics
     "dataset",   // many files: listing, partitions, schema unification, the open-file cache
     "scan",      // the sequencer
     "optimize",  // rewriting files for pushdown

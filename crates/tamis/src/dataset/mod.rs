@@ -18,7 +18,8 @@ pub(crate) mod schema;
 
 pub use cache::Dataset;
 pub(crate) use partition::{
-    discover_partitions, parse_hive_path, partition_leaves, partition_verdict, Partitions,
+    discover_partitions, parse_hive_path, partition_leaves, partition_verdict, table_partitions,
+    Partitions,
 };
 pub use plan::DatasetPlan;
 #[doc(hidden)]

@@ -193,6 +193,42 @@ pub(crate) fn discover_partitions(
     })
 }
 
+/// A table's partition columns and each file's values, typed (the values are the metadata's
+/// text, as a Delta log writes them: dates `YYYY-MM-DD`, booleans `true` / `false`).
+pub(crate) fn table_partitions(table: &crate::table::TableSnapshot) -> Result<Partitions> {
+    for (name, t) in &table.partitions {
+        if !is_partition_type(t) {
+            return Err(Error::unsupported(format!(
+                "partition column '{name}' is {t}; tamis reads integer, string, date and \
+                 boolean partition columns so far"
+            ))
+            .in_file(&table.name));
+        }
+    }
+    let values = (table.files.iter())
+        .map(|f| {
+            (f.partition.iter().zip(&table.partitions))
+                .map(|(raw, (name, t))| match raw {
+                    None => Ok(PartitionValue::Null),
+                    Some(raw) => parse_value(raw, t).ok_or_else(|| {
+                        Error::corrupt(format!(
+                            "the table gives partition column '{name}' the value '{raw}', \
+                             which is not a {t}"
+                        ))
+                        .in_file(f.file.location())
+                    }),
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Partitions {
+        schema: PartitionSchema {
+            fields: table.partitions.clone(),
+        },
+        values,
+    })
+}
+
 /// An integer written the one way it would be printed: optional `-`, no leading zeros, no `-0`.
 fn canonical_int(s: &str) -> Option<i64> {
     let digits = s.strip_prefix('-').unwrap_or(s);
@@ -234,7 +270,7 @@ fn infer_type<'a>(values: impl Iterator<Item = &'a str> + Clone) -> DataType {
 
 /// A non-null path value as `t`; `None` if it is not one. With an explicit type the integer
 /// syntax is Rust's (`+7` and `007` are 7): the user said it is a number.
-pub(crate) fn parse_value(raw: &str, t: &DataType) -> Option<PartitionValue> {
+fn parse_value(raw: &str, t: &DataType) -> Option<PartitionValue> {
     use DataType as D;
     use PartitionValue as V;
     Some(match t {

@@ -29,8 +29,8 @@ use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 
 use super::cache::OpenFiles;
 use super::partition::{
-    constant_array, discover_partitions, partition_leaves, partition_verdict, PartitionSchema,
-    PartitionValue, Partitions,
+    constant_array, discover_partitions, partition_leaves, partition_verdict, table_partitions,
+    PartitionSchema, PartitionValue, Partitions,
 };
 use super::schema::{
     conform, dictionary_of, short_decimal_of, unify, view_of, with_dictionaries, with_views,
@@ -240,7 +240,8 @@ impl DatasetPlan {
             columns.push(map_table_columns(table, f).map_err(|e| e.in_file(&f.location))?);
             f.deleted = table.files[i].deleted.clone();
         }
-        let values = chosen.iter().map(|&i| table.files[i].partition.clone());
+        let partitions = table_partitions(table)?;
+        let values = chosen.iter().map(|&i| partitions.values[i].clone());
         let mut plan = DatasetPlan {
             files,
             unified: UnifiedSchema { schema, columns },
@@ -253,7 +254,7 @@ impl DatasetPlan {
             order: Some(table.order.clone()),
         };
         plan.set_partitions(Partitions {
-            schema: table.partitions.clone(),
+            schema: partitions.schema.clone(),
             values: values.collect(),
         })?;
         Ok(plan)

@@ -29,7 +29,8 @@ use crate::column::adapt::Evaluation;
 use crate::dataset::plan::KEEP_OPEN;
 use crate::dataset::schema::with_short_decimals;
 use crate::dataset::{
-    discover_partitions, parse_hive_path, partition_leaves, partition_verdict, Partitions,
+    discover_partitions, parse_hive_path, partition_leaves, partition_verdict, table_partitions,
+    Partitions,
 };
 use crate::dataset::{DatasetPlan, ScanFile};
 use crate::error::{Error, Result};
@@ -134,10 +135,7 @@ impl Listed {
     /// from its metadata.
     fn partitions(&self) -> Result<Partitions> {
         if let Some(table) = &self.table {
-            return Ok(Partitions {
-                schema: table.partitions.clone(),
-                values: table.files.iter().map(|f| f.partition.clone()).collect(),
-            });
+            return table_partitions(table);
         }
         let relative: Vec<String> = (self.listing.files.iter())
             .map(|f| self.listing.relative(f).unwrap_or_default())

@@ -20,7 +20,6 @@ use delta_kernel_default_engine::DefaultEngine;
 use url::Url;
 
 use super::{TableColumn, TableFile, TableSnapshot};
-use crate::dataset::partition::{parse_value, PartitionSchema, PartitionValue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{CmpOp, Expr, Literal};
 use crate::io::location::{store_for, FileRef, StorageOptions};
@@ -99,12 +98,6 @@ pub fn snapshot(
             )))
         })?;
         let t = arrow_field(field).map_err(in_table)?.data_type().clone();
-        if !crate::dataset::partition::is_partition_type(&t) {
-            return Err(in_table(Error::unsupported(format!(
-                "partition column '{name}' is {t}; tamis reads integer, string, date and \
-                 boolean partition columns so far"
-            ))));
-        }
         let key = match field.get_config_value(&ColumnMetadataKey::ColumnMappingPhysicalName) {
             Some(MetadataValue::String(p)) => p.clone(),
             _ => name.clone(),
@@ -137,21 +130,14 @@ pub fn snapshot(
         })?;
         let file = file_ref(&url, f.size, options).map_err(in_table)?;
         let location = file.location();
-        let partition = (partition_keys.iter().zip(&partition_fields))
-            .map(
-                |(key, (column, t))| match f.partition_values.get(key).filter(|v| !v.is_empty()) {
-                    None => Ok(PartitionValue::Null),
-                    Some(raw) => parse_value(raw, t).ok_or_else(|| {
-                        Error::corrupt(format!(
-                            "the log gives partition column '{column}' the value '{raw}', which \
-                             is not a {t}"
-                        ))
-                        .in_file(&location)
-                    }),
-                },
-            )
-            .collect::<Result<Vec<_>>>()
-            .map_err(in_table)?;
+        let partition = (partition_keys.iter())
+            .map(|key| {
+                f.partition_values
+                    .get(key)
+                    .filter(|v| !v.is_empty())
+                    .cloned()
+            })
+            .collect();
         let deleted = (f.dv_info)
             .get_row_indexes(&engine, &table_root)
             .map_err(|e| kernel(e).in_file(&location))?
@@ -182,9 +168,7 @@ pub fn snapshot(
         name,
         version,
         columns,
-        partitions: PartitionSchema {
-            fields: partition_fields,
-        },
+        partitions: partition_fields,
         order: logical.fields().map(|f| f.name().clone()).collect(),
         files,
     })

@@ -15,9 +15,8 @@ pub mod delta;
 
 use std::sync::Arc;
 
-use arrow::datatypes::Field;
+use arrow::datatypes::{DataType, Field};
 
-use crate::dataset::partition::{PartitionSchema, PartitionValue};
 use crate::io::location::FileRef;
 
 /// The files of one version of a table and how its columns map onto them.
@@ -29,8 +28,9 @@ pub struct TableSnapshot {
     pub version: u64,
     /// The data columns (not partition columns), in the table's order.
     pub columns: Vec<TableColumn>,
-    /// The partition columns (their values come from the metadata, not the files).
-    pub partitions: PartitionSchema,
+    /// The partition columns and their types (their values come from the metadata, not the
+    /// files).
+    pub partitions: Vec<(String, DataType)>,
     /// Every column's name in the table's order (data and partition columns interleaved as
     /// the table declares them): the default projection.
     pub order: Vec<String>,
@@ -45,7 +45,7 @@ pub struct TableSnapshot {
 pub trait FilePruner: Send + Sync + std::fmt::Debug {
     /// Per file of [`TableSnapshot::files`], whether `filter` may hold for a row of it;
     /// `None` when the metadata cannot tell (every file may).
-    fn files_for(&self, filter: &crate::expr::Expr) -> crate::Result<Option<Vec<bool>>>;
+    fn files_for(&self, filter: &crate::expr::Expr) -> crate::error::Result<Option<Vec<bool>>>;
 }
 
 /// A data column of a table.
@@ -64,8 +64,9 @@ pub struct TableColumn {
 pub struct TableFile {
     /// Where the file is, resolved against the table root.
     pub file: FileRef,
-    /// One value per partition column of [`TableSnapshot::partitions`].
-    pub partition: Vec<PartitionValue>,
+    /// One value per partition column of [`TableSnapshot::partitions`], as the metadata
+    /// writes it (`None`: NULL); the dataset layer types them.
+    pub partition: Vec<Option<String>>,
     /// The file's deleted rows (positions in the file, ascending, no repeats), if any.
     pub deleted: Option<Arc<[u64]>>,
 }
