@@ -569,17 +569,16 @@ fn map_table_columns(table: &TableSnapshot, f: &mut DatasetFile) -> Result<Vec<O
             info.has_id().then(|| info.id())
         })
         .collect();
+    // A file written with field ids is matched by them alone: a column whose id it lacks is
+    // not in it, even if a column of that name is (a name reused after a drop).
+    let file_has_ids = ids.iter().any(Option::is_some);
     let mut map = Vec::with_capacity(table.columns.len());
     let mut names: Vec<Option<String>> = vec![None; f.schema.fields().len()];
     for c in &table.columns {
-        let by_id = c
-            .field_id
-            .and_then(|id| ids.iter().position(|&i| i == Some(id)));
-        let found = by_id.or_else(|| {
-            f.schema.fields().iter().position(|x| {
-                *x.name() == c.physical && (c.field_id.is_none() || ids.iter().all(Option::is_none))
-            })
-        });
+        let found = match c.field_id {
+            Some(id) if file_has_ids => ids.iter().position(|&i| i == Some(id)),
+            _ => (f.schema.fields().iter()).position(|x| *x.name() == c.physical),
+        };
         if let Some(i) = found {
             if names[i].is_some() {
                 return Err(Error::corrupt(format!(
