@@ -199,19 +199,30 @@ impl DatasetPlan {
             .map(|f| (f.location.clone(), f.schema.as_ref().clone()))
             .collect();
         let unified = unify(&schemas)?;
-        let mut plan = DatasetPlan {
+        let mut plan = Self::unpartitioned(files, unified, cost, None);
+        plan.partition_types(partition_types)?;
+        Ok(plan)
+    }
+
+    /// Opened files and their unified schema, before the partitions are set (which builds the
+    /// dataset schema and leaves).
+    fn unpartitioned(
+        files: Vec<DatasetFile>,
+        unified: UnifiedSchema,
+        open_cost: (u64, u64, u64),
+        order: Option<Vec<String>>,
+    ) -> DatasetPlan {
+        DatasetPlan {
             files,
             unified,
             partitions: PartitionSchema::default(),
             schema: Arc::new(arrow::datatypes::Schema::empty()),
             leaves: Vec::new(),
             first_partition_leaf: 0,
-            open_cost: cost,
+            open_cost,
             open_files: None,
-            order: None,
-        };
-        plan.partition_types(partition_types)?;
-        Ok(plan)
+            order,
+        }
     }
 
     /// Opens the files of a table's snapshot (those at `chosen`, in order): the table's schema
@@ -241,21 +252,15 @@ impl DatasetPlan {
             f.deleted = table.files[i].deleted.clone();
         }
         let partitions = table_partitions(table)?;
-        let values = chosen.iter().map(|&i| partitions.values[i].clone());
-        let mut plan = DatasetPlan {
-            files,
-            unified: UnifiedSchema { schema, columns },
-            partitions: PartitionSchema::default(),
-            schema: Arc::new(arrow::datatypes::Schema::empty()),
-            leaves: Vec::new(),
-            first_partition_leaf: 0,
-            open_cost: cost,
-            open_files: None,
-            order: Some(table.order.clone()),
-        };
+        let values = chosen
+            .iter()
+            .map(|&i| partitions.values[i].clone())
+            .collect();
+        let unified = UnifiedSchema { schema, columns };
+        let mut plan = Self::unpartitioned(files, unified, cost, Some(table.order.clone()));
         plan.set_partitions(Partitions {
-            schema: partitions.schema.clone(),
-            values: values.collect(),
+            schema: partitions.schema,
+            values,
         })?;
         Ok(plan)
     }
