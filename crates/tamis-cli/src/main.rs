@@ -138,13 +138,23 @@ enum Command {
 /// What to scan: shared by `query` and `explain`.
 #[derive(Args, Debug, Clone)]
 pub struct ScanArgs {
-    /// A Parquet file, a directory of Parquet files or a glob (quote it: 'data/*.parquet'), or
-    /// a Delta Lake table's root (it holds _delta_log/), local or in an object store
+    /// A Parquet file, a directory of Parquet files or a glob (quote it: 'data/*.parquet'), a
+    /// Delta Lake table's root (it holds _delta_log/), or an Apache Iceberg table (its
+    /// metadata file, or a root holding metadata/), local or in an object store
     /// (s3://bucket/prefix/, gs://…, az://…, https://…).
     pub path: String,
-    /// Read this version of the Delta table at PATH (time travel; default: the latest).
-    #[arg(long, value_name = "VERSION")]
+    /// Read PATH as a table of this format (delta or iceberg): needed only where it holds both
+    /// (Delta UniForm). (--format is the output's.)
+    #[arg(long, value_name = "FORMAT")]
+    pub table_format: Option<tamis::table::TableFormat>,
+    /// Read this version of the table at PATH (time travel): a Delta version or an Iceberg
+    /// snapshot id (default: the latest).
+    #[arg(long, value_name = "VERSION", conflicts_with = "table_timestamp")]
     pub table_version: Option<u64>,
+    /// Read the table at PATH as it was at this time (time travel): YYYY-MM-DD,
+    /// "YYYY-MM-DD HH:MM:SS" in UTC, or RFC 3339 with an offset.
+    #[arg(long, value_name = "TIME")]
+    pub table_timestamp: Option<String>,
     /// Object-store option KEY=VALUE (repeatable): endpoint, region, access_key_id,
     /// secret_access_key, allow_http, …; tamis's own: latency_ms, bandwidth_mb_per_s,
     /// max_requests. The standard environment variables (AWS_*, GOOGLE_*, AZURE_*) apply too.

@@ -13,13 +13,16 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
     if let Some(dir) = &args.cache_dir {
         tamis::cache::set_disk_cache(Some(dir), None)?;
     }
-    let mut scan = match args.table_version {
-        Some(v) => tamis::Scan::open_table(tamis::table::delta::snapshot(
-            &args.path,
-            Some(v),
-            &options,
-        )?)?,
-        None => tamis::Scan::open_with(&args.path, &options)?,
+    let at = match (args.table_version, &args.table_timestamp) {
+        (Some(v), _) => tamis::table::AsOf::Version(v),
+        (None, Some(t)) => tamis::table::AsOf::timestamp(t)?,
+        (None, None) => tamis::table::AsOf::Latest,
+    };
+    let mut scan = match (args.table_format, at) {
+        (None, tamis::table::AsOf::Latest) => tamis::Scan::open_with(&args.path, &options)?,
+        (format, at) => {
+            tamis::Scan::open_table(tamis::table::open(&args.path, format, at, &options)?)?
+        }
     };
     if let Some(filter) = &args.filter {
         scan = scan.filter(filter)?;

@@ -158,8 +158,13 @@ struct Request {
     row_groups: Option<Vec<(String, usize, usize)>>,
     /// Partition column types, as Arrow's `DataType` display text (`Int32`, `Utf8`, …).
     partition_types: Option<Vec<(String, String)>>,
-    /// The version of the Delta table at the path to read (time travel).
+    /// The version of the table at the path to read (time travel): a Delta version, an
+    /// Iceberg snapshot id.
     table_version: Option<u64>,
+    /// The time to read the table at the path as of (time travel).
+    table_timestamp: Option<String>,
+    /// `"delta"` or `"iceberg"`: the path read as a table of this format.
+    table_format: Option<String>,
 }
 
 impl<'py> FromPyObject<'_, 'py> for Request {
@@ -182,6 +187,8 @@ impl<'py> FromPyObject<'_, 'py> for Request {
             verify_index: kw.get("verify_index")?,
             storage_options: kw.get("storage_options")?,
             table_version: kw.get("table_version")?,
+            table_timestamp: kw.get("table_timestamp")?,
+            table_format: kw.get("table_format")?,
             // Not `ScanOptions` fields: the Spark source adds them for its partitions.
             row_groups: kw.optional("row_groups")?,
             partition_types: kw.optional("partition_types")?,
@@ -223,19 +230,35 @@ fn storage(options: &Option<HashMap<String, String>>) -> StorageOptions {
 impl Request {
     fn open(&self, path: &str) -> tamis::Result<ScanStream> {
         let options = storage(&self.storage_options);
-        let scan = match self.table_version {
-            Some(v) => Scan::open_table(tamis::table::delta::snapshot(path, Some(v), &options)?)?,
-            None => Scan::open_with(path, &options)?,
+        let at = match (self.table_version, &self.table_timestamp) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "give table_version or table_timestamp, not both",
+                ))
+            }
+            (Some(v), None) => tamis::table::AsOf::Version(v),
+            (None, Some(t)) => tamis::table::AsOf::timestamp(t)?,
+            (None, None) => tamis::table::AsOf::Latest,
+        };
+        let format = (self.table_format.as_deref())
+            .map(str::parse::<tamis::table::TableFormat>)
+            .transpose()?;
+        let scan = match (format, at) {
+            (None, tamis::table::AsOf::Latest) => Scan::open_with(path, &options)?,
+            (format, at) => Scan::open_table(tamis::table::open(path, format, at, &options)?)?,
         };
         self.configure_opened(scan)
     }
 
     /// Configures a scan of files opened before (a `Dataset`'s, a Spark part's).
     fn configure(&self, scan: Scan) -> tamis::Result<ScanStream> {
-        if self.table_version.is_some() {
+        if self.table_version.is_some()
+            || self.table_timestamp.is_some()
+            || self.table_format.is_some()
+        {
             return Err(Error::invalid(
-                "table_version is for a table opened by its path (tamis.scan, tamis.explain); \
-                 a Dataset reads the version it was opened at",
+                "table_version, table_timestamp and table_format are for a table opened by its \
+                 path (tamis.scan, tamis.explain); a Dataset reads the version it was opened at",
             ));
         }
         self.configure_opened(scan)

@@ -309,3 +309,28 @@ def test_table_version_reads_an_older_version(appended: Path, version):
     assert sorted_rows(got) == sorted_rows(oracle(expected, "k < 20"))
     with pytest.raises(ValueError, match="table_version"):
         tamis.Dataset(str(appended)).scan(table_version=version)
+
+
+def test_table_timestamp_reads_the_version_current_then(appended: Path):
+    """Without in-commit timestamps a Delta commit's time is its log file's modification
+    time: each commit is given a day of its own, and a time reads the last commit at or
+    before it."""
+    import datetime as dt
+    import os
+
+    log = sorted((appended / "_delta_log").glob("*.json"))
+    assert len(log) == 4
+    day = lambda v: dt.datetime(2024, 1, 1 + 2 * v, tzinfo=dt.timezone.utc)  # noqa: E731
+    for version, commit in enumerate(log):
+        os.utime(commit, (day(version).timestamp(), day(version).timestamp()))
+    for version in range(4):
+        expected = deltalake.DeltaTable(str(appended), version=version).to_pyarrow_table()
+        at = day(version) + dt.timedelta(hours=12)
+        got = tamis.scan(str(appended), table_timestamp=at, where="k < 20")
+        assert sorted_rows(got) == sorted_rows(oracle(expected, "k < 20")), version
+        text = at.strftime("%Y-%m-%d %H:%M:%S")
+        assert tamis.scan(str(appended), table_timestamp=text).num_rows == expected.num_rows
+    with pytest.raises(ValueError):
+        tamis.scan(str(appended), table_timestamp="2023-06-01")
+    with pytest.raises(ValueError, match="not both"):
+        tamis.scan(str(appended), table_timestamp="2024-01-02", table_version=1)

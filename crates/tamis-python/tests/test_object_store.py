@@ -565,3 +565,43 @@ def test_a_delta_table_in_the_store_reads_as_the_local_one(store, tmp_path):
         assert remote.column_names == ["id", "p"]
         assert _sorted(remote).equals(_sorted(want)), where
     assert tamis.scan(url, where="id IN (3, 13, 503)", storage_options=options).num_rows == 0
+
+
+def test_an_iceberg_table_in_the_store_reads_as_pyiceberg_reads_it(server, store, tmp_path):
+    """An Iceberg table (issue 41) written into the bucket by pyiceberg (SQL catalog on SQLite,
+    S3 file I/O), with a copy-on-write delete: tamis reads its metadata, manifests and data
+    through its own S3 client, from the metadata file's URL and from the table's prefix."""
+    pytest.importorskip("pyiceberg")
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    catalog = SqlCatalog(
+        "s3", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=f"s3://{BUCKET}/iceberg",
+        **{"s3.endpoint": server, "s3.access-key-id": "testing",
+           "s3.secret-access-key": "testing", "s3.region": "us-east-1"},
+    )
+    catalog.create_namespace("ns")
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "p", StringType(), required=False))
+    table = catalog.create_table(
+        "ns.t", schema=schema,
+        partition_spec=PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "p")))
+    for i in range(2):
+        table.append(pa.table({"id": pa.array(range(i * 500, (i + 1) * 500), pa.int64()),
+                               "p": pa.array([f"p{j % 2}" for j in range(500)])}))
+    table.delete("id < 100")
+    table = catalog.load_table("ns.t")
+    assert table.metadata_location.startswith(f"s3://{BUCKET}/")
+    expected = table.scan().to_arrow()
+    assert expected.num_rows == 900
+    _, options, _ = store
+    for location in [table.metadata_location, table.location()]:
+        for where, keep in [(None, lambda r: True),
+                            ("id IN (3, 113, 523)", lambda r: r["id"] in (3, 113, 523)),
+                            ("p = 'p1' AND id < 700", lambda r: r["p"] == "p1" and r["id"] < 700)]:
+            got = tamis.scan(location, where=where, storage_options=options)
+            want = sorted((r["id"], r["p"]) for r in expected.to_pylist() if keep(r))
+            assert sorted(zip(got.column("id").to_pylist(), got.column("p").to_pylist())) == want

@@ -209,8 +209,9 @@ pub extern "system" fn Java_io_tamis_spark_Native_openDataset(
         let dataset = Dataset::open_with(&path, &storage(options), None)?;
         if dataset.is_table() {
             return Err(Error::unsupported(format!(
-                "{path} is a Delta Lake table: the Spark source does not split tables into \
-                 tasks yet; read it with tamis.scan, tamis sql or Spark's Delta reader"
+                "{path} is a table (Delta Lake or Apache Iceberg): the Spark source does not \
+                 split tables into tasks yet; read it with tamis.scan, tamis sql or Spark's \
+                 Delta or Iceberg reader"
             ))
             .into());
         }

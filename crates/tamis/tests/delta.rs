@@ -14,6 +14,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use roaring::RoaringTreemap;
+use tamis::table::AsOf;
 
 /// Writes a Parquet file of these physical columns; small row groups so that deleted rows fall
 /// in several.
@@ -348,18 +349,36 @@ fn a_delta_table_reads_as_its_log_says() {
 fn a_delta_version_is_read_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path());
-    let v0 = tamis::table::delta::snapshot(t.root.to_str().unwrap(), Some(0), &Default::default())
-        .unwrap();
+    let root = t.root.to_str().unwrap();
+    let v0 = tamis::table::delta::snapshot(root, AsOf::Version(0), &Default::default()).unwrap();
     assert_eq!(v0.version, 0);
     assert_eq!(v0.files.len(), 2);
     assert!(v0.files.iter().all(|f| f.deleted.is_none()));
     let (_, rows) = scanned(tamis::Scan::open_table(v0).unwrap());
     // a.parquet whole (1000 rows) and old.parquet's 5.
     assert_eq!(rows.len(), 1005);
-    let latest =
-        tamis::table::delta::snapshot(t.root.to_str().unwrap(), None, &Default::default()).unwrap();
+    let latest = tamis::table::delta::snapshot(root, AsOf::Latest, &Default::default()).unwrap();
     assert_eq!(latest.version, 1);
-    let e = tamis::table::delta::snapshot(t.root.to_str().unwrap(), Some(7), &Default::default())
-        .unwrap_err();
+    let e = tamis::table::delta::snapshot(root, AsOf::Version(7), &Default::default()).unwrap_err();
     assert!(e.to_string().contains("Delta Lake table"), "{e}");
+
+    // By time: without in-commit timestamps a commit's time is its file's modification time.
+    let day = |y: i32| {
+        let d = chrono::NaiveDate::from_ymd_opt(y, 1, 1).unwrap();
+        d.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_millis()
+    };
+    for (commit, year) in [(0, 2020), (1, 2022)] {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(t.root.join(format!("_delta_log/{commit:020}.json")))
+            .unwrap();
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(day(year) as u64);
+        f.set_modified(at).unwrap();
+    }
+    let at = |ms| tamis::table::delta::snapshot(root, AsOf::Timestamp(ms), &Default::default());
+    assert_eq!(at(day(2021)).unwrap().version, 0);
+    assert_eq!(at(day(2020)).unwrap().version, 0);
+    assert_eq!(at(day(2023)).unwrap().version, 1);
+    let e = at(day(2019)).unwrap_err();
+    assert_eq!(e.kind, tamis::ErrorKind::InvalidArgument, "{e}");
 }

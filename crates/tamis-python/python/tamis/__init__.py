@@ -15,6 +15,7 @@ boolean expression over the file's columns. Scans release the GIL and stop on Ct
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import os
 from dataclasses import dataclass
@@ -111,8 +112,14 @@ class ScanOptions:
             ``secret_access_key``, ``allow_http``, … (the ``object_store`` crate's keys), and
             tamis's ``latency_ms``, ``bandwidth_mb_per_s``, ``max_requests``. The standard
             environment variables (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) apply too.
-        table_version: the version of the Delta table at ``path`` to read (time travel;
-            default the latest). Only where a path is opened (:func:`scan`, :func:`explain`).
+        table_version: the version of the table at ``path`` to read (time travel): a Delta
+            version or an Iceberg snapshot id (default the latest). Only where a path is opened
+            (:func:`scan`, :func:`explain`), as are the next two.
+        table_timestamp: read the table at ``path`` as it was at this time: a
+            ``datetime.datetime`` (naive: UTC) or a string (``YYYY-MM-DD``,
+            ``YYYY-MM-DD HH:MM:SS`` in UTC, or ISO 8601 with an offset).
+        table_format: ``"delta"`` or ``"iceberg"``: read ``path`` as a table of this format,
+            needed only where it is both (Delta UniForm).
     """
 
     where: Optional[str] = None
@@ -129,6 +136,8 @@ class ScanOptions:
     verify_index: bool = False
     storage_options: Optional[Mapping[str, Any]] = None
     table_version: Optional[int] = None
+    table_timestamp: Optional[Union[str, "datetime.datetime"]] = None
+    table_format: Optional[str] = None
 
     def replace(self, **changes: Any) -> "ScanOptions":
         """A copy with some fields changed (unknown names raise ``TypeError``)."""
@@ -173,6 +182,7 @@ _TO_NATIVE = {
     "disable_pruning": lambda v: _names(v, "disable_pruning"),
     "memory_limit": _size,
     "index_dir": lambda v: None if v is None else str(v),
+    "table_timestamp": lambda v: v.isoformat() if isinstance(v, datetime.datetime) else v,
     "verify_index": bool,
     "storage_options": _storage,
 }

@@ -83,8 +83,13 @@ impl Dataset {
             Located::Files(listing) => {
                 (DatasetPlan::open_keeping(&listing, MAX_OPEN)?, listing.root)
             }
-            Located::Delta(root) => {
-                let table = crate::table::delta::snapshot(&root, None, options)?;
+            Located::Table(location, format) => {
+                let table = crate::table::open(
+                    &location,
+                    Some(format),
+                    crate::table::AsOf::Latest,
+                    options,
+                )?;
                 let all: Vec<usize> = (0..table.files.len()).collect();
                 (DatasetPlan::open_table(&table, &all, MAX_OPEN)?, None)
             }

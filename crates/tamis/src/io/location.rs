@@ -227,12 +227,35 @@ fn is_data_file(name: &str) -> bool {
     name.ends_with(".parquet") && !name.starts_with('.') && !name.starts_with('_')
 }
 
-/// What a location names: files, or the root of a table whose log says which files hold its
+/// A table format tamis reads (the table layer reads them; a location is recognized here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableFormat {
+    /// Delta Lake: a root holding `_delta_log/`.
+    Delta,
+    /// Apache Iceberg: a `*.metadata.json` file, or a root holding `metadata/`.
+    Iceberg,
+}
+
+impl std::str::FromStr for TableFormat {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "delta" => Ok(Self::Delta),
+            "iceberg" => Ok(Self::Iceberg),
+            _ => Err(Error::invalid(format!(
+                "unknown table format '{s}' (expected delta or iceberg)"
+            ))),
+        }
+    }
+}
+
+/// What a location names: files, or a table whose log or metadata says which files hold its
 /// rows.
 pub(crate) enum Located {
     Files(Listing),
-    /// A directory or prefix holding `_delta_log/`: the location, as given.
-    Delta(String),
+    /// A table: the location, as given (a Delta root holding `_delta_log/`; an Iceberg
+    /// metadata file, or a root holding `metadata/*.metadata.json`), and its format.
+    Table(String, TableFormat),
 }
 
 /// Expands a location into files: a file, a directory or prefix (every `*.parquet` below it),
@@ -240,15 +263,23 @@ pub(crate) enum Located {
 pub(crate) fn list(location: &str, options: &StorageOptions) -> Result<Listing> {
     match locate(location, options)? {
         Located::Files(listing) => Ok(listing),
-        Located::Delta(_) => Err(Error::unsupported(format!(
-            "{location} is a Delta Lake table (it has _delta_log/): open it as a table (a scan \
-             or a dataset reads it); this command reads Parquet files only"
+        Located::Table(_, format) => Err(Error::unsupported(format!(
+            "{location} is {}: open it as a table (a scan or a dataset reads it); this command \
+             reads Parquet files only",
+            match format {
+                TableFormat::Delta => "a Delta Lake table (it has _delta_log/)",
+                TableFormat::Iceberg => "an Apache Iceberg table",
+            }
         ))),
     }
 }
 
 /// [`list`], or the table a location is the root of.
 pub(crate) fn locate(location: &str, options: &StorageOptions) -> Result<Located> {
+    // A table in an Iceberg catalog (`iceberg+sqlite:///catalog.db?table=ns.t`).
+    if location.starts_with("iceberg+") {
+        return Ok(Located::Table(location.to_string(), TableFormat::Iceberg));
+    }
     if location.starts_with("file://") {
         let url =
             Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
@@ -266,6 +297,9 @@ pub(crate) fn locate(location: &str, options: &StorageOptions) -> Result<Located
 
 fn list_local(path: &str) -> Result<Located> {
     let p = Path::new(path);
+    if p.is_file() && path.ends_with(".metadata.json") {
+        return Ok(Located::Table(path.to_string(), TableFormat::Iceberg));
+    }
     if p.is_file() {
         return Ok(Located::Files(Listing {
             files: vec![FileRef::Local(p.to_path_buf())],
@@ -273,8 +307,10 @@ fn list_local(path: &str) -> Result<Located> {
         }));
     }
     if p.is_dir() {
-        if p.join("_delta_log").is_dir() {
-            return Ok(Located::Delta(path.to_string()));
+        let delta = p.join("_delta_log").is_dir();
+        let iceberg = has_iceberg_metadata(&p.join("metadata"));
+        if let Some(table) = table_root(path, delta, iceberg)? {
+            return Ok(table);
         }
         refuse_table(p, path)?;
         let mut out = Vec::new();
@@ -313,6 +349,24 @@ fn list_local(path: &str) -> Result<Located> {
     Err(err.in_file(path))
 }
 
+/// The table at `location`, a root holding a Delta log (`delta`) or Iceberg metadata
+/// (`iceberg`); an error when it holds both (Delta UniForm: the caller says which to read).
+fn table_root(location: &str, delta: bool, iceberg: bool) -> Result<Option<Located>> {
+    let format = match (delta, iceberg) {
+        (true, true) => {
+            return Err(Error::invalid(format!(
+                "{location} is both a Delta Lake table (it has _delta_log/) and an Apache \
+                 Iceberg table (it has metadata/*.metadata.json): say which to read \
+                 (--table-format delta or iceberg; table_format= in Python)"
+            )))
+        }
+        (true, false) => TableFormat::Delta,
+        (false, true) => TableFormat::Iceberg,
+        (false, false) => return Ok(None),
+    };
+    Ok(Some(Located::Table(location.to_string(), format)))
+}
+
 /// A table format's files are not a dataset: a Delta Lake or Apache Iceberg table's directory
 /// holds Parquet files the table has removed (deleted or rewritten rows), which only its log or
 /// manifests tell apart. A listing inside a Delta table (a partition directory: a Delta root
@@ -339,13 +393,7 @@ fn refuse_table(dir: &Path, location: &str) -> Result<()> {
             } else {
                 format!(" inside {}", table.display())
             };
-            let hint = if format.starts_with("a Delta") {
-                format!("open the table at {} instead", table.display())
-            } else {
-                "tamis does not read Iceberg tables yet; point it at files the table's \
-                 current snapshot names"
-                    .to_string()
-            };
+            let hint = format!("open the table at {} instead", table.display());
             return Err(Error::unsupported(format!(
                 "{location} is{at} {format}: its Parquet files read as a plain directory would \
                  include rows the table has deleted or replaced; {hint}"
@@ -381,8 +429,8 @@ fn refuse_object_table(relative_keys: &[&str], location: &str) -> Result<()> {
     match format {
         Some(format) => Err(Error::unsupported(format!(
             "{location} is {format}: its Parquet files read by a glob would include rows the \
-             table has deleted or replaced; open the table's root (Delta) or point tamis at \
-             files the table's current snapshot names (Iceberg, not read yet)"
+             table has deleted or replaced; open the table's root (Delta) or its metadata \
+             file (Iceberg)"
         ))),
         None => Ok(()),
     }
@@ -674,6 +722,9 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Located> {
     };
     let (store, path) = store_for(literal, options)?;
     let name = path.filename().unwrap_or("");
+    if wildcard.is_none() && name.ends_with(".metadata.json") {
+        return Ok(Located::Table(location.to_string(), TableFormat::Iceberg));
+    }
     // One object named outright: no listing request.
     if wildcard.is_none() && !location.ends_with('/') && name.ends_with(".parquet") {
         return Ok(Located::Files(Listing {
@@ -709,12 +760,16 @@ fn list_object(location: &str, options: &StorageOptions) -> Result<Located> {
             p.strip_prefix(path.as_ref()).unwrap_or(p)
         })
         .collect();
-    if wildcard.is_none()
-        && relative
-            .iter()
-            .any(|k| k.trim_start_matches('/').starts_with("_delta_log/"))
-    {
-        return Ok(Located::Delta(location.to_string()));
+    if wildcard.is_none() {
+        let delta = (relative.iter()).any(|k| k.trim_start_matches('/').starts_with("_delta_log/"));
+        let iceberg = relative.iter().any(|k| {
+            let mut parts = k.split('/').filter(|s| !s.is_empty());
+            matches!((parts.next(), parts.next(), parts.next()),
+                (Some("metadata"), Some(n), None) if n.ends_with(".metadata.json"))
+        });
+        if let Some(table) = table_root(location, delta, iceberg)? {
+            return Ok(table);
+        }
     }
     refuse_object_table(&relative, location)?;
     let mut files: Vec<(ObjectPath, u64)> = metas
@@ -1031,12 +1086,28 @@ mod tests {
             assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
             assert!(e.to_string().contains(format), "{e}");
         }
-        // The root of a Delta table is a table (what is inside it is not a dataset).
-        assert!(matches!(
-            locate(delta.to_str().unwrap(), &opts).unwrap(),
-            Located::Delta(_)
-        ));
+        // A table's root (or an Iceberg metadata file) is a table (what is inside it is not a
+        // dataset).
+        for (path, format) in [
+            (delta.clone(), TableFormat::Delta),
+            (iceberg.clone(), TableFormat::Iceberg),
+            (
+                iceberg.join("metadata/v1.metadata.json"),
+                TableFormat::Iceberg,
+            ),
+        ] {
+            match locate(path.to_str().unwrap(), &opts).unwrap() {
+                Located::Table(_, f) => assert_eq!(f, format),
+                Located::Files(_) => panic!("{} listed as files", path.display()),
+            }
+        }
         assert!(locate(delta.join("p=1").to_str().unwrap(), &opts).is_err());
+        assert!(locate(iceberg.join("data").to_str().unwrap(), &opts).is_err());
+        // Both formats' metadata (Delta UniForm): the user says which.
+        std::fs::create_dir_all(delta.join("metadata")).unwrap();
+        std::fs::write(delta.join("metadata/v1.metadata.json"), b"{}").unwrap();
+        let e = locate(delta.to_str().unwrap(), &opts).err().unwrap();
+        assert!(e.to_string().contains("--table-format"), "{e}");
         // A file named outright is the user's choice; a plain directory is a dataset.
         assert!(list(delta.join("part-1.parquet").to_str().unwrap(), &opts).is_ok());
         std::fs::create_dir_all(dir.path().join("plain/metadata")).unwrap();

@@ -39,7 +39,7 @@ use crate::index::BrokenIndex;
 use crate::io::location::{locate, Listing, Located};
 use crate::io::{IoStats, StorageOptions};
 use crate::metrics::{add, MetricsCollector};
-use crate::table::{delta, TableSnapshot};
+use crate::table::{AsOf, TableSnapshot};
 
 use order::{FilterOrder, Planner};
 use stream::Shared;
@@ -201,12 +201,18 @@ impl Scan {
 
     /// [`Scan::open`] with explicit object-store options (endpoint, region, credentials…).
     ///
-    /// A Delta Lake table's root (a directory or prefix holding `_delta_log/`) is read as the
-    /// table at its latest version (see [`Scan::open_table`]).
+    /// A Delta Lake table's root (a directory or prefix holding `_delta_log/`) or an Apache
+    /// Iceberg table (its metadata file, or a root holding `metadata/`) is read as the table's
+    /// latest version (see [`Scan::open_table`], [`crate::table::open`]).
     pub fn open_with(path: impl AsRef<str>, options: &StorageOptions) -> Result<Scan> {
         match locate(path.as_ref(), options)? {
             Located::Files(listing) => Self::open_listing(listing),
-            Located::Delta(root) => Self::open_table(delta::snapshot(&root, None, options)?),
+            Located::Table(location, format) => Self::open_table(crate::table::open(
+                &location,
+                Some(format),
+                AsOf::Latest,
+                options,
+            )?),
         }
     }
 

@@ -19,7 +19,7 @@ use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
 use delta_kernel_default_engine::DefaultEngine;
 use url::Url;
 
-use super::{TableColumn, TableFile, TableSnapshot};
+use super::{AsOf, PredicateBuilder, TableColumn, TableFile, TableSnapshot};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{CmpOp, Expr, Literal};
 use crate::io::location::{store_for, FileRef, StorageOptions};
@@ -27,22 +27,32 @@ use crate::io::location::{store_for, FileRef, StorageOptions};
 /// The kernel's default engine: its own Tokio thread for the log's reads.
 type Engine = DefaultEngine<TokioBackgroundExecutor>;
 
-/// The files of the Delta table at `location` at `version` (the latest when `None`).
-pub fn snapshot(
-    location: &str,
-    version: Option<u64>,
-    options: &StorageOptions,
-) -> Result<TableSnapshot> {
+/// The files of the Delta table at `location` at `at`.
+pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<TableSnapshot> {
     let name = format!("Delta Lake table {}", location.trim_end_matches('/'));
     let in_table = |e: Error| e.in_file(&name);
     let (root, engine) = engine_for(location, options).map_err(in_table)?;
-    let mut builder = Snapshot::builder_for(root.as_str());
-    if let Some(v) = version {
-        builder = builder.at_version(v);
+    let builder = Snapshot::builder_for(root.as_str());
+    let snapshot = match at {
+        AsOf::Latest => builder.build(&engine),
+        AsOf::Version(v) => builder.at_version(v).build(&engine),
+        // The latest commit at or before the time: found from the latest snapshot's log.
+        AsOf::Timestamp(ms) => builder.build(&engine).and_then(|latest| {
+            let commit = delta_kernel::history_manager::latest_version_as_of(
+                &latest,
+                &engine,
+                ms,
+                delta_kernel::history_manager::HistoryCommitType::Recreatable,
+            )?;
+            match commit.version == latest.version() {
+                true => Ok(latest),
+                false => (Snapshot::builder_for(root.as_str()))
+                    .at_version(commit.version)
+                    .build(&engine),
+            }
+        }),
     }
-    let snapshot = builder
-        .build(&engine)
-        .map_err(|e| kernel(e).in_file(&name))?;
+    .map_err(|e| kernel(e).in_file(&name))?;
     let version = snapshot.version();
     let config = snapshot.table_configuration();
     let partition_names: Vec<String> = config.logical_partition_columns().to_vec();
@@ -237,7 +247,7 @@ fn kernel(e: KernelError) -> Error {
         | K::InvalidProtocol(_)
         | K::InvalidColumnMappingMode(_) => ErrorKind::Unsupported,
         K::IOError(_) | K::ObjectStore(_) | K::FileNotFound(_) | K::Reqwest(_) => ErrorKind::Io,
-        K::MissingVersion(_) | K::InvalidTableLocation(_) | K::EmptyLog => {
+        K::MissingVersion(_) | K::InvalidTableLocation(_) | K::EmptyLog | K::LogHistory(_) => {
             ErrorKind::InvalidArgument
         }
         _ => ErrorKind::CorruptFile,
@@ -357,7 +367,7 @@ impl std::fmt::Debug for DeltaPruner {
 
 impl super::FilePruner for DeltaPruner {
     fn files_for(&self, filter: &Expr) -> Result<Option<Vec<bool>>> {
-        let Some(predicate) = to_kernel(filter, &self.columns) else {
+        let Some(predicate) = super::translate(&KernelPredicates, filter, &self.columns) else {
             return Ok(None);
         };
         let scan = (self.snapshot.clone().scan_builder())
@@ -386,91 +396,42 @@ impl super::FilePruner for DeltaPruner {
     }
 }
 
-/// `e` as the kernel's predicate over the table's logical columns, keeping what it can
-/// decide from per-file statistics: a conjunct it cannot translate is left out (the result
-/// then holds for more files, never fewer); a disjunction only when both sides translate.
-/// Comparisons of a column with a literal, `IS [NOT] NULL`, `BETWEEN` and `IN`, on integer,
-/// string, date and boolean columns.
-fn to_kernel(e: &Expr, columns: &[(String, ArrowType)]) -> Option<KernelPredicate> {
-    use delta_kernel::expressions::Expression as K;
-    let column = |e: &Expr| -> Option<(K, &ArrowType)> {
-        let Expr::Column(c) = e else { return None };
-        let exact = columns.iter().find(|(n, _)| *n == c.path);
-        let found = match exact {
-            Some(x) => x,
-            None if !c.exact => {
-                let mut ci = columns
-                    .iter()
-                    .filter(|(n, _)| n.eq_ignore_ascii_case(&c.path));
-                match (ci.next(), ci.next()) {
-                    (Some(x), None) => x,
-                    _ => return None,
-                }
-            }
-            None => return None,
-        };
-        Some((K::column([found.0.as_str()]), &found.1))
-    };
-    let literal = |e: &Expr, t: &ArrowType| -> Option<K> {
-        let Expr::Literal(l) = e else { return None };
-        Some(K::literal(scalar(l, t)?))
-    };
-    match e {
-        Expr::And(a, b) => match (to_kernel(a, columns), to_kernel(b, columns)) {
-            (Some(a), Some(b)) => Some(KernelPredicate::and(a, b)),
-            (Some(x), None) | (None, Some(x)) => Some(x),
-            (None, None) => None,
-        },
-        Expr::Or(a, b) => Some(KernelPredicate::or(
-            to_kernel(a, columns)?,
-            to_kernel(b, columns)?,
-        )),
-        Expr::Compare(l, op, r) => {
-            let (c, v, op) = match (column(l), column(r)) {
-                (Some((c, t)), None) => (c, literal(r, t)?, *op),
-                (None, Some((c, t))) => (c, literal(l, t)?, op.flip()),
-                _ => return None,
-            };
-            Some(match op {
-                CmpOp::Eq => KernelPredicate::eq(c, v),
-                CmpOp::NotEq => KernelPredicate::ne(c, v),
-                CmpOp::Lt => KernelPredicate::lt(c, v),
-                CmpOp::LtEq => KernelPredicate::le(c, v),
-                CmpOp::Gt => KernelPredicate::gt(c, v),
-                CmpOp::GtEq => KernelPredicate::ge(c, v),
-            })
+/// Builds the kernel's predicates over the table's logical columns (see
+/// [`super::translate`]), on integer, string, date and boolean columns.
+struct KernelPredicates;
+
+impl PredicateBuilder for KernelPredicates {
+    type Predicate = KernelPredicate;
+    type Column = delta_kernel::expressions::Expression;
+    type Value = delta_kernel::expressions::Expression;
+
+    fn column(&self, name: &str) -> Self::Column {
+        Self::Column::column([name])
+    }
+    fn literal(&self, l: &Literal, t: &ArrowType) -> Option<Self::Value> {
+        Some(Self::Value::literal(scalar(l, t)?))
+    }
+    fn compare(&self, c: Self::Column, op: CmpOp, v: Self::Value) -> KernelPredicate {
+        match op {
+            CmpOp::Eq => KernelPredicate::eq(c, v),
+            CmpOp::NotEq => KernelPredicate::ne(c, v),
+            CmpOp::Lt => KernelPredicate::lt(c, v),
+            CmpOp::LtEq => KernelPredicate::le(c, v),
+            CmpOp::Gt => KernelPredicate::gt(c, v),
+            CmpOp::GtEq => KernelPredicate::ge(c, v),
         }
-        Expr::IsNull { expr, negated } => {
-            let (c, _) = column(expr)?;
-            Some(match negated {
-                false => KernelPredicate::is_null(c),
-                true => KernelPredicate::is_not_null(c),
-            })
+    }
+    fn is_null(&self, c: Self::Column, negated: bool) -> KernelPredicate {
+        match negated {
+            false => KernelPredicate::is_null(c),
+            true => KernelPredicate::is_not_null(c),
         }
-        Expr::Between {
-            expr,
-            low,
-            high,
-            negated: false,
-        } => {
-            let (c, t) = column(expr)?;
-            Some(KernelPredicate::and(
-                KernelPredicate::ge(c.clone(), literal(low, t)?),
-                KernelPredicate::le(c, literal(high, t)?),
-            ))
-        }
-        Expr::InList {
-            expr,
-            list,
-            negated: false,
-        } if !list.is_empty() && list.len() <= 64 => {
-            let (c, t) = column(expr)?;
-            let each = (list.iter())
-                .map(|v| Some(KernelPredicate::eq(c.clone(), literal(v, t)?)))
-                .collect::<Option<Vec<_>>>()?;
-            Some(KernelPredicate::or_from(each))
-        }
-        _ => None,
+    }
+    fn and(&self, a: KernelPredicate, b: KernelPredicate) -> KernelPredicate {
+        KernelPredicate::and(a, b)
+    }
+    fn or(&self, a: KernelPredicate, b: KernelPredicate) -> KernelPredicate {
+        KernelPredicate::or(a, b)
     }
 }
 
@@ -485,10 +446,7 @@ fn scalar(l: &Literal, t: &ArrowType) -> Option<delta_kernel::expressions::Scala
         (Literal::Number(n), ArrowType::Int8) => S::Byte(n.parse().ok()?),
         (Literal::String(s), ArrowType::Utf8) => S::String(s.clone()),
         (Literal::Bool(b), ArrowType::Boolean) => S::Boolean(*b),
-        (Literal::Date(d), ArrowType::Date32) => {
-            let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
-            S::Date(i32::try_from((*d - epoch).num_days()).ok()?)
-        }
+        (Literal::Date(d), ArrowType::Date32) => S::Date(super::epoch_days(d)?),
         _ => return None,
     })
 }

@@ -1,23 +1,95 @@
 //! Table formats: a table's metadata (a Delta log) says which Parquet files hold its rows at a
 //! version, the partition values of each, which of their rows were deleted, and how the table's
 //! columns are named in the files. tamis reads the files; the metadata is read by the format's
-//! own project (`delta_kernel`), never by hand.
+//! own project (`delta_kernel`, `iceberg`), never by hand.
 //!
 //! ```text
-//! delta.rs   a Delta Lake table → TableSnapshot, through delta_kernel's log replay
-//! mod.rs     TableSnapshot: what `DatasetPlan::open_table` opens instead of a listing
+//! delta.rs     a Delta Lake table → TableSnapshot, through delta_kernel's log replay
+//! iceberg.rs   an Apache Iceberg table → TableSnapshot, through iceberg's scan planning
+//! mod.rs       TableSnapshot: what `DatasetPlan::open_table` opens instead of a listing;
+//!              finding a table's format; a filter as a format's pruning predicate
 //! ```
 //!
 //! A snapshot's deleted rows become each file's row selection before any filter runs
 //! (`dataset::plan::DatasetFile::deleted`), so a deleted row is never decoded as payload.
 
 pub mod delta;
+pub mod iceberg;
 
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field};
 
-use crate::io::location::FileRef;
+use crate::error::Result;
+use crate::expr::{CmpOp, Expr, Literal};
+use crate::io::location::{FileRef, StorageOptions};
+
+pub use crate::io::location::TableFormat;
+
+/// Which version of a table to read (time travel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AsOf {
+    /// The latest version (Delta) or the current snapshot (Iceberg).
+    #[default]
+    Latest,
+    /// A Delta version, or an Iceberg snapshot id.
+    Version(u64),
+    /// The version that was current at this time (milliseconds since the Unix epoch).
+    Timestamp(i64),
+}
+
+impl AsOf {
+    /// A time given as `YYYY-MM-DD`, `YYYY-MM-DD HH:MM:SS[.fff]` (UTC) or RFC 3339 with its
+    /// offset, as [`AsOf::Timestamp`].
+    pub fn timestamp(text: &str) -> Result<AsOf> {
+        let t = text.trim();
+        let utc = |d: chrono::NaiveDateTime| d.and_utc().timestamp_millis();
+        let ms = if let Ok(d) = chrono::DateTime::parse_from_rfc3339(t) {
+            d.timestamp_millis()
+        } else if let Ok(d) = chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f") {
+            utc(d)
+        } else if let Ok(d) = chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f") {
+            utc(d)
+        } else if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+            utc(d.and_time(chrono::NaiveTime::MIN))
+        } else {
+            return Err(crate::error::Error::invalid(format!(
+                "'{text}' is not a time (expected YYYY-MM-DD, YYYY-MM-DD HH:MM:SS in UTC, or \
+                 RFC 3339 with an offset)"
+            )));
+        };
+        Ok(AsOf::Timestamp(ms))
+    }
+}
+
+/// The format of the table at `location`: an error when it is not a table, or is both a Delta
+/// and an Iceberg table (Delta UniForm: the caller says which to read).
+pub fn detect(location: &str, options: &StorageOptions) -> Result<TableFormat> {
+    match crate::io::location::locate(location, options)? {
+        crate::io::location::Located::Table(_, format) => Ok(format),
+        crate::io::location::Located::Files(_) => Err(crate::error::Error::invalid(format!(
+            "{location} is not a table (no _delta_log/, no metadata/*.metadata.json)"
+        ))),
+    }
+}
+
+/// The snapshot of the table at `location` in `format` (found by [`detect`] when `None`), at
+/// `at`.
+pub fn open(
+    location: &str,
+    format: Option<TableFormat>,
+    at: AsOf,
+    options: &StorageOptions,
+) -> Result<TableSnapshot> {
+    let format = match format {
+        Some(f) => f,
+        None => detect(location, options)?,
+    };
+    match format {
+        TableFormat::Delta => delta::snapshot(location, at, options),
+        TableFormat::Iceberg => iceberg::snapshot(location, at, options),
+    }
+}
 
 /// The files of one version of a table and how its columns map onto them.
 #[derive(Debug, Clone)]
@@ -69,4 +141,114 @@ pub struct TableFile {
     pub partition: Vec<Option<String>>,
     /// The file's deleted rows (positions in the file, ascending, no repeats), if any.
     pub deleted: Option<Arc<[u64]>>,
+}
+
+/// A table format's pruning predicate, built from a tamis filter by [`translate`].
+pub(crate) trait PredicateBuilder {
+    /// A predicate.
+    type Predicate;
+    /// A column reference.
+    type Column: Clone;
+    /// A literal of a column's type.
+    type Value;
+    fn column(&self, name: &str) -> Self::Column;
+    /// `l` exactly as a value of a column of type `t`; `None` when the type is not one whose
+    /// statistics the format compares here, or `l` is not exactly a value of it.
+    fn literal(&self, l: &Literal, t: &DataType) -> Option<Self::Value>;
+    fn compare(&self, c: Self::Column, op: CmpOp, v: Self::Value) -> Self::Predicate;
+    fn is_null(&self, c: Self::Column, negated: bool) -> Self::Predicate;
+    fn and(&self, a: Self::Predicate, b: Self::Predicate) -> Self::Predicate;
+    fn or(&self, a: Self::Predicate, b: Self::Predicate) -> Self::Predicate;
+}
+
+/// `e` as a format's predicate over the table's columns (`columns`: names and Arrow types),
+/// keeping what per-file statistics can decide: a conjunct that does not translate is left
+/// out (the result then holds for more files, never fewer); a disjunction only when both sides
+/// translate. Comparisons of a column with a literal, `IS [NOT] NULL`, `BETWEEN` and `IN`.
+pub(crate) fn translate<B: PredicateBuilder>(
+    b: &B,
+    e: &Expr,
+    columns: &[(String, DataType)],
+) -> Option<B::Predicate> {
+    let column = |e: &Expr| -> Option<(B::Column, &DataType)> {
+        let Expr::Column(c) = e else { return None };
+        let found = match columns.iter().find(|(n, _)| *n == c.path) {
+            Some(x) => x,
+            None if !c.exact => {
+                let mut ci = (columns.iter()).filter(|(n, _)| n.eq_ignore_ascii_case(&c.path));
+                match (ci.next(), ci.next()) {
+                    (Some(x), None) => x,
+                    _ => return None,
+                }
+            }
+            None => return None,
+        };
+        Some((b.column(&found.0), &found.1))
+    };
+    let literal = |e: &Expr, t: &DataType| -> Option<B::Value> {
+        let Expr::Literal(l) = e else { return None };
+        b.literal(l, t)
+    };
+    match e {
+        Expr::And(l, r) => match (translate(b, l, columns), translate(b, r, columns)) {
+            (Some(l), Some(r)) => Some(b.and(l, r)),
+            (Some(x), None) | (None, Some(x)) => Some(x),
+            (None, None) => None,
+        },
+        Expr::Or(l, r) => Some(b.or(translate(b, l, columns)?, translate(b, r, columns)?)),
+        Expr::Compare(l, op, r) => match (column(l), column(r)) {
+            (Some((c, t)), None) => Some(b.compare(c, *op, literal(r, t)?)),
+            (None, Some((c, t))) => Some(b.compare(c, op.flip(), literal(l, t)?)),
+            _ => None,
+        },
+        Expr::IsNull { expr, negated } => Some(b.is_null(column(expr)?.0, *negated)),
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated: false,
+        } => {
+            let (c, t) = column(expr)?;
+            let low = b.compare(c.clone(), CmpOp::GtEq, literal(low, t)?);
+            Some(b.and(low, b.compare(c, CmpOp::LtEq, literal(high, t)?)))
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated: false,
+        } if !list.is_empty() && list.len() <= 64 => {
+            let (c, t) = column(expr)?;
+            let mut each = list.iter().map(|v| {
+                let v = literal(v, t)?;
+                Some(b.compare(c.clone(), CmpOp::Eq, v))
+            });
+            let first = each.next()??;
+            each.try_fold(first, |acc, p| Some(b.or(acc, p?)))
+        }
+        _ => None,
+    }
+}
+
+/// Days since the Unix epoch of a date literal (date statistics are kept as such).
+pub(crate) fn epoch_days(d: &chrono::NaiveDate) -> Option<i32> {
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
+    i32::try_from((*d - epoch).num_days()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_as_utc_milliseconds() {
+        let ms = |t: &str| match AsOf::timestamp(t).unwrap() {
+            AsOf::Timestamp(ms) => ms,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(ms("1970-01-02"), 86_400_000);
+        assert_eq!(ms("1970-01-01 00:00:01.5"), 1_500);
+        assert_eq!(ms("1970-01-01T00:00:01"), 1_000);
+        assert_eq!(ms("1970-01-01T01:00:00+01:00"), 0);
+        assert!(AsOf::timestamp("yesterday").is_err());
+    }
 }
