@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import struct
-import time
-import uuid
-import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,7 +17,9 @@ import tamis
 
 deltalake = pytest.importorskip("deltalake")
 duckdb = pytest.importorskip("duckdb")
-pyroaring = pytest.importorskip("pyroaring")
+pytest.importorskip("pyroaring")
+
+from table_writers import add_deletion_vector  # noqa: E402
 
 
 def sorted_rows(table: pa.Table) -> list:
@@ -128,87 +126,8 @@ def test_schema_evolution_reads_old_files_as_null(tmp_path: Path):
 
 
 # ── deletion vectors ─────────────────────────────────────────────────────────────────────────
-# delta-rs does not write deletion vectors; these tests add one to a table it wrote, as the
-# protocol describes (PROTOCOL.md, "Deletion Vector Format"): a file of version 1 holding the
-# size (big-endian), the portable RoaringBitmapArray's magic (little-endian) and bitmaps, and
-# a CRC-32 (big-endian), named by the `add` action that replaces the file's previous one.
-
-PORTABLE_MAGIC = 1681511377
-
-
-def treemap_bytes(rows: list[int]) -> bytes:
-    """A RoaringTreemap in the portable format: the count of 32-bit bitmaps (u64), then per
-    bitmap its high 32 bits (u32) and the bitmap, all little-endian."""
-    by_high: dict[int, list[int]] = {}
-    for r in rows:
-        by_high.setdefault(r >> 32, []).append(r & 0xFFFFFFFF)
-    out = struct.pack("<Q", len(by_high))
-    for high in sorted(by_high):
-        out += struct.pack("<I", high) + pyroaring.BitMap(by_high[high]).serialize()
-    return out
-
-
-def add_deletion_vector(table: Path, deleted: dict[str, list[int]]) -> None:
-    """Commits a new version in which each file named in `deleted` (a path relative to the
-    table) has those row positions deleted by a deletion vector stored beside it."""
-    dt = deltalake.DeltaTable(str(table))
-    version = dt.version()
-    adds = {a["path"]: a for a in pa.table(dt.get_add_actions(flatten=False)).to_pylist()}
-    now = int(time.time() * 1000)
-    actions = [
-        {
-            "protocol": {
-                "minReaderVersion": 3,
-                "minWriterVersion": 7,
-                "readerFeatures": ["deletionVectors"],
-                "writerFeatures": ["deletionVectors"],
-            }
-        }
-    ]
-    for rel, rows in deleted.items():
-        add = adds[rel]
-        bitmap = struct.pack("<I", PORTABLE_MAGIC) + treemap_bytes(rows)
-        dv_path = table / f"deletion_vector_{uuid.uuid4()}.bin"
-        dv_path.write_bytes(
-            b"\x01"
-            + struct.pack(">I", len(bitmap))
-            + bitmap
-            + struct.pack(">I", zlib.crc32(bitmap) & 0xFFFFFFFF)
-        )
-        descriptor = {
-            "storageType": "p",
-            "pathOrInlineDv": dv_path.as_uri(),
-            "offset": 1,
-            "sizeInBytes": len(bitmap),
-            "cardinality": len(set(rows)),
-        }
-        partition = add.get("partition_values") or {}
-        partition = {k: (None if v is None else str(v)) for k, v in partition.items()}
-        actions.append(
-            {
-                "remove": {
-                    "path": rel,
-                    "deletionTimestamp": now,
-                    "dataChange": True,
-                    "partitionValues": partition,
-                    "size": add["size_bytes"],
-                }
-            }
-        )
-        actions.append(
-            {
-                "add": {
-                    "path": rel,
-                    "partitionValues": partition,
-                    "size": add["size_bytes"],
-                    "modificationTime": now,
-                    "dataChange": True,
-                    "deletionVector": descriptor,
-                }
-            }
-        )
-    log = table / "_delta_log" / f"{version + 1:020d}.json"
-    log.write_text("".join(json.dumps(a) + "\n" for a in actions))
+# delta-rs does not write deletion vectors: `table_writers.add_deletion_vector` adds one to a
+# table it wrote, as the protocol describes.
 
 
 def file_rows_minus(table: Path, rel: str, deleted: list[int]) -> pa.Table:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import uuid
 from datetime import date
 from pathlib import Path
 
@@ -22,18 +21,9 @@ pyiceberg = pytest.importorskip("pyiceberg")
 duckdb = pytest.importorskip("duckdb")
 
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
-from pyiceberg.manifest import (  # noqa: E402
-    DataFile,
-    DataFileContent,
-    FileFormat,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestWriterV2,
-)
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat  # noqa: E402
 from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
 from pyiceberg.schema import Schema  # noqa: E402
-from pyiceberg.table.update.snapshot import _FastAppendFiles  # noqa: E402
 from pyiceberg.transforms import (  # noqa: E402
     BucketTransform,
     DayTransform,
@@ -50,6 +40,7 @@ from pyiceberg.types import (  # noqa: E402
     NestedField,
     StringType,
 )
+from table_writers import add_delete_files, positional_delete_file  # noqa: E402
 
 
 def sorted_rows(table: pa.Table) -> list:
@@ -120,82 +111,6 @@ def catalog(tmp_path: Path) -> SqlCatalog:
     )
     cat.create_namespace_if_not_exists("ns")
     return cat
-
-
-def add_delete_files(table, files: list[DataFile]) -> None:
-    """Commits delete files (positional or equality) as a snapshot of their own: pyiceberg
-    reads them but writes copy-on-write deletes only, so its snapshot producer is given one
-    manifest of delete files beside the existing ones, as a merge-on-read writer (Spark) does."""
-
-    class DeleteManifestWriter(ManifestWriterV2):
-        def content(self) -> ManifestContent:
-            return ManifestContent.DELETES
-
-        @property
-        def _meta(self) -> dict:
-            return {**super()._meta, "content": "deletes"}
-
-    class AddDeletes(_FastAppendFiles):
-        def _manifests(self):
-            manifests = super()._manifests()
-            meta = self._transaction.table_metadata
-            writer = DeleteManifestWriter(
-                spec=meta.spec(),
-                schema=self.schema(),
-                output_file=self.new_manifest_output(),
-                snapshot_id=self._snapshot_id,
-                avro_compression=self._compression,
-            )
-            with writer:
-                for f in files:
-                    writer.add(
-                        ManifestEntry.from_args(
-                            status=ManifestEntryStatus.ADDED,
-                            snapshot_id=self._snapshot_id,
-                            sequence_number=None,
-                            file_sequence_number=None,
-                            data_file=f,
-                        )
-                    )
-            return manifests + [writer.to_manifest_file()]
-
-    with table.transaction() as tx:
-        update = tx.update_snapshot()
-        producer = AddDeletes(
-            operation=pyiceberg.table.snapshots.Operation.DELETE,
-            transaction=tx,
-            io=update._io,
-        )
-        producer.commit()
-
-
-def positional_delete_file(table, data_file: DataFile, positions: list[int]) -> DataFile:
-    """A positional delete file deleting `positions` of `data_file` (in its partition)."""
-    path = f"{table.location()}/data/delete-{uuid.uuid4()}.parquet"
-    local = path.removeprefix("file://")
-    schema = pa.schema(
-        [
-            pa.field("file_path", pa.string(), nullable=False,
-                     metadata={b"PARQUET:field_id": b"2147483546"}),
-            pa.field("pos", pa.int64(), nullable=False,
-                     metadata={b"PARQUET:field_id": b"2147483545"}),
-        ]
-    )
-    rows = pa.table(
-        {"file_path": [data_file.file_path] * len(positions), "pos": sorted(positions)},
-        schema=schema,
-    )
-    pq.write_table(rows, local)
-    f = DataFile.from_args(
-        content=DataFileContent.POSITION_DELETES,
-        file_path=path,
-        file_format=FileFormat.PARQUET,
-        partition=data_file.partition,
-        record_count=len(positions),
-        file_size_in_bytes=os.path.getsize(local),
-    )
-    f.spec_id = data_file.spec_id
-    return f
 
 
 def data_files(table) -> list[DataFile]:

@@ -1,0 +1,197 @@
+"""Writers for what the table formats' Python writers leave out, shared by the tests
+(test_delta.py, test_iceberg.py) and the benchmark (bench/lakehouse.py): a Delta deletion
+vector (delta-rs writes none) and Iceberg delete files committed as merge-on-read writers
+(Spark) commit them (pyiceberg reads them but writes copy-on-write deletes only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+import uuid
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# ── Delta Lake: deletion vectors ─────────────────────────────────────────────────────────────
+# As the protocol describes (PROTOCOL.md, "Deletion Vector Format"): a file of version 1
+# holding the size (big-endian), the portable RoaringBitmapArray's magic (little-endian) and
+# bitmaps, and a CRC-32 (big-endian), named by the `add` action that replaces the file's
+# previous one.
+
+PORTABLE_MAGIC = 1681511377
+
+
+def treemap_bytes(rows: list[int]) -> bytes:
+    """A RoaringTreemap in the portable format: the count of 32-bit bitmaps (u64), then per
+    bitmap its high 32 bits (u32) and the bitmap, all little-endian."""
+    import pyroaring
+
+    by_high: dict[int, list[int]] = {}
+    for r in rows:
+        by_high.setdefault(r >> 32, []).append(r & 0xFFFFFFFF)
+    out = struct.pack("<Q", len(by_high))
+    for high in sorted(by_high):
+        out += struct.pack("<I", high) + pyroaring.BitMap(by_high[high]).serialize()
+    return out
+
+
+def add_deletion_vector(table: Path, deleted: dict[str, list[int]]) -> None:
+    """Commits a new version in which each file named in `deleted` (a path relative to the
+    table) has those row positions deleted by a deletion vector stored beside it."""
+    import deltalake
+
+    dt = deltalake.DeltaTable(str(table))
+    version = dt.version()
+    adds = {a["path"]: a for a in pa.table(dt.get_add_actions(flatten=False)).to_pylist()}
+    now = int(time.time() * 1000)
+    actions = [
+        {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": ["deletionVectors"],
+                "writerFeatures": ["deletionVectors"],
+            }
+        }
+    ]
+    for rel, rows in deleted.items():
+        add = adds[rel]
+        bitmap = struct.pack("<I", PORTABLE_MAGIC) + treemap_bytes(rows)
+        dv_path = table / f"deletion_vector_{uuid.uuid4()}.bin"
+        dv_path.write_bytes(
+            b"\x01"
+            + struct.pack(">I", len(bitmap))
+            + bitmap
+            + struct.pack(">I", zlib.crc32(bitmap) & 0xFFFFFFFF)
+        )
+        descriptor = {
+            "storageType": "p",
+            "pathOrInlineDv": dv_path.as_uri(),
+            "offset": 1,
+            "sizeInBytes": len(bitmap),
+            "cardinality": len(set(rows)),
+        }
+        partition = add.get("partition_values") or {}
+        partition = {k: (None if v is None else str(v)) for k, v in partition.items()}
+        actions.append(
+            {
+                "remove": {
+                    "path": rel,
+                    "deletionTimestamp": now,
+                    "dataChange": True,
+                    "partitionValues": partition,
+                    "size": add["size_bytes"],
+                }
+            }
+        )
+        actions.append(
+            {
+                "add": {
+                    "path": rel,
+                    "partitionValues": partition,
+                    "size": add["size_bytes"],
+                    "modificationTime": now,
+                    "dataChange": True,
+                    "deletionVector": descriptor,
+                }
+            }
+        )
+    log = table / "_delta_log" / f"{version + 1:020d}.json"
+    log.write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+
+# ── Apache Iceberg: delete files ─────────────────────────────────────────────────────────────
+
+
+def add_delete_files(table, files: list) -> None:
+    """Commits delete files (positional or equality) as a snapshot of their own: pyiceberg
+    reads them but writes copy-on-write deletes only, so its snapshot producer is given one
+    manifest of delete files beside the existing ones, as a merge-on-read writer (Spark) does."""
+    from pyiceberg.manifest import (
+        ManifestContent,
+        ManifestEntry,
+        ManifestEntryStatus,
+        ManifestWriterV2,
+    )
+    from pyiceberg.table.snapshots import Operation
+    from pyiceberg.table.update.snapshot import _FastAppendFiles
+
+    class DeleteManifestWriter(ManifestWriterV2):
+        def content(self) -> ManifestContent:
+            return ManifestContent.DELETES
+
+        @property
+        def _meta(self) -> dict:
+            return {**super()._meta, "content": "deletes"}
+
+    class AddDeletes(_FastAppendFiles):
+        def _manifests(self):
+            manifests = super()._manifests()
+            meta = self._transaction.table_metadata
+            writer = DeleteManifestWriter(
+                spec=meta.spec(),
+                schema=self.schema(),
+                output_file=self.new_manifest_output(),
+                snapshot_id=self._snapshot_id,
+                avro_compression=self._compression,
+            )
+            with writer:
+                for f in files:
+                    writer.add(
+                        ManifestEntry.from_args(
+                            status=ManifestEntryStatus.ADDED,
+                            snapshot_id=self._snapshot_id,
+                            sequence_number=None,
+                            file_sequence_number=None,
+                            data_file=f,
+                        )
+                    )
+            return manifests + [writer.to_manifest_file()]
+
+    with table.transaction() as tx:
+        update = tx.update_snapshot()
+        producer = AddDeletes(
+            operation=Operation.DELETE,
+            transaction=tx,
+            io=update._io,
+        )
+        producer.commit()
+
+
+def positional_delete_file(table, data_file, positions: list[int]):
+    """A positional delete file (pyiceberg's `DataFile`) deleting `positions` of `data_file`
+    (in its partition), written beside the table's data."""
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+
+    path = f"{table.location()}/data/delete-{uuid.uuid4()}.parquet"
+    local = path.removeprefix("file://")
+    schema = pa.schema(
+        [
+            pa.field("file_path", pa.string(), nullable=False,
+                     metadata={b"PARQUET:field_id": b"2147483546"}),
+            pa.field("pos", pa.int64(), nullable=False,
+                     metadata={b"PARQUET:field_id": b"2147483545"}),
+        ]
+    )
+    rows = pa.table(
+        {"file_path": [data_file.file_path] * len(positions), "pos": sorted(positions)},
+        schema=schema,
+    )
+    pq.write_table(rows, local)
+    f = DataFile.from_args(
+        content=DataFileContent.POSITION_DELETES,
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=data_file.partition,
+        record_count=len(positions),
+        file_size_in_bytes=os.path.getsize(local),
+    )
+    f.spec_id = data_file.spec_id
+    return f
+
+
