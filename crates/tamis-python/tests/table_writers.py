@@ -44,9 +44,17 @@ def add_deletion_vector(table: Path, deleted: dict[str, list[int]]) -> None:
     table) has those row positions deleted by a deletion vector stored beside it."""
     import deltalake
 
-    dt = deltalake.DeltaTable(str(table))
-    version = dt.version()
-    adds = {a["path"]: a for a in pa.table(dt.get_add_actions(flatten=False)).to_pylist()}
+    version = deltalake.DeltaTable(str(table)).version()
+    # Each file's live `add` action as the log wrote it (its statistics included: readers
+    # such as delta-rs need a deletion-vector file's numRecords).
+    adds = {}
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                adds[action["add"]["path"]] = action["add"]
+            elif "remove" in action:
+                adds.pop(action["remove"]["path"], None)
     now = int(time.time() * 1000)
     actions = [
         {
@@ -75,30 +83,20 @@ def add_deletion_vector(table: Path, deleted: dict[str, list[int]]) -> None:
             "sizeInBytes": len(bitmap),
             "cardinality": len(set(rows)),
         }
-        partition = add.get("partition_values") or {}
-        partition = {k: (None if v is None else str(v)) for k, v in partition.items()}
         actions.append(
             {
                 "remove": {
                     "path": rel,
                     "deletionTimestamp": now,
                     "dataChange": True,
-                    "partitionValues": partition,
-                    "size": add["size_bytes"],
+                    "partitionValues": add["partitionValues"],
+                    "size": add["size"],
                 }
             }
         )
         actions.append(
-            {
-                "add": {
-                    "path": rel,
-                    "partitionValues": partition,
-                    "size": add["size_bytes"],
-                    "modificationTime": now,
-                    "dataChange": True,
-                    "deletionVector": descriptor,
-                }
-            }
+            {"add": {**add, "modificationTime": now, "dataChange": True,
+                     "deletionVector": descriptor}}
         )
     log = table / "_delta_log" / f"{version + 1:020d}.json"
     log.write_text("".join(json.dumps(a) + "\n" for a in actions))
