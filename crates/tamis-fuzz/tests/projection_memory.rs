@@ -59,10 +59,11 @@ fn a_full_projection_holds_its_output_and_one_column_chunk() {
     assert_eq!(rows, ROWS);
     eprintln!("peak {} KiB for {} KiB of output", peak >> 10, output >> 10);
     // The output, plus one column's fetched and decompressed pages (a quarter of it here),
-    // plus room for metadata and the pool; every chunk kept to the end would be twice the
-    // output and more.
+    // plus room for metadata, the pool and the next chunk's read-ahead, which runs further
+    // ahead when the machine is loaded (measured: 16.2 MiB idle, up to 19.1 MiB with a build
+    // running beside it); every chunk kept to the end would be twice the output and more.
     assert!(
-        peak < output * 3 / 2,
+        peak < output * 7 / 4,
         "peak {} KiB for {} KiB of output",
         peak >> 10,
         output >> 10

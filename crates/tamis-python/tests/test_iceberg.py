@@ -376,3 +376,19 @@ def test_a_table_in_the_sql_catalog(appended, tmp_path: Path):
         tamis.scan(f"iceberg+sqlite://{tmp_path / 'catalog.db'}?table=ns.missing")
     with pytest.raises(Exception, match="catalog 'other'"):
         tamis.scan(location + "&catalog=other")
+
+
+def test_bad_metadata_is_one_clear_error(appended, tmp_path: Path):
+    """A metadata file that is not Iceberg metadata, or whose snapshot log names a snapshot
+    expired since, is an error naming the table, never a panic or rows."""
+    bad = tmp_path / "bad.metadata.json"
+    bad.write_text('{"format-version": 2, "table-uuid": 7}')
+    with pytest.raises(tamis.CorruptFileError) as e:
+        tamis.scan(str(bad))
+    assert "Apache Iceberg table" in str(e.value), e.value
+    metadata = json.loads(Path(appended.metadata_location.removeprefix("file://")).read_text())
+    metadata["snapshot-log"].insert(0, {"snapshot-id": 42, "timestamp-ms": 1000})
+    expired = tmp_path / "expired.metadata.json"
+    expired.write_text(json.dumps(metadata))
+    with pytest.raises(ValueError, match="expired"):
+        tamis.scan(str(expired), table_timestamp="1970-01-01 00:00:01.5")

@@ -60,10 +60,17 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     }
     let snapshot_id = snapshot_at(&metadata, at).map_err(in_table)?;
     let schema: SchemaRef = match snapshot_id {
-        Some(id) => (metadata.snapshot_by_id(id))
-            .expect("snapshot_at returns a snapshot of the table")
-            .schema(&metadata)
-            .map_err(|e| iceberg_error(e).in_file(&name))?,
+        Some(id) => match metadata.snapshot_by_id(id) {
+            Some(snapshot) => {
+                (snapshot.schema(&metadata)).map_err(|e| iceberg_error(e).in_file(&name))?
+            }
+            // The snapshot log may name a snapshot expired since.
+            None => {
+                return Err(in_table(Error::invalid(format!(
+                    "snapshot {id} (the one current at that time) has been expired"
+                ))))
+            }
+        },
         None => metadata.current_schema().clone(),
     };
     let mut columns = Vec::new();
@@ -83,7 +90,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     // reads each file's statistics in its own type.
     let typed: Vec<(String, ArrowType)> = (columns.iter())
         .filter(|c| {
-            let id = c.field_id.expect("every Iceberg column has a field id");
+            let Some(id) = c.field_id else { return false };
             let now = schema.field_by_id(id).map(|f| &f.field_type);
             (metadata.schemas_iter())
                 .all(|s| s.field_by_id(id).is_none_or(|f| Some(&f.field_type) == now))
