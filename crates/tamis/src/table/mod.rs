@@ -94,9 +94,9 @@ pub fn open(
 /// The files of one version of a table and how its columns map onto them.
 #[derive(Debug, Clone)]
 pub struct TableSnapshot {
-    /// The format and root, for errors and `explain` ("Delta Lake table s3://b/t").
+    /// The format and location, for errors and `explain` ("Delta Lake table s3://b/t").
     pub name: String,
-    /// The version read.
+    /// The version read: a Delta version, or an Iceberg snapshot id.
     pub version: u64,
     /// The data columns (not partition columns), in the table's order.
     pub columns: Vec<TableColumn>,
