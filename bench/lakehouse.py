@@ -214,13 +214,8 @@ def polars_engine(scan) -> Dict[str, Callable[[], pa.Table]]:
     }
 
 
-def delta_rs_engine(path: Path) -> Dict[str, Callable[[], pa.Table]]:
-    """delta-rs's own DataFusion (`QueryBuilder`): the table provider of the Rust crate, with
-    its log replay, file skipping and deletion vectors."""
-    import deltalake
-
-    builder = deltalake.QueryBuilder().register("lineitem", deltalake.DeltaTable(str(path)))
-    sql = lambda q: pa.table(builder.execute(q).read_all())  # noqa: E731
+def sql_queries(sql: Callable[[str], pa.Table]) -> Dict[str, Callable[[], pa.Table]]:
+    """The queries for an engine that runs SQL over a table named `lineitem`."""
     return {
         "Q6": lambda: q6_of(sql(f"SELECT l_extendedprice, l_discount FROM lineitem WHERE {Q6_SQL}")),
         "l_orderkey = K": lambda: rows_of(sql(f"SELECT * FROM lineitem WHERE l_orderkey = {ORDERKEY}")),
@@ -228,6 +223,16 @@ def delta_rs_engine(path: Path) -> Dict[str, Callable[[], pa.Table]]:
         "Q1": lambda: normalized(sql(Q1_SQL)),
         "planning": lambda: rows_of(sql("SELECT * FROM lineitem WHERE l_orderkey = -1")),
     }
+
+
+def delta_rs_engine(path: Path) -> Dict[str, Callable[[], pa.Table]]:
+    """delta-rs's own DataFusion (`QueryBuilder`): the table provider of the Rust crate, with
+    its log replay, file skipping and deletion vectors."""
+    import deltalake
+
+    builder = deltalake.QueryBuilder().register("lineitem", deltalake.DeltaTable(str(path)))
+    sql = lambda q: pa.table(builder.execute(q).read_all())  # noqa: E731
+    return sql_queries(sql)
 
 
 def pyiceberg_engine(metadata: str) -> Dict[str, Callable[[], pa.Table]]:
@@ -259,13 +264,7 @@ def duckdb_engine(function: str, location: str, threads: int) -> Dict[str, Calla
     con.execute(f"LOAD {extension}")  # raises when it is not installed (offline)
     source = f"{function}('{location}')"
     sql = lambda q: con.sql(q.replace("FROM lineitem", f"FROM {source}")).to_arrow_table()  # noqa: E731
-    return {
-        "Q6": lambda: q6_of(sql(f"SELECT l_extendedprice, l_discount FROM lineitem WHERE {Q6_SQL}")),
-        "l_orderkey = K": lambda: rows_of(sql(f"SELECT * FROM lineitem WHERE l_orderkey = {ORDERKEY}")),
-        "l_partkey = K": lambda: rows_of(sql(f"SELECT * FROM lineitem WHERE l_partkey = {PARTKEY}")),
-        "Q1": lambda: normalized(sql(Q1_SQL)),
-        "planning": lambda: rows_of(sql("SELECT * FROM lineitem WHERE l_orderkey = -1")),
-    }
+    return sql_queries(sql)
 
 
 # ── the run ──────────────────────────────────────────────────────────────────────────────────

@@ -13,17 +13,8 @@ pub fn build_scan(args: &ScanArgs, limit: Option<usize>) -> CliResult<tamis::Sca
     if let Some(dir) = &args.cache_dir {
         tamis::cache::set_disk_cache(Some(dir), None)?;
     }
-    let at = match (args.table_version, &args.table_timestamp) {
-        (Some(v), _) => tamis::table::AsOf::Version(v),
-        (None, Some(t)) => tamis::table::AsOf::timestamp(t)?,
-        (None, None) => tamis::table::AsOf::Latest,
-    };
-    let mut scan = match (args.table_format, at) {
-        (None, tamis::table::AsOf::Latest) => tamis::Scan::open_with(&args.path, &options)?,
-        (format, at) => {
-            tamis::Scan::open_table(tamis::table::open(&args.path, format, at, &options)?)?
-        }
-    };
+    let at = tamis::table::AsOf::given(args.table_version, args.table_timestamp.as_deref())?;
+    let mut scan = tamis::Scan::open_as_of(&args.path, args.table_format, at, &options)?;
     if let Some(filter) = &args.filter {
         scan = scan.filter(filter)?;
     }

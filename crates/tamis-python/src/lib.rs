@@ -230,23 +230,11 @@ fn storage(options: &Option<HashMap<String, String>>) -> StorageOptions {
 impl Request {
     fn open(&self, path: &str) -> tamis::Result<ScanStream> {
         let options = storage(&self.storage_options);
-        let at = match (self.table_version, &self.table_timestamp) {
-            (Some(_), Some(_)) => {
-                return Err(Error::invalid(
-                    "give table_version or table_timestamp, not both",
-                ))
-            }
-            (Some(v), None) => tamis::table::AsOf::Version(v),
-            (None, Some(t)) => tamis::table::AsOf::timestamp(t)?,
-            (None, None) => tamis::table::AsOf::Latest,
-        };
+        let at = tamis::table::AsOf::given(self.table_version, self.table_timestamp.as_deref())?;
         let format = (self.table_format.as_deref())
             .map(str::parse::<tamis::table::TableFormat>)
             .transpose()?;
-        let scan = match (format, at) {
-            (None, tamis::table::AsOf::Latest) => Scan::open_with(path, &options)?,
-            (format, at) => Scan::open_table(tamis::table::open(path, format, at, &options)?)?,
-        };
+        let scan = Scan::open_as_of(path, format, at, &options)?;
         self.configure_opened(scan)
     }
 

@@ -1,7 +1,8 @@
 """Writers for what the table formats' Python writers leave out, shared by the tests
 (test_delta.py, test_iceberg.py) and the benchmark (bench/lakehouse.py): a Delta deletion
 vector (delta-rs writes none) and Iceberg delete files committed as merge-on-read writers
-(Spark) commit them (pyiceberg reads them but writes copy-on-write deletes only)."""
+(Spark) commit them (pyiceberg reads them but writes copy-on-write deletes only); and the
+row comparison both test modules check tamis with."""
 
 from __future__ import annotations
 
@@ -193,3 +194,23 @@ def positional_delete_file(table, data_file, positions: list[int]):
     return f
 
 
+# ── comparing a table's rows with the writer's ───────────────────────────────────────────────
+
+
+def sorted_rows(table: pa.Table) -> list:
+    """The rows as dicts, columns and rows in a fixed order (a scan's order is not the
+    writer's)."""
+    names = sorted(table.column_names)
+    rows = table.select(names).to_pylist()
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def oracle(expected: pa.Table, where: str | None) -> pa.Table:
+    """The rows of `expected` that `where` keeps, by DuckDB."""
+    if where is None:
+        return expected
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("t", expected)
+    return con.sql(f"SELECT * FROM t WHERE {where}").to_arrow_table()

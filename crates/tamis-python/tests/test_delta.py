@@ -16,25 +16,10 @@ import pytest
 import tamis
 
 deltalake = pytest.importorskip("deltalake")
-duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("duckdb")
 pytest.importorskip("pyroaring")
 
-from table_writers import add_deletion_vector  # noqa: E402
-
-
-def sorted_rows(table: pa.Table) -> list:
-    names = sorted(table.column_names)
-    rows = table.select(names).to_pylist()
-    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
-
-
-def oracle(expected: pa.Table, where: str | None) -> pa.Table:
-    """The rows of `expected` that `where` keeps, by DuckDB."""
-    if where is None:
-        return expected
-    con = duckdb.connect()
-    con.register("t", expected)
-    return con.execute(f"SELECT * FROM t WHERE {where}").to_arrow_table()
+from table_writers import add_deletion_vector, oracle, sorted_rows  # noqa: E402
 
 
 def batch(start: int, n: int, seed: int) -> pa.Table:

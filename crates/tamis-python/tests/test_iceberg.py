@@ -18,7 +18,7 @@ import pytest
 import tamis
 
 pyiceberg = pytest.importorskip("pyiceberg")
-duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("duckdb")
 
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat  # noqa: E402
@@ -40,22 +40,12 @@ from pyiceberg.types import (  # noqa: E402
     NestedField,
     StringType,
 )
-from table_writers import add_delete_files, positional_delete_file  # noqa: E402
-
-
-def sorted_rows(table: pa.Table) -> list:
-    names = sorted(table.column_names)
-    rows = table.select(names).to_pylist()
-    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
-
-
-def oracle(expected: pa.Table, where: str | None) -> pa.Table:
-    """The rows of `expected` that `where` keeps, by DuckDB."""
-    if where is None:
-        return expected
-    con = duckdb.connect()
-    con.register("t", expected)
-    return con.sql(f"SELECT * FROM t WHERE {where}").to_arrow_table()
+from table_writers import (  # noqa: E402
+    add_delete_files,
+    oracle,
+    positional_delete_file,
+    sorted_rows,
+)
 
 
 SCHEMA = Schema(

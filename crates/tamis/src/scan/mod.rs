@@ -216,6 +216,22 @@ impl Scan {
         }
     }
 
+    /// [`Scan::open_with`], with the table at `path` read at `at` and, given `format`, as
+    /// that format (needed only where a root holds both): the CLI's and Python's entry.
+    pub fn open_as_of(
+        path: impl AsRef<str>,
+        format: Option<crate::table::TableFormat>,
+        at: AsOf,
+        options: &StorageOptions,
+    ) -> Result<Scan> {
+        match (format, at) {
+            (None, AsOf::Latest) => Self::open_with(path, options),
+            (format, at) => {
+                Self::open_table(crate::table::open(path.as_ref(), format, at, options)?)
+            }
+        }
+    }
+
     /// A scan over one version of a table (see [`crate::table`]): its columns in the table's
     /// order and names, its partition values from its metadata, its deleted rows never read.
     /// No footer is read before [`Scan::filter`], so that files its partition conjuncts rule out

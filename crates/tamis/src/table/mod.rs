@@ -39,6 +39,19 @@ pub enum AsOf {
 }
 
 impl AsOf {
+    /// The version a caller asked for: a version, a time (see [`AsOf::timestamp`]), or
+    /// neither (the latest); both is an error.
+    pub fn given(version: Option<u64>, timestamp: Option<&str>) -> Result<AsOf> {
+        match (version, timestamp) {
+            (Some(_), Some(_)) => Err(crate::error::Error::invalid(
+                "give table_version or table_timestamp, not both",
+            )),
+            (Some(v), None) => Ok(AsOf::Version(v)),
+            (None, Some(t)) => AsOf::timestamp(t),
+            (None, None) => Ok(AsOf::Latest),
+        }
+    }
+
     /// A time given as `YYYY-MM-DD`, `YYYY-MM-DD HH:MM:SS[.fff]` (UTC) or RFC 3339 with its
     /// offset, as [`AsOf::Timestamp`].
     pub fn timestamp(text: &str) -> Result<AsOf> {
