@@ -52,11 +52,15 @@ impl TableStats {
                 let meta = &f.metadata;
                 let rgs = meta.row_groups();
                 let mut first_row = 0u64;
+                // A table's deleted rows are read here, for the exact row counts.
+                let deleted = (f.deleted.as_ref().map(|d| d.rows()))
+                    .transpose()
+                    .map_err(crate::df_error)?;
                 let mut out: Vec<RowGroupStat> = rgs
                     .iter()
                     .map(|rg| {
                         let rows = rg.num_rows().max(0) as u64;
-                        let deleted = f.deleted.as_deref().map_or(0, |d| {
+                        let deleted = deleted.as_deref().map_or(0, |d| {
                             let from = d.partition_point(|&r| r < first_row);
                             d[from..].partition_point(|&r| r < first_row + rows)
                         });

@@ -246,7 +246,8 @@ impl Request {
         {
             return Err(Error::invalid(
                 "table_version, table_timestamp and table_format are for a table opened by its \
-                 path (tamis.scan, tamis.explain); a Dataset reads the version it was opened at",
+                 path (tamis.scan, tamis.explain, tamis.Dataset); a Dataset's scans read the \
+                 version it was opened at",
             ));
         }
         self.configure_opened(scan)
@@ -593,21 +594,32 @@ fn metrics_json(py: Python<'_>, stream: ScanStream, options: &Request) -> PyResu
 }
 
 /// Scans some files of a dataset planned elsewhere (a Spark driver): `files` are
-/// `(location, size)` pairs, `root` the dataset's root (for hive partition values). Only these
-/// files' footers are read.
+/// `(location, size)` pairs, `root` the dataset's root (for hive partition values), `table` a
+/// table's `(location, format, version)` when the files are its (their deletes, column names
+/// and partition values come from that snapshot). Only these files' footers are read.
 #[pyfunction]
-#[pyo3(signature = (root, files, options))]
+#[pyo3(signature = (root, files, options, table=None))]
 fn scan_files(
     py: Python<'_>,
     root: Option<String>,
     files: Vec<(String, Option<u64>)>,
     options: Request,
+    table: Option<(String, String, u64)>,
 ) -> PyResult<ArrowStream> {
     let stream = py
         .detach(|| {
-            let listing =
-                tamis::io::named(root.as_deref(), &files, &storage(&options.storage_options))?;
-            options.configure(Scan::open_listing(listing)?)
+            let storage = storage(&options.storage_options);
+            let scan = match &table {
+                Some((location, format, version)) => {
+                    let format = format.parse()?;
+                    let snapshot =
+                        tamis::table::open_version(location, format, *version, &storage)?;
+                    let locations: Vec<String> = files.iter().map(|(l, _)| l.clone()).collect();
+                    Scan::open_table(snapshot.with_files(&locations))?
+                }
+                None => Scan::open_listing(tamis::io::named(root.as_deref(), &files, &storage)?)?,
+            };
+            options.configure(scan)
         })
         .map_err(|e| to_py_err(py, e))?;
     ArrowStream::scanning(stream)
@@ -629,10 +641,17 @@ impl PyDataset {
         let mut kw = Keywords::new(options);
         let storage_options: Option<HashMap<String, String>> = kw.get("storage_options")?;
         let metadata_budget: Option<u64> = kw.get("metadata_budget")?;
+        let version: Option<u64> = kw.get("table_version")?;
+        let timestamp: Option<String> = kw.get("table_timestamp")?;
+        let format: Option<String> = kw.get("table_format")?;
         kw.finish()?;
         let options = storage(&storage_options);
         let inner = py
-            .detach(|| tamis::Dataset::open_with(&path, &options, metadata_budget))
+            .detach(|| {
+                let at = tamis::table::AsOf::given(version, timestamp.as_deref())?;
+                let format = format.as_deref().map(str::parse).transpose()?;
+                tamis::Dataset::open_as_of(&path, format, at, &options, metadata_budget)
+            })
             .map_err(|e| to_py_err(py, e))?;
         Ok(PyDataset {
             inner: std::sync::Arc::new(inner),
@@ -663,28 +682,19 @@ impl PyDataset {
     #[allow(clippy::type_complexity)]
     fn layout(
         &self,
-        py: Python<'_>,
     ) -> PyResult<(
         Option<String>,
         Vec<(String, String)>,
         Vec<(String, u64, Vec<String>, Vec<(i64, i64)>)>,
         Vec<String>,
     )> {
-        if self.inner.is_table() {
-            let e = tamis::Error::unsupported(format!(
-                "{} is a Delta Lake table: the Spark source does not split tables into tasks \
-                 yet; read it with tamis.scan, tamis.sql or Spark's Delta reader",
-                self.path
-            ));
-            return Err(to_py_err(py, e));
-        }
         let plan = self.inner.plan();
         let partitions = (plan.partitions.fields.iter())
             .map(|(name, t)| (name.clone(), t.to_string()))
             .collect();
-        let files = (plan.files.iter())
-            .map(|f| {
-                let columns = f.schema.fields().iter().map(|c| c.name().clone()).collect();
+        let files = (plan.files.iter().enumerate())
+            .map(|(fi, f)| {
+                let columns = plan.file_columns(fi);
                 let groups = (f.metadata.row_groups().iter())
                     .map(|g| (g.num_rows(), g.compressed_size()))
                     .collect();
@@ -692,6 +702,13 @@ impl PyDataset {
             })
             .collect();
         Ok((self.inner.root(), partitions, files, plan.int96_columns()))
+    }
+
+    /// A table's `(location, format, version)`: what a worker opens again to scan some of its
+    /// files (see `scan_files`); `None` for files.
+    fn table(&self) -> Option<(String, String, u64)> {
+        (self.inner.table())
+            .map(|(location, format, version)| (location.to_string(), format.to_string(), version))
     }
 
     /// The row groups a scan with this filter would read after pruning by partition values

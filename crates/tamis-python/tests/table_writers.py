@@ -1,18 +1,23 @@
 """Writers for what the table formats' Python writers leave out, shared by the tests
 (test_delta.py, test_iceberg.py) and the benchmark (bench/lakehouse.py): a Delta deletion
 vector (delta-rs writes none) and Iceberg delete files committed as merge-on-read writers
-(Spark) commit them (pyiceberg reads them but writes copy-on-write deletes only); and the
-row comparison both test modules check tamis with."""
+(Spark) commit them (pyiceberg reads them but writes copy-on-write deletes only); an Iceberg
+REST catalog serving a SQL catalog's tables; and the row comparison both test modules check
+tamis with."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
+import threading
 import time
 import uuid
 import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -192,6 +197,67 @@ def positional_delete_file(table, data_file, positions: list[int]):
     )
     f.spec_id = data_file.spec_id
     return f
+
+
+# ── Iceberg: a REST catalog ──────────────────────────────────────────────────────────────────
+# The two calls of the REST catalog's protocol (its OpenAPI spec) that a reader makes:
+# `GET /v1/config` and `GET /v1/namespaces/{namespace}/tables/{table}` (LoadTable), answered
+# from a pyiceberg SQL catalog; errors as the spec's ErrorModel. pyiceberg has a REST client
+# but no server.
+
+
+@contextlib.contextmanager
+def rest_catalog(sql_catalog, token: str | None = None, vended: dict | None = None):
+    """Serves `sql_catalog`'s tables on 127.0.0.1 for the block; yields the base URL and the
+    paths asked for. With `token`, a request without `Authorization: Bearer <token>` is
+    refused (401); `vended` is the storage configuration returned with every table."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def answer(self, code: int, body: dict):
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def error(self, code: int, kind: str, message: str):
+            self.answer(code, {"error": {"message": message, "type": kind, "code": code}})
+
+        def do_GET(self):
+            path = urlparse(self.path).path
+            asked.append(path)
+            if token is not None and self.headers.get("Authorization") != f"Bearer {token}":
+                return self.error(401, "NotAuthorizedException", "no valid token")
+            if path == "/v1/config":
+                return self.answer(200, {"defaults": {}, "overrides": {}})
+            parts = path.split("/")
+            if len(parts) == 6 and parts[:3] == ["", "v1", "namespaces"] and parts[4] == "tables":
+                namespace = tuple(unquote(parts[3]).split("\x1f"))
+                try:
+                    table = sql_catalog.load_table((*namespace, unquote(parts[5])))
+                except Exception as e:  # pyiceberg's NoSuchTableError, NoSuchNamespaceError
+                    return self.error(404, "NoSuchTableException", str(e))
+                return self.answer(200, {
+                    "metadata-location": table.metadata_location,
+                    "metadata": json.loads(table.io.new_input(table.metadata_location).open().read()),
+                    "config": vended or {},
+                })
+            return self.error(404, "NotFoundException", f"no route {path}")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 # ── comparing a table's rows with the writer's ───────────────────────────────────────────────

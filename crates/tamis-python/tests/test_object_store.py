@@ -605,3 +605,15 @@ def test_an_iceberg_table_in_the_store_reads_as_pyiceberg_reads_it(server, store
             got = tamis.scan(location, where=where, storage_options=options)
             want = sorted((r["id"], r["p"]) for r in expected.to_pylist() if keep(r))
             assert sorted(zip(got.column("id").to_pylist(), got.column("p").to_pylist())) == want
+    # Through a REST catalog that vends the bucket's endpoint and keys with the table: tamis
+    # reads the metadata, manifests and data with them, given no storage option of its own.
+    from table_writers import rest_catalog
+
+    vended = {"s3.endpoint": server, "s3.access-key-id": "testing",
+              "s3.secret-access-key": "testing", "s3.region": "us-east-1"}
+    with rest_catalog(catalog, vended=vended) as (uri, asked):
+        got = tamis.scan(f"iceberg+{uri}?table=ns.t", where="p = 'p1' AND id < 700")
+        want = sorted((r["id"], r["p"]) for r in expected.to_pylist()
+                      if r["p"] == "p1" and r["id"] < 700)
+        assert sorted(zip(got.column("id").to_pylist(), got.column("p").to_pylist())) == want
+        assert "/v1/namespaces/ns/tables/t" in asked

@@ -993,3 +993,100 @@ def test_long_key_lists_are_probed_as_bloom_filters(spark, many_keys, key):
     off, _ = answer("tamis", {"spark.sql.optimizer.dynamicPartitionPruning.enabled": "false"})
     theirs, _ = answer("parquet")
     assert ours == off == theirs and ours[0][0] > 0
+
+
+# --------------------------------------------------------------------------------------------
+# Lakehouse tables (issue 41): each task opens the table's snapshot again, so its deletes,
+# column names and partition values are the table's, never the bare files'.
+
+
+def _lakehouse_batch(start: int, n: int) -> pa.Table:
+    rng = random.Random(start)
+    return pa.table({
+        "id": pa.array(range(start, start + n), pa.int64()),
+        "k": pa.array([rng.randrange(50) for _ in range(n)], pa.int32()),
+        "s": pa.array([None if i % 11 == 0 else f"v{rng.randrange(30)}" for i in range(n)]),
+        "x": pa.array([rng.random() * 100 for _ in range(n)], pa.float64()),
+        "p": pa.array([f"part{i % 3}" for i in range(n)]),
+    })
+
+
+LAKEHOUSE_WHERES = [None, "k < 10", "p = 'part1' AND x > 50", "s IS NULL OR id >= 5000"]
+
+
+def test_delta_tables_read_in_spark(spark, tmp_path):
+    """A partitioned Delta table with a deletion vector, read at its latest version and at an
+    older one (`versionAsOf`), equals the writer's rows minus the deleted ones."""
+    deltalake = pytest.importorskip("deltalake")
+    pytest.importorskip("pyroaring")
+    from table_writers import add_deletion_vector, oracle, sorted_rows
+
+    path = tmp_path / "delta"
+    first, second = _lakehouse_batch(0, 4000), _lakehouse_batch(4000, 3000)
+    deltalake.write_deltalake(str(path), first, partition_by=["p"], mode="append")
+    deltalake.write_deltalake(str(path), second, partition_by=["p"], mode="append")
+    files = sorted(str(Path(f).relative_to(path)) for f in deltalake.DeltaTable(str(path)).file_uris())
+    victim = files[0]
+    positions = list(range(0, pq.read_metadata(path / victim).num_rows, 3))
+    gone = set(pq.read_table(path / victim, columns=["id"]).column("id").take(positions).to_pylist())
+    add_deletion_vector(path, {victim: positions})
+    latest = pa.concat_tables([first, second]).filter(
+        pa.array([i not in gone for i in range(7000)]))
+    columns = ["id", "k", "s", "x", "p"]
+    for where in LAKEHOUSE_WHERES:
+        df = spark.read.format("tamis").load(str(path))
+        if where is not None:
+            df = df.where(where)
+        got = df.select(*columns).toArrow()
+        assert sorted_rows(got) == sorted_rows(oracle(latest, where).select(columns)), where
+    # A count reads a column: the footers' row counts include the deleted rows.
+    assert spark.read.format("tamis").load(str(path)).count() == latest.num_rows
+    old = spark.read.format("tamis").option("versionAsOf", "0").load(str(path))
+    assert sorted_rows(old.select(*columns).toArrow()) == sorted_rows(first.select(columns))
+
+
+def test_iceberg_tables_read_in_spark(spark, tmp_path):
+    """An Iceberg table with positional deletes, read as pyiceberg reads it, at its current
+    snapshot and at its first (`versionAsOf`: a snapshot id)."""
+    pytest.importorskip("pyiceberg")
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
+    from table_writers import add_delete_files, oracle, positional_delete_file, sorted_rows
+
+    (tmp_path / "warehouse").mkdir()
+    catalog = SqlCatalog("spark", uri=f"sqlite:///{tmp_path / 'catalog.db'}",
+                         warehouse=f"file://{tmp_path / 'warehouse'}")
+    catalog.create_namespace("ns")
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "k", IntegerType(), required=False),
+                    NestedField(3, "s", StringType(), required=False),
+                    NestedField(4, "x", DoubleType(), required=False),
+                    NestedField(5, "p", StringType(), required=False))
+    table = catalog.create_table(
+        "ns.t", schema=schema,
+        partition_spec=PartitionSpec(PartitionField(5, 1000, IdentityTransform(), "p")))
+    table.append(_lakehouse_batch(0, 4000))
+    table.append(_lakehouse_batch(4000, 3000))
+    table = catalog.load_table("ns.t")
+    add_delete_files(table, [
+        positional_delete_file(table, task.file, list(range(0, task.file.record_count, 4)))
+        for task in table.scan().plan_files()])
+    table = catalog.load_table("ns.t")
+    latest = table.scan().to_arrow()
+    assert latest.num_rows < 7000
+    columns = ["id", "k", "s", "x", "p"]
+    for where in LAKEHOUSE_WHERES:
+        df = spark.read.format("tamis").load(table.metadata_location)
+        if where is not None:
+            df = df.where(where)
+        got = df.select(*columns).toArrow()
+        assert sorted_rows(got) == sorted_rows(oracle(latest, where).select(columns)), where
+    assert spark.read.format("tamis").load(table.metadata_location).count() == latest.num_rows
+    first = table.metadata.snapshots[0].snapshot_id
+    old = (spark.read.format("tamis").option("versionAsOf", str(first))
+           .load(table.metadata_location))
+    want = table.scan(snapshot_id=first).to_arrow()
+    assert sorted_rows(old.select(*columns).toArrow()) == sorted_rows(want.select(columns))

@@ -30,6 +30,7 @@ use jni::JNIEnv;
 use serde::{Deserialize, Serialize};
 use tamis::expr::{Expr, KeyFilter};
 use tamis::io::StorageOptions;
+use tamis::table::{AsOf, TableFormat};
 use tamis::{Canceller, Dataset, Error, ErrorKind, Scan, ScanMetrics, ScanStream};
 
 /// Executor memory is the JVM's, but page buffers are large and short-lived: mimalloc reuses
@@ -194,29 +195,49 @@ unsafe fn opened<'a>(handle: jlong) -> tamis::Result<&'a Opened> {
     Ok(unsafe { &*(handle as *const Opened) })
 }
 
-/// Opens a dataset (file, directory, glob or object-store URL), reading its footers once.
-/// `storage`: a JSON object of object-store options. Returns a handle for the calls below.
+/// Opens a dataset (file, directory, glob, object-store URL or table), reading its footers
+/// once. `storage`: a JSON object of object-store options; `table`: which version of a table
+/// to read ([`TableChoice`]). Returns a handle for the calls below.
 #[no_mangle]
 pub extern "system" fn Java_io_tamis_spark_Native_openDataset(
     mut env: JNIEnv,
     _class: JClass,
     path: JString,
     storage_json: JString,
+    table_json: JString,
 ) -> jlong {
     guarded(&mut env, 0, |env| {
         let path = string(env, &path)?;
-        let options = json(&string(env, &storage_json)?, "storage options")?;
-        let dataset = Dataset::open_with(&path, &storage(options), None)?;
-        if dataset.is_table() {
-            return Err(Error::unsupported(format!(
-                "{path} is a table (Delta Lake or Apache Iceberg): the Spark source does not \
-                 split tables into tasks yet; read it with tamis.scan, tamis sql or Spark's \
-                 Delta or Iceberg reader"
-            ))
-            .into());
-        }
+        let options = storage(json(&string(env, &storage_json)?, "storage options")?);
+        let choice: TableChoice = json(&string(env, &table_json)?, "table options")?;
+        let format = (choice.format.as_deref().map(str::parse)).transpose()?;
+        let version = (choice.version.as_deref())
+            .map(|v| {
+                v.parse::<u64>().map_err(|_| {
+                    Error::invalid(format!("versionAsOf must be a version number, not '{v}'"))
+                })
+            })
+            .transpose()?;
+        let at = AsOf::given(version, choice.timestamp.as_deref())?;
+        let dataset = Dataset::open_as_of(&path, format, at, &options, None)?;
         Ok(Box::into_raw(Box::new(Opened { dataset, path })) as jlong)
     })
+}
+
+/// The source's options `versionAsOf`, `timestampAsOf` and `tableFormat` (see Options.java).
+#[derive(Deserialize, Default)]
+struct TableChoice {
+    version: Option<String>,
+    timestamp: Option<String>,
+    format: Option<String>,
+}
+
+/// A table's snapshot as a task opens it again: its location, format and version.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+struct TableVersion {
+    location: String,
+    format: String,
+    version: u64,
 }
 
 /// Frees a dataset handle.
@@ -240,6 +261,8 @@ pub extern "system" fn Java_io_tamis_spark_Native_closeDataset(
 #[derive(Serialize)]
 struct Description {
     root: Option<String>,
+    /// A table's version, which every task opens again.
+    table: Option<TableVersion>,
     /// Partition columns and their Arrow types (`DataType`'s display text).
     partition_types: Vec<(String, String)>,
     /// Columns stored as INT96 in some file (Spark's timestamps with time zone).
@@ -284,12 +307,20 @@ pub extern "system" fn Java_io_tamis_spark_Native_describe(
             .map(|f| f.name().clone())
             .collect();
         let partitions: Vec<&String> = plan.partitions.fields.iter().map(|(n, _)| n).collect();
-        everywhere.retain(|name| {
-            partitions.contains(&name)
-                || (plan.files.iter()).all(|f| f.schema.fields().iter().any(|c| c.name() == name))
-        });
+        let held: Vec<Vec<String>> = (0..plan.files.len())
+            .map(|fi| plan.file_columns(fi))
+            .collect();
+        everywhere
+            .retain(|name| partitions.contains(&name) || held.iter().all(|c| c.contains(name)));
         let description = Description {
             root: dataset.root(),
+            table: dataset
+                .table()
+                .map(|(location, format, version)| TableVersion {
+                    location: location.to_string(),
+                    format: format.to_string(),
+                    version,
+                }),
             partition_types: (plan.partitions.fields.iter())
                 .map(|(name, t)| (name.clone(), t.to_string()))
                 .collect(),
@@ -416,6 +447,9 @@ pub extern "system" fn Java_io_tamis_spark_Native_aggregate(
 struct ScanRequest {
     /// The dataset's root, for hive partition values.
     root: Option<String>,
+    /// The table whose files `parts` names, if the dataset is one.
+    #[serde(default)]
+    table: Option<TableVersion>,
     /// `(file location, file size, first row group, end row group)`.
     parts: Vec<(String, u64, usize, usize)>,
     #[serde(rename = "where")]
@@ -531,9 +565,23 @@ impl ScanRequest {
                 files_once.push(f);
             }
         }
-        let listing = tamis::io::named(self.root.as_deref(), &files_once, &storage(self.storage))?;
-        let mut scan = Scan::open_listing(listing)?;
-        if !self.partition_types.is_empty() {
+        let options = storage(self.storage);
+        let mut scan = match &self.table {
+            // The table's files of this task: their deletes, column names and partition
+            // values from the snapshot (the driver already pruned by its statistics).
+            Some(t) => {
+                let format: TableFormat = t.format.parse()?;
+                let snapshot =
+                    tamis::table::open_version(&t.location, format, t.version, &options)?;
+                let locations: Vec<String> = files_once.iter().map(|(l, _)| l.clone()).collect();
+                Scan::open_table(snapshot.with_files(&locations))?
+            }
+            None => {
+                let listing = tamis::io::named(self.root.as_deref(), &files_once, &options)?;
+                Scan::open_listing(listing)?
+            }
+        };
+        if !self.partition_types.is_empty() && self.table.is_none() {
             scan = scan.partition_types_text(&self.partition_types)?;
         }
         let mut filter = self.filter.as_deref().map(tamis::expr::parse).transpose()?;

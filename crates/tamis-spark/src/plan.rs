@@ -43,12 +43,9 @@ pub fn groups_left(dataset: &Dataset, filter: Option<&str>) -> Result<Vec<Group>
         ),
     };
     let mut out = Vec::new();
-    for file in &dataset.plan().files {
-        let columns = std::sync::Arc::new(
-            (file.schema.fields().iter())
-                .map(|f| f.name().clone())
-                .collect::<Vec<_>>(),
-        );
+    let plan = dataset.plan();
+    for (fi, file) in plan.files.iter().enumerate() {
+        let columns = std::sync::Arc::new(plan.file_columns(fi));
         for (index, group) in file.metadata.row_groups().iter().enumerate() {
             if left
                 .as_ref()

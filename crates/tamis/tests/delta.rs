@@ -382,3 +382,41 @@ fn a_delta_version_is_read_as_it_was() {
     let e = at(day(2019)).unwrap_err();
     assert_eq!(e.kind, tamis::ErrorKind::InvalidArgument, "{e}");
 }
+
+#[test]
+fn a_deletion_vector_is_read_only_for_a_file_the_scan_reaches() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path());
+    let root = t.root.to_str().unwrap();
+    let all = expected(&t);
+    // Without a.parquet's deletion vector, every scan that reaches a.parquet fails, naming it…
+    std::fs::remove_file(t.root.join("deletion_vector.bin")).unwrap();
+    let e = (tamis::Scan::open(root)
+        .unwrap()
+        .filter("id >= 0")
+        .unwrap()
+        .batches())
+    .and_then(|mut stream| stream.try_for_each(|b| b.map(|_| ())))
+    .unwrap_err();
+    assert!(e.to_string().contains("a.parquet"), "{e}");
+    // …and every scan that prunes it, by the partition or by the log's statistics, does not
+    // read it: the same rows as with it.
+    for (text, keep) in [
+        (
+            "p = 'y'",
+            Box::new(|r: &Row| r.2 == "y") as Box<dyn Fn(&Row) -> bool>,
+        ),
+        ("id >= 1500", Box::new(|r: &Row| r.0 >= 1500)),
+    ] {
+        let mut want: Vec<Row> = all.iter().filter(|r| keep(r)).cloned().collect();
+        want.sort();
+        let scan = tamis::Scan::open(root).unwrap().filter(text).unwrap();
+        assert_eq!(scanned(scan).1, want, "{text}");
+        let dataset = tamis::Dataset::open(root).unwrap();
+        assert_eq!(
+            scanned(dataset.scan().filter(text).unwrap()).1,
+            want,
+            "{text}"
+        );
+    }
+}

@@ -114,7 +114,7 @@ class ScanOptions:
             environment variables (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) apply too.
         table_version: the version of the table at ``path`` to read (time travel): a Delta
             version or an Iceberg snapshot id (default the latest). Only where a path is opened
-            (:func:`scan`, :func:`explain`), as are the next two.
+            (:func:`scan`, :func:`explain`, :class:`Dataset`), as are the next two.
         table_timestamp: read the table at ``path`` as it was at this time: a
             ``datetime.datetime`` (naive: UTC) or a string (``YYYY-MM-DD``,
             ``YYYY-MM-DD HH:MM:SS`` in UTC, or ISO 8601 with an offset).
@@ -297,17 +297,21 @@ class Dataset:
     do not read metadata again.
 
     ``path`` is what :func:`scan` takes (a file, directory, glob or object-store prefix, with
-    hive partitions); ``storage_options`` as in :class:`ScanOptions`. The methods take the
-    arguments of :func:`scan` (``storage_options`` is the dataset's)::
+    hive partitions, or a table); ``storage_options``, ``table_version``, ``table_timestamp``
+    and ``table_format`` as in :class:`ScanOptions`. The methods take the arguments of
+    :func:`scan` (``storage_options`` and the table's version are the dataset's)::
 
         ds = tamis.Dataset("s3://bucket/lineitem/", storage_options={...})
         ds.scan(where="l_orderkey = 3000000", columns=["l_partkey"])
     """
 
     def __init__(self, path: PathLike, storage_options: Optional[Mapping[str, Any]] = None,
-                 metadata_budget: Optional[int] = None) -> None:
+                 metadata_budget: Optional[int] = None, table_version: Optional[int] = None,
+                 table_timestamp: Optional[Union[str, "datetime.datetime"]] = None,
+                 table_format: Optional[str] = None) -> None:
         self._native = _tamis.Dataset(os.fspath(path), _keywords(
-            locals(), ("self", "path"), storage_options=_storage(storage_options)))
+            locals(), ("self", "path"), storage_options=_storage(storage_options),
+            table_timestamp=_TO_NATIVE["table_timestamp"](table_timestamp)))
 
     @property
     def files(self) -> list:

@@ -97,7 +97,7 @@ from . import Dataset, InvalidArgumentError, ScanOptions, UnsupportedError, _rea
 FORMAT = "tamis"
 
 _KNOWN_OPTIONS = {"path", "paths", "columns", "maxpartitionbytes", "minpartitions", "threads",
-                  "batchsize"}
+                  "batchsize", "versionasof", "timestampasof", "tableformat"}
 _DEFAULT_PARTITION_BYTES = 128 << 20
 #: Rows per batch handed to Spark: each batch crosses to the JVM as one Arrow IPC message
 #: (65 536 rows cross 6 Mi rows about 15 % faster than 8 192; BENCHMARKS.md).
@@ -405,7 +405,8 @@ def _options(options: Dict[str, str]) -> Tuple[str, Dict[str, str], Dict[str, st
     if unknown:
         raise InvalidArgumentError(
             f"invalid argument: unknown tamis source option(s) {', '.join(unknown)} (columns, "
-            "maxPartitionBytes, minPartitions, threads, storage.<key>)")
+            "maxPartitionBytes, minPartitions, threads, versionAsOf, timestampAsOf, tableFormat, "
+            "storage.<key>)")
     return path, storage, rest
 
 
@@ -432,7 +433,14 @@ class TamisDataSource(DataSource):
 
     def _dataset(self) -> Tuple[str, Dict[str, str], Dict[str, str], Dataset]:
         path, storage, rest = _options(dict(self.options))
-        return path, storage, rest, Dataset(path, storage_options=storage or None)
+        version = rest.get("versionasof")
+        if version is not None and not version.strip().isdigit():
+            raise InvalidArgumentError(
+                f"invalid argument: versionAsOf must be a version number, not '{version}'")
+        return path, storage, rest, Dataset(
+            path, storage_options=storage or None,
+            table_version=None if version is None else int(version),
+            table_timestamp=rest.get("timestampasof"), table_format=rest.get("tableformat"))
 
     def schema(self) -> StructType:
         path, _, rest, ds = self._dataset()
@@ -472,6 +480,8 @@ class TamisReader(DataSourceReader):
         self.partition_bytes = _positive(rest, "maxPartitionBytes", _DEFAULT_PARTITION_BYTES)
         self.min_partitions = _positive(rest, "minPartitions", os.cpu_count() or 1)
         self.root, self.partition_types, self._files, int96 = ds._native.layout()
+        # A table's tasks open its snapshot again: its deletes, column names, partition values.
+        self.table = ds._native.table()
         arrow = ds.schema
         dataset_types = {f.name: f.dataType for f in spark_schema(arrow, path, int96).fields}
         # Columns finer than Spark's microseconds: tamis would compare the nanoseconds that
@@ -565,10 +575,11 @@ class TamisReader(DataSourceReader):
                               batch_size=self.batch_size,
                               storage_options=self.storage or None)._native()
         options["row_groups"] = [(loc, first, end) for loc, _, first, end in partition.parts]
-        options["partition_types"] = list(self.partition_types) or None
+        if self.table is None:
+            options["partition_types"] = list(self.partition_types) or None
         # A file with two ranges here is named twice; `scan_files` opens it once.
         files = [(loc, size) for loc, size, _, _ in partition.parts]
-        stream = _tamis.scan_files(self.root, files, options)
+        stream = _tamis.scan_files(self.root, files, options, self.table)
         for batch in _reader(stream):
             yield _conform(batch, target)
 

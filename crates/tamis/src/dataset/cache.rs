@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::file::OpenedFile;
 use crate::io::location::{locate, Located};
 use crate::io::StorageOptions;
+use crate::table::{AsOf, TableSnapshot};
 
 use super::plan::DatasetPlan;
 
@@ -63,6 +64,8 @@ pub struct Dataset {
     open: Arc<OpenFiles>,
     /// The listing's root (directory, prefix or glob base), if the path named more than a file.
     root: Option<String>,
+    /// A table's location, format and version, if this is one.
+    table: Option<(String, crate::table::TableFormat, u64)>,
 }
 
 impl Dataset {
@@ -79,21 +82,50 @@ impl Dataset {
         options: &StorageOptions,
         metadata_budget: Option<u64>,
     ) -> Result<Dataset> {
-        let (mut plan, root) = match locate(path.as_ref(), options)? {
+        match locate(path.as_ref(), options)? {
             Located::Files(listing) => {
-                (DatasetPlan::open_keeping(&listing, MAX_OPEN)?, listing.root)
+                let plan = DatasetPlan::open_keeping(&listing, MAX_OPEN)?;
+                Ok(Self::of(plan, listing.root, None, metadata_budget))
             }
-            Located::Table(location, format) => {
-                let table = crate::table::open(
-                    &location,
-                    Some(format),
-                    crate::table::AsOf::Latest,
-                    options,
-                )?;
-                let all: Vec<usize> = (0..table.files.len()).collect();
-                (DatasetPlan::open_table(&table, &all, MAX_OPEN)?, None)
-            }
-        };
+            Located::Table(location, format) => Self::open_table(
+                &crate::table::open(&location, Some(format), AsOf::Latest, options)?,
+                metadata_budget,
+            ),
+        }
+    }
+
+    /// [`Dataset::open_with`], with the table at `path` read at `at` and, given `format`, as
+    /// that format (see [`crate::Scan::open_as_of`]).
+    pub fn open_as_of(
+        path: impl AsRef<str>,
+        format: Option<crate::table::TableFormat>,
+        at: AsOf,
+        options: &StorageOptions,
+        metadata_budget: Option<u64>,
+    ) -> Result<Dataset> {
+        match (format, at) {
+            (None, AsOf::Latest) => Self::open_with(path, options, metadata_budget),
+            (format, at) => Self::open_table(
+                &crate::table::open(path.as_ref(), format, at, options)?,
+                metadata_budget,
+            ),
+        }
+    }
+
+    /// Every file of a table's snapshot, their footers read once.
+    pub fn open_table(table: &TableSnapshot, metadata_budget: Option<u64>) -> Result<Dataset> {
+        let all: Vec<usize> = (0..table.files.len()).collect();
+        let plan = DatasetPlan::open_table(table, &all, MAX_OPEN)?;
+        let identity = (table.location.clone(), table.format, table.version);
+        Ok(Self::of(plan, None, Some(identity), metadata_budget))
+    }
+
+    fn of(
+        mut plan: DatasetPlan,
+        root: Option<String>,
+        table: Option<(String, crate::table::TableFormat, u64)>,
+        metadata_budget: Option<u64>,
+    ) -> Dataset {
         let open = Arc::new(OpenFiles::new(
             plan.files.len(),
             metadata_budget.unwrap_or(DEFAULT_METADATA_BUDGET),
@@ -105,7 +137,12 @@ impl Dataset {
             }
         }
         plan.open_files = Some(open.clone());
-        Ok(Dataset { plan, open, root })
+        Dataset {
+            plan,
+            open,
+            root,
+            table,
+        }
     }
 
     /// The plan a new scan starts from (`Dataset::scan`, defined with the scan that sits above
@@ -121,6 +158,13 @@ impl Dataset {
     /// so a planner that hands files to workers must not split it.
     pub fn is_table(&self) -> bool {
         self.plan.order.is_some()
+    }
+
+    /// A table's location, format and version: what opens the same snapshot elsewhere
+    /// ([`crate::table::open`] at [`AsOf::Version`]); `None` for files.
+    pub fn table(&self) -> Option<(&str, crate::table::TableFormat, u64)> {
+        (self.table.as_ref())
+            .map(|(location, format, version)| (location.as_str(), *format, *version))
     }
 
     /// The files, their footers, schema and leaves (for statistics and planning).

@@ -71,8 +71,8 @@ pub struct DatasetFile {
     pub partition: Vec<PartitionValue>,
     /// Still open from reading the footer (first [`KEEP_OPEN`] files only).
     pub opened: Option<Arc<OpenedFile>>,
-    /// Rows a table's metadata deleted (positions in the file, ascending): never read.
-    pub deleted: Option<Arc<[u64]>>,
+    /// Rows a table's metadata deleted (read when a scan reaches the file): never read.
+    pub deleted: Option<crate::table::Deletes>,
 }
 
 impl DatasetFile {
@@ -133,6 +133,16 @@ impl DatasetPlan {
     /// [`DatasetPlan::open`], keeping the first `keep_open` files open.
     pub fn open_keeping(listing: &Listing, keep_open: usize) -> Result<DatasetPlan> {
         Self::open_typed(listing, keep_open, &[])
+    }
+
+    /// The dataset's columns file `fi` holds, by their dataset names (a table's names, not
+    /// the file's physical ones), in the dataset's order; partition columns not included.
+    pub fn file_columns(&self, fi: usize) -> Vec<String> {
+        let has = self.unified.columns.get(fi);
+        (self.unified.schema.fields().iter().enumerate())
+            .filter(|(o, _)| has.and_then(|c| c.get(*o)).is_some_and(|i| i.is_some()))
+            .map(|(_, f)| f.name().clone())
+            .collect()
     }
 
     /// The top-level columns stored as INT96 in any file (Spark's timestamps), sorted.
@@ -680,8 +690,9 @@ pub struct ScanFile {
     /// Per row group of `row_groups`, the statistics' verdicts on `predicate` (`None`: not
     /// evaluated, statistics off or no predicate): the row group's scan replays them.
     pub(crate) statistics: Vec<Option<LeafVerdicts>>,
-    /// Rows the table deleted (positions in the file, ascending): never selected.
-    pub deleted: Option<Arc<[u64]>>,
+    /// Rows the table deleted (read when the first of its row groups is scanned): never
+    /// selected.
+    pub deleted: Option<crate::table::Deletes>,
 }
 
 impl ScanFile {

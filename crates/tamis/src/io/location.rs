@@ -7,7 +7,8 @@
 //! from explicit [`StorageOptions`], which win. Option keys are the `object_store` crate's
 //! (`endpoint`, `region`, `access_key_id`, `secret_access_key`, `allow_http`, `timeout`, …)
 //! plus tamis's own: `latency_ms` and `bandwidth_mb_per_s` (fix the source's cost model instead
-//! of measuring it) and `max_requests` (requests in flight per store).
+//! of measuring it) and `max_requests` (requests in flight per store), and an Iceberg REST
+//! catalog's properties as `iceberg.<property>` (`iceberg.token`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -234,6 +235,16 @@ pub enum TableFormat {
     Delta,
     /// Apache Iceberg: a `*.metadata.json` file, or a root holding `metadata/`.
     Iceberg,
+}
+
+impl std::fmt::Display for TableFormat {
+    /// `delta` or `iceberg`, as [`std::str::FromStr`] reads it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Delta => "delta",
+            Self::Iceberg => "iceberg",
+        })
+    }
 }
 
 impl std::str::FromStr for TableFormat {
@@ -633,7 +644,8 @@ fn store_config(
         }
     }
     for (key, value) in &options.0 {
-        if TAMIS_KEYS.contains(&key.as_str()) {
+        // tamis's own settings, and an Iceberg catalog's properties (`iceberg.token`).
+        if TAMIS_KEYS.contains(&key.as_str()) || key.starts_with("iceberg.") {
             continue;
         }
         let name = setting(scheme, &key.to_ascii_lowercase()).ok_or_else(|| {

@@ -54,7 +54,11 @@ impl Shared {
         let first_row: u64 = (file.metadata.row_groups()[..rg].iter())
             .map(|g| g.num_rows().max(0) as u64)
             .sum();
-        let deleted = match &plan.deleted {
+        let all = match &plan.deleted {
+            Some(deletes) => Some(deletes.rows()?),
+            None => None,
+        };
+        let deleted = match &all {
             Some(all) => {
                 let end = first_row + file.metadata.row_group(rg).num_rows().max(0) as u64;
                 let from = all.partition_point(|&r| r < first_row);

@@ -19,7 +19,7 @@ use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
 use delta_kernel_default_engine::DefaultEngine;
 use url::Url;
 
-use super::{AsOf, PredicateBuilder, TableColumn, TableFile, TableSnapshot};
+use super::{AsOf, Deletes, PredicateBuilder, TableColumn, TableFile, TableSnapshot};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{CmpOp, Expr, Literal};
 use crate::io::location::{store_for, FileRef, StorageOptions};
@@ -32,15 +32,16 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     let name = format!("Delta Lake table {}", location.trim_end_matches('/'));
     let in_table = |e: Error| e.in_file(&name);
     let (root, engine) = engine_for(location, options).map_err(in_table)?;
+    let engine = Arc::new(engine);
     let builder = Snapshot::builder_for(root.as_str());
     let snapshot = match at {
-        AsOf::Latest => builder.build(&engine),
-        AsOf::Version(v) => builder.at_version(v).build(&engine),
+        AsOf::Latest => builder.build(&*engine),
+        AsOf::Version(v) => builder.at_version(v).build(&*engine),
         // The latest commit at or before the time: found from the latest snapshot's log.
-        AsOf::Timestamp(ms) => builder.build(&engine).and_then(|latest| {
+        AsOf::Timestamp(ms) => builder.build(&*engine).and_then(|latest| {
             let commit = delta_kernel::history_manager::latest_version_as_of(
                 &latest,
-                &engine,
+                &*engine,
                 ms,
                 delta_kernel::history_manager::HistoryCommitType::Recreatable,
             )?;
@@ -48,7 +49,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
                 true => Ok(latest),
                 false => (Snapshot::builder_for(root.as_str()))
                     .at_version(commit.version)
-                    .build(&engine),
+                    .build(&*engine),
             }
         }),
     }
@@ -118,7 +119,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
 
     let mut scan_files: Vec<ScanFile> = Vec::new();
     let metadata = scan
-        .scan_metadata(&engine)
+        .scan_metadata(&*engine)
         .map_err(|e| kernel(e).in_file(&name))?;
     for batch in metadata {
         let batch = batch.map_err(|e| kernel(e).in_file(&name))?;
@@ -148,14 +149,16 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
                     .cloned()
             })
             .collect();
-        let deleted = (f.dv_info)
-            .get_row_indexes(&engine, &table_root)
-            .map_err(|e| kernel(e).in_file(&location))?
-            .map(|mut rows| {
-                rows.sort_unstable();
-                rows.dedup();
-                Arc::<[u64]>::from(rows)
-            });
+        // The deletion vector is read when a scan reaches the file (never for a pruned one).
+        let deleted = f.dv_info.has_vector().then(|| {
+            let (dv, engine, root) = (f.dv_info.clone(), engine.clone(), table_root.clone());
+            Deletes::lazy(move || {
+                let rows = dv.get_row_indexes(&*engine, &root);
+                Ok(rows
+                    .map_err(|e| kernel(e).in_file(&location))?
+                    .unwrap_or_default())
+            })
+        });
         files.push(TableFile {
             file,
             partition,
@@ -176,6 +179,8 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     Ok(TableSnapshot {
         pruner: Some(Arc::new(pruner)),
         name,
+        location: location.to_string(),
+        format: super::TableFormat::Delta,
         version,
         columns,
         partitions: partition_fields,
@@ -348,7 +353,7 @@ fn arrow_type(t: &DataType, column: &str) -> Result<ArrowType> {
 /// a filter is translated into the kernel's predicate where it can be (see [`to_kernel`]) and
 /// the kernel's data skipping replays the log with it.
 pub(crate) struct DeltaPruner {
-    engine: Engine,
+    engine: Arc<Engine>,
     snapshot: delta_kernel::snapshot::SnapshotRef,
     /// Data and partition columns: their names and Arrow types, for literals.
     columns: Vec<(String, ArrowType)>,
@@ -376,7 +381,7 @@ impl super::FilePruner for DeltaPruner {
             .map_err(|e| kernel(e).in_file(&self.name))?;
         let mut paths: Vec<String> = Vec::new();
         let metadata = scan
-            .scan_metadata(&self.engine)
+            .scan_metadata(&*self.engine)
             .map_err(|e| kernel(e).in_file(&self.name))?;
         for batch in metadata {
             let batch = batch.map_err(|e| kernel(e).in_file(&self.name))?;

@@ -16,7 +16,7 @@
 pub mod delta;
 pub mod iceberg;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::datatypes::{DataType, Field};
 
@@ -104,11 +104,49 @@ pub fn open(
     }
 }
 
+/// The snapshot [`open`] gives for `location` in `format` at `version`, opened once per
+/// process for each storage options: the tasks a worker runs for one scan (Spark's) read the
+/// same snapshot, its deletes read once per file. The last few opened are kept.
+pub fn open_version(
+    location: &str,
+    format: TableFormat,
+    version: u64,
+    options: &StorageOptions,
+) -> Result<Arc<TableSnapshot>> {
+    type Opened = Vec<(String, Arc<TableSnapshot>)>;
+    static OPENED: Mutex<Opened> = Mutex::new(Vec::new());
+    const KEEP: usize = 8;
+    let key = format!("{location}|{format}|{version}|{:?}", options.0);
+    let found = (OPENED.lock().unwrap_or_else(|e| e.into_inner()).iter())
+        .find(|(k, _)| *k == key)
+        .map(|(_, s)| s.clone());
+    if let Some(snapshot) = found {
+        return Ok(snapshot);
+    }
+    let snapshot = Arc::new(open(
+        location,
+        Some(format),
+        AsOf::Version(version),
+        options,
+    )?);
+    let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    if opened.len() >= KEEP {
+        opened.remove(0);
+    }
+    opened.push((key, snapshot.clone()));
+    Ok(snapshot)
+}
+
 /// The files of one version of a table and how its columns map onto them.
 #[derive(Debug, Clone)]
 pub struct TableSnapshot {
     /// The format and location, for errors and `explain` ("Delta Lake table s3://b/t").
     pub name: String,
+    /// The location it was opened from, as given: with `format` and `version`, what opens
+    /// the same snapshot again elsewhere (a Spark executor, [`open_version`]).
+    pub location: String,
+    /// The table's format.
+    pub format: TableFormat,
     /// The version read: a Delta version, or an Iceberg snapshot id.
     pub version: u64,
     /// The data columns (not partition columns), in the table's order.
@@ -123,6 +161,17 @@ pub struct TableSnapshot {
     pub files: Vec<TableFile>,
     /// Prunes files by the statistics the table's metadata holds for each (`None`: none).
     pub pruner: Option<Arc<dyn FilePruner>>,
+}
+
+impl TableSnapshot {
+    /// This snapshot with only the files at `locations` (a worker's share of a scan that was
+    /// pruned where it was planned), and no pruner.
+    pub fn with_files(&self, locations: &[String]) -> TableSnapshot {
+        let mut out = self.clone();
+        (out.files).retain(|f| locations.contains(&f.file.location()));
+        out.pruner = None;
+        out
+    }
 }
 
 /// Prunes a table's files before their footers are read, by what its metadata records per
@@ -152,8 +201,63 @@ pub struct TableFile {
     /// One value per partition column of [`TableSnapshot::partitions`], as the metadata
     /// writes it (`None`: NULL); the dataset layer types them.
     pub partition: Vec<Option<String>>,
-    /// The file's deleted rows (positions in the file, ascending, no repeats), if any.
-    pub deleted: Option<Arc<[u64]>>,
+    /// The file's deleted rows, if the metadata says it has some: read when a scan first
+    /// needs them.
+    pub deleted: Option<Deletes>,
+}
+
+/// A data file's deleted rows (positions in the file, ascending, no repeats), read from the
+/// table's deletion vector or delete files the first time a scan asks, so that the files a
+/// filter prunes never have theirs read. Clones share the rows once read.
+#[derive(Clone)]
+pub struct Deletes(Arc<Mutex<DeletesState>>);
+
+/// A loader of a file's deleted rows (unsorted, repeats allowed).
+type DeletesLoader = Box<dyn Fn() -> Result<Vec<u64>> + Send + Sync>;
+
+enum DeletesState {
+    /// Not read yet (or the last read failed: the next caller tries again).
+    Pending(DeletesLoader),
+    Read(Arc<[u64]>),
+}
+
+impl Deletes {
+    /// Rows already known.
+    pub fn known(rows: Vec<u64>) -> Deletes {
+        Deletes(Arc::new(Mutex::new(DeletesState::Read(sorted(rows)))))
+    }
+
+    /// Rows `load` reads when first asked for; its errors name the file.
+    pub fn lazy(load: impl Fn() -> Result<Vec<u64>> + Send + Sync + 'static) -> Deletes {
+        Deletes(Arc::new(Mutex::new(DeletesState::Pending(Box::new(load)))))
+    }
+
+    /// The deleted rows, read now if not yet (callers of the same file wait for one read).
+    pub fn rows(&self) -> Result<Arc<[u64]>> {
+        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let rows = match &*state {
+            DeletesState::Read(rows) => return Ok(rows.clone()),
+            DeletesState::Pending(load) => sorted(load()?),
+        };
+        *state = DeletesState::Read(rows.clone());
+        Ok(rows)
+    }
+}
+
+impl std::fmt::Debug for Deletes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            DeletesState::Pending(_) => f.write_str("Deletes(not read)"),
+            DeletesState::Read(rows) => write!(f, "Deletes({} rows)", rows.len()),
+        }
+    }
+}
+
+/// Positions ascending, without repeats.
+fn sorted(mut rows: Vec<u64>) -> Arc<[u64]> {
+    rows.sort_unstable();
+    rows.dedup();
+    Arc::from(rows)
 }
 
 /// A table format's pruning predicate, built from a tamis filter by [`translate`].

@@ -12,7 +12,7 @@ mod catalog;
 mod storage;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{DataType as ArrowType, Field, Fields, Int64Type, TimeUnit};
@@ -27,29 +27,24 @@ use iceberg::table::{StaticTable, Table};
 use iceberg::TableIdent;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::{AsOf, PredicateBuilder, TableColumn, TableFile, TableSnapshot};
+use super::{AsOf, Deletes, PredicateBuilder, TableColumn, TableFile, TableSnapshot};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::{CmpOp, Expr, Literal};
 use crate::io::location::{store_for, FileRef, StorageOptions};
 
 /// The files of the Iceberg table whose metadata file is `location` (or whose root holds
 /// `metadata/`: its newest metadata file; or that a catalog location names:
-/// `iceberg+sqlite:///path/catalog.db?table=namespace.table[&catalog=name]`), at `at`.
+/// `iceberg+sqlite:///path/catalog.db?table=namespace.table[&catalog=name]`, or a REST
+/// catalog's `iceberg+http(s)://host/path?table=namespace.table`: see `catalog`), at `at`.
 pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<TableSnapshot> {
-    let name = format!("Apache Iceberg table {}", location.trim_end_matches('/'));
+    let name = format!(
+        "Apache Iceberg table {}",
+        catalog::redacted(location.trim_end_matches('/'))
+    );
     let in_table = |e: Error| e.in_file(&name);
-    let metadata_file = match catalog::is_catalog(location) {
-        true => catalog::metadata_location(location),
-        false => metadata_file(location, options),
-    }
-    .map_err(in_table)?;
-    let file_io = file_io(&metadata_file, options);
-    let table = on_io_runtime(async {
-        let ident = TableIdent::from_strs(["tamis", "table"])?;
-        StaticTable::from_metadata_file(&metadata_file, ident, file_io).await
-    })
-    .map_err(|e| iceberg_error(e).in_file(&name))?
-    .into_table();
+    let table = load(location, options).map_err(in_table)?;
+    // The data files are read with the storage credentials the catalog vended, if any.
+    let options = &storage::with_vended(options, table.file_io().config().props());
     let metadata = table.metadata_ref();
     if metadata.format_version() > FormatVersion::V2 {
         return Err(in_table(Error::unsupported(format!(
@@ -102,27 +97,10 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     let mut paths = HashMap::new();
     if let Some(id) = snapshot_id {
         let tasks = plan(&table, id, None).map_err(|e| e.in_file(&name))?;
-        // Each delete file is read once, for every data file it applies to.
-        let mut deletes: HashMap<String, HashMap<String, Vec<u64>>> = HashMap::new();
-        for task in &tasks {
-            for d in &task.deletes {
-                match d.file_type {
-                    DataContentType::PositionDeletes => {
-                        if !deletes.contains_key(&d.file_path) {
-                            let rows = positional_deletes(&table, &d.file_path)?;
-                            deletes.insert(d.file_path.clone(), rows);
-                        }
-                    }
-                    DataContentType::EqualityDeletes => {
-                        return Err(in_table(Error::unsupported(format!(
-                            "the table has equality deletes ({}); tamis does not apply them yet",
-                            d.file_path
-                        ))))
-                    }
-                    DataContentType::Data => {}
-                }
-            }
-        }
+        let delete_files = Arc::new(DeleteFiles {
+            table: table.clone(),
+            read: Mutex::default(),
+        });
         for task in tasks {
             if paths.contains_key(&task.data_file_path) {
                 continue;
@@ -133,20 +111,31 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
                     task.data_file_path, task.data_file_format
                 ))));
             }
-            let mut deleted: Vec<u64> = (task.deletes.iter())
-                .filter_map(|d| deletes.get(&d.file_path)?.get(&task.data_file_path))
-                .flatten()
-                .copied()
-                .collect();
-            deleted.sort_unstable();
-            deleted.dedup();
+            let mut positional = Vec::new();
+            for d in &task.deletes {
+                match d.file_type {
+                    DataContentType::PositionDeletes => positional.push(d.file_path.clone()),
+                    DataContentType::EqualityDeletes => {
+                        return Err(in_table(Error::unsupported(format!(
+                            "the table has equality deletes ({}); tamis does not apply them yet",
+                            d.file_path
+                        ))))
+                    }
+                    DataContentType::Data => {}
+                }
+            }
+            // Read when a scan reaches the file (never for a pruned one).
+            let deleted = (!positional.is_empty()).then(|| {
+                let (shared, data_file) = (delete_files.clone(), task.data_file_path.clone());
+                Deletes::lazy(move || shared.rows_of(&data_file, &positional))
+            });
             let file = file_ref(&task.data_file_path, task.file_size_in_bytes, options)
                 .map_err(in_table)?;
             paths.insert(task.data_file_path.clone(), files.len());
             files.push(TableFile {
                 file,
                 partition: Vec::new(),
-                deleted: (!deleted.is_empty()).then(|| Arc::from(deleted)),
+                deleted,
             });
         }
     }
@@ -162,12 +151,30 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     Ok(TableSnapshot {
         version: snapshot_id.map_or(0, |id| id as u64),
         name,
+        location: location.to_string(),
+        format: super::TableFormat::Iceberg,
         columns,
         partitions: Vec::new(),
         order,
         files,
         pruner,
     })
+}
+
+/// The table a location names: through its catalog, or from its metadata file (the one named,
+/// or the newest below a root).
+fn load(location: &str, options: &StorageOptions) -> Result<Table> {
+    let metadata_file = match catalog::catalog_of(location) {
+        Some(catalog::Catalog::Rest) => return catalog::rest_table(location, options),
+        Some(catalog::Catalog::Sqlite) => catalog::metadata_location(location)?,
+        None => metadata_file(location, options)?,
+    };
+    let file_io = file_io(&metadata_file, options);
+    let table = on_io_runtime(async {
+        let ident = TableIdent::from_strs(["tamis", "table"])?;
+        StaticTable::from_metadata_file(&metadata_file, ident, file_io).await
+    });
+    Ok(table.map_err(iceberg_error)?.into_table())
 }
 
 /// The metadata file a location names: itself when it is one (`*.metadata.json`), else the
@@ -309,6 +316,40 @@ fn plan(
     on_io_runtime(async { scan.plan_files().await?.try_collect().await }).map_err(iceberg_error)
 }
 
+/// The positional delete files of a snapshot, each read once, when the first data file it
+/// applies to is scanned; one delete file may apply to many data files.
+struct DeleteFiles {
+    table: Table,
+    /// Per delete file read or being read: its rows by data file.
+    read: Mutex<HashMap<String, Arc<Mutex<Option<DeletedRows>>>>>,
+}
+
+/// A positional delete file's rows, by the data file they delete from.
+type DeletedRows = Arc<HashMap<String, Vec<u64>>>;
+
+impl DeleteFiles {
+    /// The rows of `data_file` that the delete files at `paths` delete.
+    fn rows_of(&self, data_file: &str, paths: &[String]) -> Result<Vec<u64>> {
+        let mut rows = Vec::new();
+        for path in paths {
+            let slot = (self.read.lock().unwrap_or_else(|e| e.into_inner()))
+                .entry(path.clone())
+                .or_default()
+                .clone();
+            // Held while reading: a second data file of the same delete file waits for it.
+            let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+            let by_file = match &*slot {
+                Some(by_file) => by_file.clone(),
+                None => slot
+                    .insert(Arc::new(positional_deletes(&self.table, path)?))
+                    .clone(),
+            };
+            rows.extend(by_file.get(data_file).into_iter().flatten());
+        }
+        Ok(rows)
+    }
+}
+
 /// A positional delete file's deleted rows, by the data file they are in.
 fn positional_deletes(table: &Table, path: &str) -> Result<HashMap<String, Vec<u64>>> {
     let in_file = |e: Error| e.in_file(path);
@@ -344,16 +385,23 @@ fn positional_deletes(table: &Table, path: &str) -> Result<HashMap<String, Vec<u
                 "a positional delete file with a NULL file_path or pos",
             )));
         }
-        for (file, pos) in files.iter().zip(positions.values()) {
-            let pos = u64::try_from(*pos)
-                .map_err(|_| in_file(Error::corrupt(format!("a negative position {pos}"))))?;
-            let file = file.unwrap_or_default();
-            match rows.get_mut(file) {
-                Some(v) => v.push(pos),
-                None => {
-                    rows.insert(file.to_string(), vec![pos]);
-                }
+        // Delete files are sorted by file_path (the spec asks writers to): each run of one
+        // path is looked up once.
+        let mut at = 0;
+        while at < files.len() {
+            let file = files.value(at);
+            let run = (at..files.len())
+                .find(|&i| files.value(i) != file)
+                .unwrap_or(files.len());
+            let into = rows.entry(file.to_string()).or_default();
+            for &pos in &positions.values()[at..run] {
+                into.push(
+                    u64::try_from(pos).map_err(|_| {
+                        in_file(Error::corrupt(format!("a negative position {pos}")))
+                    })?,
+                );
             }
+            at = run;
         }
     }
     Ok(rows)

@@ -53,8 +53,12 @@ final class Native {
         }
     }
 
-    /** Opens a dataset, reading its footers; {@code storage}: object-store options as JSON. */
-    static native long openDataset(String path, String storage);
+    /**
+     * Opens a dataset, reading its footers; {@code storage}: object-store options as JSON;
+     * {@code table}: which version of a table ({@code version}, {@code timestamp},
+     * {@code format}) as JSON.
+     */
+    static native long openDataset(String path, String storage, String table);
 
     static native void closeDataset(long handle);
 

@@ -23,14 +23,20 @@ import java.util.TreeMap;
  *       columns by itself, this names a subset as the Python source's option did);
  *   <li>{@code pushdown}: {@code false} leaves every filter to Spark (default true);
  *   <li>{@code storage.<key>}: object-store options ({@code storage.endpoint},
- *       {@code storage.region}, {@code storage.access_key_id}, ...), used by the executors too.
+ *       {@code storage.region}, {@code storage.access_key_id}, ...), used by the executors too;
+ *   <li>{@code versionAsOf}, {@code timestampAsOf}: a Delta table's version or an Iceberg
+ *       table's snapshot id, or the time whose version to read (as Delta's and Iceberg's own
+ *       Spark readers name them; {@code snapshot-id} and {@code as-of-timestamp}, Iceberg's
+ *       names, are taken too, the latter in milliseconds since the epoch);
+ *   <li>{@code tableFormat}: {@code delta} or {@code iceberg}, where a root holds both.
  * </ul>
  */
 final class Options implements Serializable {
     private static final long serialVersionUID = 1L;
     private static final Set<String> KNOWN =
         Set.of("path", "maxpartitionbytes", "minpartitions", "threads", "batchsize", "columns",
-            "pushdown");
+            "pushdown", "versionasof", "timestampasof", "snapshot-id", "as-of-timestamp",
+            "tableformat");
     /** Keys Spark itself adds to a catalog table's options. */
     private static final Set<String> SPARK_KEYS = Set.of("provider", "location", "owner", "external",
         "__required_write_privileges__", "is_managed_location");
@@ -44,6 +50,8 @@ final class Options implements Serializable {
     /** The columns named by the {@code columns} option, or null. */
     final java.util.List<String> columns;
     final boolean pushdown;
+    /** Which version of a table to read: {@code version}, {@code timestamp}, {@code format}. */
+    final Map<String, String> table = new TreeMap<>();
 
     Options(Map<String, String> options) {
         Map<String, String> rest = new TreeMap<>();
@@ -61,7 +69,8 @@ final class Options implements Serializable {
         for (String key : rest.keySet()) {
             if (!KNOWN.contains(key)) {
                 throw new IllegalArgumentException("invalid argument: unknown tamis source option '"
-                    + key + "' (maxPartitionBytes, minPartitions, threads, batchSize, columns, pushdown, storage.<key>)");
+                    + key + "' (maxPartitionBytes, minPartitions, threads, batchSize, columns, pushdown, "
+                    + "versionAsOf, timestampAsOf, tableFormat, storage.<key>)");
             }
         }
         String p = rest.getOrDefault("path", location);
@@ -87,6 +96,27 @@ final class Options implements Serializable {
                 "invalid argument: option pushdown must be true or false, not '" + push + "'");
         }
         pushdown = push.equals("true");
+        String version = rest.getOrDefault("versionasof", rest.get("snapshot-id"));
+        if (version != null) {
+            table.put("version", version.trim());
+        }
+        String time = rest.get("timestampasof");
+        if (time != null) {
+            table.put("timestamp", time.trim());
+        }
+        String millis = rest.get("as-of-timestamp");
+        if (millis != null) {
+            try {
+                table.put("timestamp", java.time.Instant.ofEpochMilli(Long.parseLong(millis.trim())).toString());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("invalid argument: option as-of-timestamp must be "
+                    + "milliseconds since the epoch, not '" + millis + "'");
+            }
+        }
+        String format = rest.get("tableformat");
+        if (format != null) {
+            table.put("format", format.trim());
+        }
     }
 
     /** A {@code file:} URI (what a catalog table's LOCATION becomes) as a local path. */

@@ -11,6 +11,8 @@ import org.apache.spark.sql.types.StructType;
 final class ScanSpec implements Serializable {
     private static final long serialVersionUID = 1L;
     final String root;
+    /** A table's location, format and version (see {@link TamisDataset#table}), or null. */
+    final Map<String, Object> table;
     final StructType readSchema;
     final List<Filters.Conjunct> conjuncts;
     final List<List<String>> partitionTypes;
@@ -33,6 +35,7 @@ final class ScanSpec implements Serializable {
              Integer limit) {
         this.limit = limit;
         this.root = dataset.root;
+        this.table = dataset.table == null ? null : new TreeMap<>(dataset.table);
         this.readSchema = readSchema;
         this.conjuncts = new ArrayList<>(conjuncts);
         this.partitionTypes = new ArrayList<>(dataset.partitionTypes);

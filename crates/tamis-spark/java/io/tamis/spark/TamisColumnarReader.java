@@ -75,8 +75,12 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
             }
         }
         if (columns.isEmpty() && where.isEmpty()) {
-            countOnly = partition.rows; // the footers' row counts: nothing to read
-            return;
+            if (spec.table == null) {
+                countOnly = partition.rows; // the footers' row counts: nothing to read
+                return;
+            }
+            // A table's footers count the rows its deletes removed: one column is read.
+            columns.add(present.iterator().next());
         }
         if (columns.isEmpty()) {
             // For the row counts: a column the filter reads anyway.
@@ -89,6 +93,7 @@ final class TamisColumnarReader implements PartitionReader<ColumnarBatch> {
         }
         Map<String, Object> request = new LinkedHashMap<>();
         request.put("root", spec.root);
+        request.put("table", spec.table);
         request.put("parts", parts);
         request.put("where", where.isEmpty() ? null : String.join(" AND ", where));
         request.put("keys", keyLists);

@@ -45,11 +45,16 @@ final class TamisDataset {
     final Set<String> everywhere = new HashSet<>();
     /** The Spark-facing Arrow type of each atomic column, as text the tasks convert to. */
     final java.util.Map<String, String> targets = new java.util.TreeMap<>();
+    /**
+     * A table's {@code location}, {@code format} and {@code version}: the snapshot every task
+     * opens again (its deletes, column mapping and partition values); null for files.
+     */
+    final java.util.Map<String, Object> table;
     private final long[] handle;
 
     private TamisDataset(Options options) {
         this.options = options;
-        long h = Native.openDataset(options.path, Json.write(options.storage));
+        long h = Native.openDataset(options.path, Json.write(options.storage), Json.write(options.table));
         this.handle = new long[] {h};
         long[] cell = this.handle;
         CLEANER.register(this, () -> {
@@ -68,6 +73,9 @@ final class TamisDataset {
             arrow = Data.importSchema(allocator, exported, null);
         }
         this.root = described.path("root").isNull() ? null : described.path("root").asText();
+        JsonNode table = described.path("table");
+        this.table = table.isObject() ? new java.util.TreeMap<>(Json.MAPPER.convertValue(table,
+            new com.fasterxml.jackson.core.type.TypeReference<java.util.Map<String, Object>>() {})) : null;
         for (JsonNode pair : described.path("partition_types")) {
             partitionTypes.add(List.of(pair.get(0).asText(), pair.get(1).asText()));
         }
