@@ -420,3 +420,26 @@ fn a_deletion_vector_is_read_only_for_a_file_the_scan_reaches() {
         );
     }
 }
+
+#[test]
+fn a_directory_holding_a_table_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path());
+    // A plain file beside the table: the listing is of the warehouse, not of one table.
+    std::fs::copy(
+        t.root.join("col-p=y/b.parquet"),
+        dir.path().join("other.parquet"),
+    )
+    .unwrap();
+    let e = tamis::Scan::open(dir.path().to_str().unwrap())
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, tamis::ErrorKind::Unsupported, "{e}");
+    let message = e.to_string();
+    assert!(message.contains("Delta Lake table"), "{message}");
+    assert!(message.contains(t.root.to_str().unwrap()), "{message}");
+    let e = tamis::Dataset::open(dir.path().to_str().unwrap())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("Delta Lake table"), "{e}");
+}

@@ -424,25 +424,51 @@ fn has_iceberg_metadata(dir: &Path) -> bool {
     })
 }
 
-/// The object-store form of [`refuse_table`], from the keys a listing returned: a Delta log or
-/// Iceberg metadata directly below the listed prefix.
+/// A directory met while listing below the root that is a table's root: refused, naming it
+/// (read as plain files, a table's directory returns the rows it deleted or replaced).
+fn refuse_nested_table(dir: &Path) -> Result<()> {
+    let format = if dir.join("_delta_log").is_dir() {
+        "a Delta Lake table (it has _delta_log/)"
+    } else if has_iceberg_metadata(&dir.join("metadata")) {
+        "an Apache Iceberg table (it has metadata/*.metadata.json)"
+    } else {
+        return Ok(());
+    };
+    Err(Error::unsupported(format!(
+        "the listing holds {format} at {}: its Parquet files read as plain files would include \
+         rows the table has deleted or replaced; open the table there instead",
+        dir.display()
+    )))
+}
+
+/// The object-store form of [`refuse_table`] and [`refuse_nested_table`], from the keys a
+/// listing returned: a Delta log or Iceberg metadata at or below the listed prefix.
 fn refuse_object_table(relative_keys: &[&str], location: &str) -> Result<()> {
-    let format = relative_keys.iter().find_map(|k| {
-        let mut parts = k.split('/').filter(|s| !s.is_empty());
-        match (parts.next(), parts.next()) {
-            (Some("_delta_log"), Some(_)) => Some("a Delta Lake table (it has _delta_log/)"),
-            (Some("metadata"), Some(n)) if n.ends_with(".metadata.json") => {
-                Some("an Apache Iceberg table (it has metadata/*.metadata.json)")
-            }
-            _ => None,
-        }
+    let found = relative_keys.iter().find_map(|k| {
+        let parts: Vec<&str> = k.split('/').filter(|s| !s.is_empty()).collect();
+        (0..parts.len().saturating_sub(1)).find_map(|i| {
+            let format = match (parts[i], parts[i + 1]) {
+                ("_delta_log", _) => "a Delta Lake table (it has _delta_log/)",
+                ("metadata", n) if n.ends_with(".metadata.json") => {
+                    "an Apache Iceberg table (it has metadata/*.metadata.json)"
+                }
+                _ => return None,
+            };
+            Some((format, parts[..i].join("/")))
+        })
     });
-    match format {
-        Some(format) => Err(Error::unsupported(format!(
-            "{location} is {format}: its Parquet files read by a glob would include rows the \
-             table has deleted or replaced; open the table's root (Delta) or its metadata \
-             file (Iceberg)"
-        ))),
+    match found {
+        Some((format, at)) => {
+            let at = match at.is_empty() {
+                true => String::new(),
+                false => format!(" at {}/{at}", location.trim_end_matches('/')),
+            };
+            Err(Error::unsupported(format!(
+                "{location} holds {format}{at}: its Parquet files read as plain objects would \
+                 include rows the table has deleted or replaced; open the table's root \
+                 (Delta) or its metadata file (Iceberg)"
+            )))
+        }
         None => Ok(()),
     }
 }
@@ -476,6 +502,10 @@ fn collect_dir(
              (symbolic links that reach one directory many times?)"
         ))
         .in_file(dir.display()));
+    }
+    // A table below the listed root (a warehouse holding tables): its files are not rows.
+    if !ancestors.is_empty() {
+        refuse_nested_table(dir)?;
     }
     let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).in_file(dir.display()))?;
     ancestors.push(canonical);
