@@ -173,7 +173,7 @@ def test_delete_files_are_read_only_for_the_files_a_scan_reaches(appended):
     files, or the dataset's partition values do) and a scan of part0 fails, naming one."""
     expected = appended.scan().to_arrow()
     tasks = list(appended.scan().plan_files())
-    gone = [d.file_path for t in tasks if t.file.partition[0] == "part0" for d in t.delete_files]
+    gone = {d.file_path for t in tasks if t.file.partition[0] == "part0" for d in t.delete_files}
     assert gone
     for path in gone:
         os.remove(path.removeprefix("file://"))

@@ -32,7 +32,6 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     let name = format!("Delta Lake table {}", location.trim_end_matches('/'));
     let in_table = |e: Error| e.in_file(&name);
     let (root, engine) = engine_for(location, options).map_err(in_table)?;
-    let engine = Arc::new(engine);
     let builder = Snapshot::builder_for(root.as_str());
     let snapshot = match at {
         AsOf::Latest => builder.build(&*engine),
@@ -191,7 +190,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
 
 /// The table root as a URL with a trailing `/` and an engine whose object store reaches it:
 /// the local file system, or tamis's own store for the bucket (its credentials and options).
-fn engine_for(location: &str, options: &StorageOptions) -> Result<(Url, Engine)> {
+fn engine_for(location: &str, options: &StorageOptions) -> Result<(Url, Arc<Engine>)> {
     let with_slash = |mut u: Url| {
         if !u.path().ends_with('/') {
             let p = format!("{}/", u.path());
@@ -204,8 +203,7 @@ fn engine_for(location: &str, options: &StorageOptions) -> Result<(Url, Engine)>
         let url =
             Url::parse(location).map_err(|e| Error::invalid(format!("bad URL {location}: {e}")))?;
         let client = store.client()?;
-        let engine = DefaultEngine::builder(client.inner.clone()).build();
-        return Ok((with_slash(url), engine));
+        return Ok((with_slash(url), engine_of(client.inner.clone())));
     }
     let path = match location.strip_prefix("file://") {
         Some(_) => Url::parse(location)
@@ -216,8 +214,35 @@ fn engine_for(location: &str, options: &StorageOptions) -> Result<(Url, Engine)>
     };
     let url = Url::from_directory_path(&path)
         .map_err(|_| Error::invalid(format!("{location} is not an absolute directory path")))?;
-    let store = Arc::new(object_store::local::LocalFileSystem::new());
-    Ok((url, DefaultEngine::builder(store).build()))
+    static LOCAL: std::sync::OnceLock<Arc<dyn object_store::ObjectStore>> =
+        std::sync::OnceLock::new();
+    let local = LOCAL.get_or_init(|| Arc::new(object_store::local::LocalFileSystem::new()));
+    Ok((url, engine_of(local.clone())))
+}
+
+/// The engine over `store`, built once per store and kept (each engine runs a Tokio thread
+/// of its own: building one per table opened took a good part of the planning time). Stores
+/// are themselves kept per bucket and options (`store_for`), so the same store is the same
+/// `Arc`; an engine holds its store, so a kept engine's store address is never reused. Keyed
+/// by process too: a forked child (a Spark Python worker) has none of its parent's threads.
+fn engine_of(store: Arc<dyn object_store::ObjectStore>) -> Arc<Engine> {
+    type Engines = Vec<((u32, usize), Arc<Engine>)>;
+    static ENGINES: std::sync::Mutex<Engines> = std::sync::Mutex::new(Vec::new());
+    const KEEP: usize = 16;
+    let key = (
+        std::process::id(),
+        Arc::as_ptr(&store) as *const () as usize,
+    );
+    let mut engines = ENGINES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, engine)) = engines.iter().find(|(k, _)| *k == key) {
+        return engine.clone();
+    }
+    let engine = Arc::new(DefaultEngine::builder(store).build());
+    if engines.len() >= KEEP {
+        engines.remove(0);
+    }
+    engines.push((key, engine.clone()));
+    engine
 }
 
 /// The file a log entry names, as tamis opens it.
