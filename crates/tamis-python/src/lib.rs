@@ -611,11 +611,9 @@ fn scan_files(
             let storage = storage(&options.storage_options);
             let scan = match &table {
                 Some((location, format, version)) => {
-                    let format = format.parse()?;
-                    let snapshot =
-                        tamis::table::open_version(location, format, *version, &storage)?;
                     let locations: Vec<String> = files.iter().map(|(l, _)| l.clone()).collect();
-                    Scan::open_table(snapshot.with_files(&locations))?
+                    let format = format.parse()?;
+                    Scan::open_table_files(location, format, *version, &locations, &storage)?
                 }
                 None => Scan::open_listing(tamis::io::named(root.as_deref(), &files, &storage)?)?,
             };

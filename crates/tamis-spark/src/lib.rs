@@ -570,11 +570,9 @@ impl ScanRequest {
             // The table's files of this task: their deletes, column names and partition
             // values from the snapshot (the driver already pruned by its statistics).
             Some(t) => {
-                let format: TableFormat = t.format.parse()?;
-                let snapshot =
-                    tamis::table::open_version(&t.location, format, t.version, &options)?;
                 let locations: Vec<String> = files_once.iter().map(|(l, _)| l.clone()).collect();
-                Scan::open_table(snapshot.with_files(&locations))?
+                let format: TableFormat = t.format.parse()?;
+                Scan::open_table_files(&t.location, format, t.version, &locations, &options)?
             }
             None => {
                 let listing = tamis::io::named(self.root.as_deref(), &files_once, &options)?;

@@ -232,6 +232,21 @@ impl Scan {
         }
     }
 
+    /// The files at `locations` of one version of a table: a worker's share of a scan planned
+    /// elsewhere (a Spark task). The snapshot is opened once per process
+    /// ([`crate::table::open_version`]); the files' deletes, column names and partition values
+    /// are the table's.
+    pub fn open_table_files(
+        location: &str,
+        format: crate::table::TableFormat,
+        version: u64,
+        locations: &[String],
+        options: &StorageOptions,
+    ) -> Result<Scan> {
+        let snapshot = crate::table::open_version(location, format, version, options)?;
+        Self::open_table(snapshot.with_files(locations))
+    }
+
     /// A scan over one version of a table (see [`crate::table`]): its columns in the table's
     /// order and names, its partition values from its metadata, its deleted rows never read.
     /// No footer is read before [`Scan::filter`], so that files its partition conjuncts rule out
