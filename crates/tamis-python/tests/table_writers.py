@@ -136,26 +136,31 @@ def add_delete_files(table, files: list) -> None:
     class AddDeletes(_FastAppendFiles):
         def _manifests(self):
             manifests = super()._manifests()
-            meta = self._transaction.table_metadata
-            writer = DeleteManifestWriter(
-                spec=meta.spec(),
-                schema=self.schema(),
-                output_file=self.new_manifest_output(),
-                snapshot_id=self._snapshot_id,
-                avro_compression=self._compression,
-            )
-            with writer:
-                for f in files:
-                    writer.add(
-                        ManifestEntry.from_args(
-                            status=ManifestEntryStatus.ADDED,
-                            snapshot_id=self._snapshot_id,
-                            sequence_number=None,
-                            file_sequence_number=None,
-                            data_file=f,
+            specs = self._transaction.table_metadata.specs()
+            # A manifest holds the files of one partition spec: one per spec the files have.
+            for spec_id in sorted({f.spec_id for f in files}):
+                writer = DeleteManifestWriter(
+                    spec=specs[spec_id],
+                    schema=self.schema(),
+                    output_file=self.new_manifest_output(),
+                    snapshot_id=self._snapshot_id,
+                    avro_compression=self._compression,
+                )
+                with writer:
+                    for f in files:
+                        if f.spec_id != spec_id:
+                            continue
+                        writer.add(
+                            ManifestEntry.from_args(
+                                status=ManifestEntryStatus.ADDED,
+                                snapshot_id=self._snapshot_id,
+                                sequence_number=None,
+                                file_sequence_number=None,
+                                data_file=f,
+                            )
                         )
-                    )
-            return manifests + [writer.to_manifest_file()]
+                manifests.append(writer.to_manifest_file())
+            return manifests
 
     with table.transaction() as tx:
         update = tx.update_snapshot()
@@ -280,3 +285,56 @@ def oracle(expected: pa.Table, where: str | None) -> pa.Table:
     con = duckdb.connect()
     con.register("t", expected)
     return con.sql(f"SELECT * FROM t WHERE {where}").to_arrow_table()
+
+
+def random_wheres(seed: int, n: int, columns: dict[str, str]) -> list[str]:
+    """`n` WHERE texts that tamis and DuckDB both parse, drawn from a seed over `columns` (a
+    name → one of "int", "float", "str", "date", or a list of the strings it holds): comparisons, ranges, IN lists, NULL tests and
+    NOT, joined by AND and OR, so a test compares rows under predicates nobody picked."""
+    import random
+
+    rng = random.Random(seed)
+
+    def literal(kind) -> str:
+        if isinstance(kind, list):
+            return f"'{rng.choice(kind)}'"
+        if kind == "int":
+            return str(rng.randrange(-5, 9100))
+        if kind == "float":
+            return f"{rng.uniform(-1, 101):.3f}"
+        if kind == "date":
+            return f"DATE '{rng.randrange(2019, 2025)}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}'"
+        return f"'v{rng.randrange(35)}'" if rng.random() < 0.9 else "''"
+
+    def small(kind) -> str:
+        # Values the columns hold often, so equality and IN keep rows.
+        if kind == "int":
+            return str(rng.randrange(50))
+        return literal(kind)
+
+    def atom() -> str:
+        name, kind = rng.choice(list(columns.items()))
+        form = rng.randrange(6)
+        if form == 0:
+            return f"{name} {rng.choice(['<', '<=', '>', '>=', '<>'])} {literal(kind)}"
+        if form == 1:
+            return f"{name} = {small(kind)}"
+        if form == 2:
+            a, b = literal(kind), literal(kind)
+            if kind in ("int", "float"):
+                a, b = sorted([a, b], key=float)
+            elif kind == "date":
+                a, b = sorted([a, b])
+            return f"{name} BETWEEN {a} AND {b}"
+        if form == 3:
+            return f"{name} IN ({', '.join(small(kind) for _ in range(rng.randrange(1, 4)))})"
+        if form == 4:
+            return f"{name} IS {rng.choice(['', 'NOT '])}NULL"
+        return f"NOT ({name} = {small(kind)})"
+
+    def expr(depth: int) -> str:
+        if depth == 0 or rng.random() < 0.4:
+            return atom()
+        return f"({expr(depth - 1)} {rng.choice(['AND', 'OR'])} {expr(depth - 1)})"
+
+    return [expr(2) for _ in range(n)]
