@@ -83,8 +83,9 @@ struct Table {
 }
 
 /// The table: `id` (long, physical `col-id`), `name` (string, `col-name`), `extra` (long,
-/// `col-extra`, added after `a.parquet` was written), `p` (string partition, `col-p`).
-/// `a.parquet` also holds `col-gone`, a column since dropped; `old.parquet` was removed.
+/// `col-extra`: added after `a.parquet` was written, as an integer, and widened to long since,
+/// so `b.parquet` holds it as INT32), `p` (string partition, `col-p`). `a.parquet` also holds
+/// `col-gone`, a column since dropped; `old.parquet` was removed.
 fn table(dir: &Path) -> Table {
     let root = dir.join("t");
     std::fs::create_dir_all(root.join("_delta_log")).unwrap();
@@ -112,7 +113,7 @@ fn table(dir: &Path) -> Table {
         vec![
             (
                 "col-extra",
-                Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 10))),
+                Arc::new(Int32Array::from_iter_values((0..n as i32).map(|i| i * 10))),
             ),
             ("col-name", names(3)),
             ("col-id", Arc::new(Int64Array::from_iter_values(n..2 * n))),
@@ -131,7 +132,10 @@ fn table(dir: &Path) -> Table {
         field("id", "long", 1, "col-id"),
         field("name", "string", 2, "col-name"),
         field("p", "string", 4, "col-p"),
-        field("extra", "long", 5, "col-extra"),
+        field("extra", "long", 5, "col-extra").replace(
+            r#""delta.columnMapping.id":5"#,
+            r#""delta.typeChanges":[{"fromType":"integer","toType":"long"}],"delta.columnMapping.id":5"#
+        ),
     );
     let metadata = serde_json::json!({"metaData": {
         "id": "6c7e0b0e-0000-4000-8000-000000000001",
@@ -139,13 +143,13 @@ fn table(dir: &Path) -> Table {
         "schemaString": schema,
         "partitionColumns": ["p"],
         "configuration": {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "5",
-                          "delta.enableDeletionVectors": "true"},
+                          "delta.enableDeletionVectors": "true", "delta.enableTypeWidening": "true"},
         "createdTime": 1,
     }});
     let protocol = serde_json::json!({"protocol": {
         "minReaderVersion": 3, "minWriterVersion": 7,
-        "readerFeatures": ["columnMapping", "deletionVectors"],
-        "writerFeatures": ["columnMapping", "deletionVectors"],
+        "readerFeatures": ["columnMapping", "deletionVectors", "typeWidening"],
+        "writerFeatures": ["columnMapping", "deletionVectors", "typeWidening"],
     }});
     // Statistics by physical name, as column mapping writes them: `col-id`'s range per file.
     let stats = |path: &str| match path {
@@ -218,7 +222,9 @@ fn expected(t: &Table) -> Vec<Row> {
             let ids = ids.as_any().downcast_ref::<Int64Array>().unwrap();
             let names = col("col-name").unwrap();
             let names = names.as_any().downcast_ref::<StringArray>().unwrap();
-            let extra = col("col-extra");
+            // Written as INT32 before the column was widened.
+            let extra =
+                col("col-extra").map(|e| arrow::compute::cast(&e, &DataType::Int64).unwrap());
             let extra = extra
                 .as_ref()
                 .map(|e| e.as_any().downcast_ref::<Int64Array>().unwrap());
@@ -288,6 +294,9 @@ fn a_delta_table_reads_as_its_log_says() {
         ),
         ("extra IS NULL", Box::new(|r| r.3.is_none())),
         ("extra > 5000", Box::new(|r| r.3.is_some_and(|e| e > 5000))),
+        ("extra = 9990", Box::new(|r| r.3 == Some(9990))),
+        // Beyond INT32: bound to the widened type, not the file's.
+        ("extra < 3000000000", Box::new(|r| r.3.is_some())),
     ];
     for (text, keep) in cases {
         let mut want: Vec<Row> = all.iter().filter(|r| keep(r)).cloned().collect();
