@@ -27,7 +27,8 @@ struct ColumnStat {
 
 /// One row group's statistics.
 struct RowGroupStat {
-    /// Rows, less those a table deleted (a deletion vector).
+    /// Rows, less those a table deleted (a deletion vector) if they were read already;
+    /// otherwise the footer's count (see [`FileStat::unread_deletes`]).
     rows: usize,
     /// Whether a table deleted some of its rows: the footer's null counts may count them.
     deletions: bool,
@@ -36,9 +37,19 @@ struct RowGroupStat {
     columns: Vec<ColumnStat>,
 }
 
+/// One file's statistics.
+struct FileStat {
+    location: String,
+    row_groups: Vec<RowGroupStat>,
+    /// A table's deleted rows not read yet (they are read when a scan reaches the file, not
+    /// when a table is registered): the row groups' rows are the footer's, and the file's
+    /// total is exact only where the table's metadata counts them (`Some`).
+    unread_deletes: Option<Option<u64>>,
+}
+
 /// Statistics of every row group of every file, by file location.
 pub struct TableStats {
-    files: Vec<(String, Vec<RowGroupStat>)>,
+    files: Vec<FileStat>,
 }
 
 impl TableStats {
@@ -52,10 +63,11 @@ impl TableStats {
                 let meta = &f.metadata;
                 let rgs = meta.row_groups();
                 let mut first_row = 0u64;
-                // A table's deleted rows are read here, for the exact row counts.
-                let deleted = (f.deleted.as_ref().map(|d| d.rows()))
-                    .transpose()
-                    .map_err(crate::df_error)?;
+                // A table's deleted rows, where a scan read them already.
+                let deleted = f.deleted.as_ref().and_then(|d| d.read());
+                let unread_deletes = (f.deleted.as_ref())
+                    .filter(|_| deleted.is_none())
+                    .map(|d| d.count());
                 let mut out: Vec<RowGroupStat> = rgs
                     .iter()
                     .map(|rg| {
@@ -67,7 +79,7 @@ impl TableStats {
                         first_row += rows;
                         RowGroupStat {
                             rows: rows as usize - deleted,
-                            deletions: deleted > 0,
+                            deletions: deleted > 0 || unread_deletes.is_some(),
                             bytes: rg.total_byte_size().max(0) as usize,
                             columns: vec![ColumnStat::default(); schema.fields().len()],
                         }
@@ -114,7 +126,11 @@ impl TableStats {
                             .map(|n| n.value(ri) as usize);
                     }
                 }
-                Ok((f.location.clone(), out))
+                Ok(FileStat {
+                    location: f.location.clone(),
+                    row_groups: out,
+                    unread_deletes,
+                })
             })
             .collect::<datafusion::common::Result<_>>()?;
         Ok(TableStats { files })
@@ -137,13 +153,17 @@ impl TableStats {
         let mut cols: Vec<Option<ColumnStat>> = vec![None; n];
         let mut first = true;
         let mut deletions = false;
-        for (loc, rgs) in &self.files {
-            for (ri, rg) in rgs.iter().enumerate() {
-                let wanted =
-                    only.is_none_or(|o| o.iter().any(|(l, r)| l == loc && r.contains(&ri)));
+        let mut exact = true;
+        for file in &self.files {
+            let mut selected = 0;
+            for (ri, rg) in file.row_groups.iter().enumerate() {
+                let wanted = only.is_none_or(|o| {
+                    (o.iter()).any(|(l, r)| *l == file.location && r.contains(&ri))
+                });
                 if !wanted {
                     continue;
                 }
+                selected += 1;
                 rows += rg.rows;
                 bytes += rg.bytes;
                 deletions |= rg.deletions;
@@ -160,6 +180,16 @@ impl TableStats {
                     });
                 }
                 first = false;
+            }
+            // Unread deletes: a whole file's count less the metadata's is exact; any part of
+            // it, or a file whose deletes nobody counted, is an upper bound.
+            match file.unread_deletes {
+                None => {}
+                Some(_) if selected == 0 => {}
+                Some(Some(n)) if selected == file.row_groups.len() => {
+                    rows = rows.saturating_sub(n as usize)
+                }
+                Some(_) => exact = false,
             }
         }
         let column_statistics = (0..n)
@@ -193,7 +223,10 @@ impl TableStats {
             })
             .collect();
         Statistics {
-            num_rows: Precision::Exact(rows),
+            num_rows: match exact {
+                true => Precision::Exact(rows),
+                false => Precision::Inexact(rows),
+            },
             total_byte_size: Precision::Inexact(bytes),
             column_statistics,
         }

@@ -131,6 +131,30 @@ def test_partitioned_table_prunes_files_by_the_log(tmp_path: Path):
     assert report["files"] == 2, report
 
 
+@pytest.mark.parametrize("zone", [None, "UTC"])
+def test_timestamp_statistics_prune_files(tmp_path: Path, zone):
+    """Per-file min/max of a timestamp column (timestamp_ntz without a zone, timestamp with)
+    in the log prune files before their footers are read."""
+    from datetime import datetime, timedelta
+
+    path = tmp_path / "ts"
+    start = datetime(2024, 3, 1)
+    for day in range(4):
+        times = [start + timedelta(days=day, minutes=13 * i) for i in range(100)]
+        deltalake.write_deltalake(str(path), pa.table({
+            "id": pa.array(range(day * 100, day * 100 + 100), pa.int64()),
+            "ts": pa.array(times, pa.timestamp("us", tz=zone)),
+        }), mode="append")
+    expected = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    for where, pruned in [("ts >= TIMESTAMP '2024-03-03 00:00:00'", 2),
+                          ("ts = TIMESTAMP '2024-03-02 00:13:00'", 3)]:
+        got = tamis.scan(str(path), where=where)
+        assert sorted_rows(got) == sorted_rows(oracle(expected, where)), where
+        assert got.num_rows > 0
+        report = tamis.explain(str(path), where=where)
+        assert report["files_pruned_table_stats"] == pruned, (where, report)
+
+
 def test_schema_evolution_reads_old_files_as_null(tmp_path: Path):
     path = tmp_path / "evolved"
     deltalake.write_deltalake(str(path), batch(0, 500, 1), mode="append")
@@ -176,6 +200,27 @@ def test_deletion_vectors_are_row_selections(tmp_path: Path, where):
     assert sorted_rows(got) == sorted_rows(oracle(expected, where))
     dataset = tamis.Dataset(str(path))
     assert sorted_rows(dataset.scan(where=where)) == sorted_rows(oracle(expected, where))
+
+
+def test_sql_counts_rows_less_the_deletion_vectors(tmp_path: Path):
+    """DataFusion answers `count(*)` from statistics when they are exact: the footers' rows less
+    each deletion vector's cardinality from the log (the vectors themselves are read only by a
+    scan). Through a table registered fresh, and one whose vectors a scan has read."""
+    path = tmp_path / "dv"
+    deltalake.write_deltalake(str(path), batch(0, 4000, 6), mode="append")
+    deltalake.write_deltalake(str(path), batch(4000, 3000, 7), mode="append")
+    rels = [str(Path(f).relative_to(path)) for f in deltalake.DeltaTable(str(path)).file_uris()]
+    sizes = {r: pq.read_metadata(path / r).num_rows for r in rels}
+    deleted = {r: list(range(1, sizes[r], 3)) for r in rels}
+    add_deletion_vector(path, deleted)
+    rows = sum(sizes.values()) - sum(len(d) for d in deleted.values())
+    query = "SELECT count(*) AS n, count(s) AS s, count(*) FILTER (WHERE k < 10) AS f FROM t"
+    kept = pa.concat_tables(file_rows_minus(path, r, deleted[r]) for r in rels)
+    want = {"n": [rows], "s": [kept.num_rows - kept.column("s").null_count],
+            "f": [oracle(kept, "k < 10").num_rows]}
+    assert tamis.sql(query, tables={"t": str(path)}).to_pydict() == want
+    assert tamis.scan(str(path)).num_rows == rows
+    assert tamis.sql(query, tables={"t": str(path)}).to_pydict() == want
 
 
 def test_an_unknown_reader_feature_is_one_clear_error(tmp_path: Path):

@@ -8,13 +8,15 @@
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType as ArrowType, Field, Fields, TimeUnit};
+use delta_kernel::arrow::record_batch::RecordBatch as LogBatch;
+use delta_kernel::engine::arrow_data::{ArrowEngineData, EngineDataArrowExt};
 use delta_kernel::expressions::Predicate as KernelPredicate;
 use delta_kernel::scan::state::ScanFile;
 use delta_kernel::scan::StatsOptions;
 use delta_kernel::schema::{
     ColumnMetadataKey, DataType, MetadataValue, PrimitiveType, StructField, StructType,
 };
-use delta_kernel::{KernelError, Snapshot};
+use delta_kernel::{EngineData, KernelError, Snapshot};
 use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
 use delta_kernel_default_engine::DefaultEngine;
 use url::Url;
@@ -57,7 +59,8 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     let config = snapshot.table_configuration();
     let partition_names: Vec<String> = config.logical_partition_columns().to_vec();
     let scan = (snapshot.clone().scan_builder())
-        .with_stats(StatsOptions::none())
+        // Each file's statistics as the log's JSON, kept for the pruner's data skipping.
+        .with_stats(StatsOptions::json_only())
         .build()
         .map_err(|e| kernel(e).in_file(&name))?;
     let logical = scan.logical_schema().clone();
@@ -117,6 +120,9 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     }
 
     let mut scan_files: Vec<ScanFile> = Vec::new();
+    // The replayed log's rows of live files, kept: the pruner skips files from them with a
+    // filter's predicate instead of replaying the log again.
+    let mut replayed: Vec<LogBatch> = Vec::new();
     let metadata = scan
         .scan_metadata(&*engine)
         .map_err(|e| kernel(e).in_file(&name))?;
@@ -125,6 +131,8 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
         scan_files = batch
             .visit_scan_files(scan_files, |files: &mut Vec<ScanFile>, f| files.push(f))
             .map_err(|e| kernel(e).in_file(&name))?;
+        let live = (batch.scan_files.apply_selection_vector()).try_into_record_batch();
+        replayed.push(live.map_err(|e| kernel(e).in_file(&name))?);
     }
     let table_root = snapshot.table_root().clone();
     let mut files = Vec::with_capacity(scan_files.len());
@@ -149,14 +157,27 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
             })
             .collect();
         // The deletion vector is read when a scan reaches the file (never for a pruned one).
+        // Its cardinality, from the log, keeps DataFusion's row counts exact without it.
+        let cardinality = (f.dv_info.cardinality()).map_err(|e| kernel(e).in_file(&location))?;
         let deleted = f.dv_info.has_vector().then(|| {
             let (dv, engine, root) = (f.dv_info.clone(), engine.clone(), table_root.clone());
-            Deletes::lazy(move || {
+            let deletes = Deletes::lazy(move || {
                 let rows = dv.get_row_indexes(&*engine, &root);
-                Ok(rows
-                    .map_err(|e| kernel(e).in_file(&location))?
-                    .unwrap_or_default())
-            })
+                let rows = (rows.map_err(|e| kernel(e).in_file(&location))?).unwrap_or_default();
+                match cardinality {
+                    // Counts answered from the log must agree with the rows a scan drops.
+                    Some(n) if n != rows.len() as u64 => Err(Error::corrupt(format!(
+                        "its deletion vector holds {} rows, the log says {n}",
+                        rows.len()
+                    ))
+                    .in_file(&location)),
+                    _ => Ok(rows),
+                }
+            });
+            match cardinality {
+                Some(n) => deletes.counted(n),
+                None => deletes,
+            }
         });
         files.push(TableFile {
             file,
@@ -171,6 +192,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     let pruner = DeltaPruner {
         engine,
         snapshot,
+        replayed,
         columns: typed,
         files: paths,
         name: name.clone(),
@@ -375,11 +397,15 @@ fn arrow_type(t: &DataType, column: &str) -> Result<ArrowType> {
 }
 
 /// Prunes a Delta table's files by the per-file statistics (and partition values) of its log:
-/// a filter is translated into the kernel's predicate where it can be (see [`to_kernel`]) and
-/// the kernel's data skipping replays the log with it.
+/// a filter is translated into the kernel's predicate where it can be (see
+/// [`super::translate`]) and the kernel's data skipping runs it over the log's rows of the
+/// live files, kept from the snapshot's one replay (`Scan::scan_metadata_from`: no log file is
+/// read again).
 pub(crate) struct DeltaPruner {
     engine: Arc<Engine>,
     snapshot: delta_kernel::snapshot::SnapshotRef,
+    /// The scan metadata of the live files (selection applied), at the snapshot's version.
+    replayed: Vec<LogBatch>,
     /// Data and partition columns: their names and Arrow types, for literals.
     columns: Vec<(String, ArrowType)>,
     /// The index in [`TableSnapshot::files`] of each file, by its path in the log.
@@ -405,8 +431,13 @@ impl super::FilePruner for DeltaPruner {
             .build()
             .map_err(|e| kernel(e).in_file(&self.name))?;
         let mut paths: Vec<String> = Vec::new();
+        let replayed: Vec<Box<dyn EngineData>> = (self.replayed.iter())
+            .map(|b| Box::new(ArrowEngineData::new(b.clone())) as Box<dyn EngineData>)
+            .collect();
+        // The kept rows were replayed with no predicate: any predicate is narrower, as the
+        // kernel requires of them.
         let metadata = scan
-            .scan_metadata(&*self.engine)
+            .scan_metadata_from(&*self.engine, self.snapshot.version(), replayed, None)
             .map_err(|e| kernel(e).in_file(&self.name))?;
         for batch in metadata {
             let batch = batch.map_err(|e| kernel(e).in_file(&self.name))?;
@@ -477,6 +508,12 @@ fn scalar(l: &Literal, t: &ArrowType) -> Option<delta_kernel::expressions::Scala
         (Literal::String(s), ArrowType::Utf8) => S::String(s.clone()),
         (Literal::Bool(b), ArrowType::Boolean) => S::Boolean(*b),
         (Literal::Date(d), ArrowType::Date32) => S::Date(super::epoch_days(d)?),
+        (Literal::Timestamp(..), ArrowType::Timestamp(_, Some(_))) => {
+            S::Timestamp(super::epoch_micros(l, t)?)
+        }
+        (Literal::Timestamp(..), ArrowType::Timestamp(_, None)) => {
+            S::TimestampNtz(super::epoch_micros(l, t)?)
+        }
         _ => return None,
     })
 }

@@ -210,7 +210,12 @@ pub struct TableFile {
 /// table's deletion vector or delete files the first time a scan asks, so that the files a
 /// filter prunes never have theirs read. Clones share the rows once read.
 #[derive(Clone)]
-pub struct Deletes(Arc<Mutex<DeletesState>>);
+pub struct Deletes {
+    state: Arc<Mutex<DeletesState>>,
+    /// How many rows are deleted, where the table's metadata says so without reading them
+    /// (a Delta deletion vector's cardinality).
+    count: Option<u64>,
+}
 
 /// A loader of a file's deleted rows (unsorted, repeats allowed).
 type DeletesLoader = Box<dyn Fn() -> Result<Vec<u64>> + Send + Sync>;
@@ -224,17 +229,46 @@ enum DeletesState {
 impl Deletes {
     /// Rows already known.
     pub fn known(rows: Vec<u64>) -> Deletes {
-        Deletes(Arc::new(Mutex::new(DeletesState::Read(sorted(rows)))))
+        let rows = sorted(rows);
+        Deletes {
+            count: Some(rows.len() as u64),
+            state: Arc::new(Mutex::new(DeletesState::Read(rows))),
+        }
     }
 
     /// Rows `load` reads when first asked for; its errors name the file.
     pub fn lazy(load: impl Fn() -> Result<Vec<u64>> + Send + Sync + 'static) -> Deletes {
-        Deletes(Arc::new(Mutex::new(DeletesState::Pending(Box::new(load)))))
+        Deletes {
+            state: Arc::new(Mutex::new(DeletesState::Pending(Box::new(load)))),
+            count: None,
+        }
+    }
+
+    /// The same rows, known by the table's metadata to be `count` before they are read.
+    pub fn counted(self, count: u64) -> Deletes {
+        Deletes {
+            count: Some(count),
+            ..self
+        }
+    }
+
+    /// How many rows are deleted, if known without reading them (or read already).
+    pub fn count(&self) -> Option<u64> {
+        self.count
+            .or_else(|| self.read().map(|rows| rows.len() as u64))
+    }
+
+    /// The deleted rows if a scan has read them already; `None` rather than reading them.
+    pub fn read(&self) -> Option<Arc<[u64]>> {
+        match &*self.state.lock().unwrap_or_else(|e| e.into_inner()) {
+            DeletesState::Read(rows) => Some(rows.clone()),
+            DeletesState::Pending(_) => None,
+        }
     }
 
     /// The deleted rows, read now if not yet (callers of the same file wait for one read).
     pub fn rows(&self) -> Result<Arc<[u64]>> {
-        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let rows = match &*state {
             DeletesState::Read(rows) => return Ok(rows.clone()),
             DeletesState::Pending(load) => sorted(load()?),
@@ -246,7 +280,7 @@ impl Deletes {
 
 impl std::fmt::Debug for Deletes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+        match &*self.state.lock().unwrap_or_else(|e| e.into_inner()) {
             DeletesState::Pending(_) => f.write_str("Deletes(not read)"),
             DeletesState::Read(rows) => write!(f, "Deletes({} rows)", rows.len()),
         }
@@ -350,6 +384,25 @@ pub(crate) fn translate<B: PredicateBuilder>(
 pub(crate) fn epoch_days(d: &chrono::NaiveDate) -> Option<i32> {
     let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
     i32::try_from((*d - epoch).num_days()).ok()
+}
+
+/// A timestamp literal as microseconds since the epoch on a microsecond column, as the scan
+/// compares them: on a UTC-adjusted column (`Some` time zone) a literal without an offset is
+/// UTC; on a wall-clock column only a literal without an offset is taken (`None`: not
+/// translated, so the table's metadata prunes nothing by it).
+pub(crate) fn epoch_micros(l: &Literal, t: &DataType) -> Option<i64> {
+    let Literal::Timestamp(at, offset) = l else {
+        return None;
+    };
+    let DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone) = t else {
+        return None;
+    };
+    let utc = at.and_utc().timestamp_micros();
+    match (zone, offset) {
+        (_, None) => Some(utc),
+        (Some(_), Some(seconds)) => utc.checked_sub(i64::from(*seconds).checked_mul(1_000_000)?),
+        (None, Some(_)) => None,
+    }
 }
 
 #[cfg(test)]

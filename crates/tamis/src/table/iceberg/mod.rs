@@ -581,6 +581,12 @@ impl PredicateBuilder for IcebergPredicates {
             (Literal::String(s), ArrowType::Utf8) => Datum::string(s),
             (Literal::Bool(b), ArrowType::Boolean) => Datum::bool(*b),
             (Literal::Date(d), ArrowType::Date32) => Datum::date(super::epoch_days(d)?),
+            (Literal::Timestamp(..), ArrowType::Timestamp(_, Some(_))) => {
+                Datum::timestamptz_micros(super::epoch_micros(l, t)?)
+            }
+            (Literal::Timestamp(..), ArrowType::Timestamp(_, None)) => {
+                Datum::timestamp_micros(super::epoch_micros(l, t)?)
+            }
             _ => return None,
         })
     }
