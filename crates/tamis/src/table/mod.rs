@@ -410,6 +410,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn timestamps_translate_as_the_scan_compares_them() {
+        use arrow::datatypes::TimeUnit::{Microsecond, Millisecond};
+        let at = chrono::NaiveDate::from_ymd_opt(2024, 3, 1)
+            .and_then(|d| d.and_hms_opt(10, 0, 0))
+            .unwrap();
+        let utc = at.and_utc().timestamp_micros();
+        let zoned = DataType::Timestamp(Microsecond, Some("UTC".into()));
+        let local = DataType::Timestamp(Microsecond, None);
+        let plain = Literal::Timestamp(at, None);
+        let plus_two = Literal::Timestamp(at, Some(7200));
+        assert_eq!(epoch_micros(&plain, &zoned), Some(utc));
+        assert_eq!(epoch_micros(&plain, &local), Some(utc));
+        assert_eq!(epoch_micros(&plus_two, &zoned), Some(utc - 7_200_000_000));
+        // A wall-clock column and a literal at an offset: no instant to compare, not translated.
+        assert_eq!(epoch_micros(&plus_two, &local), None);
+        assert_eq!(
+            epoch_micros(&plain, &DataType::Timestamp(Millisecond, None)),
+            None
+        );
+        assert_eq!(epoch_micros(&Literal::Number("1".into()), &zoned), None);
+    }
+
+    #[test]
     fn times_parse_as_utc_milliseconds() {
         let ms = |t: &str| match AsOf::timestamp(t).unwrap() {
             AsOf::Timestamp(ms) => ms,

@@ -3,12 +3,13 @@
 //! metrics, and which delete files apply to which data file.
 //!
 //! tamis takes from it each data file's path and the delete files that apply to it, and the
-//! snapshot's schema with each column's field id; it reads every data file and every
-//! positional delete file itself. What tamis does not read yet is refused by name: format
-//! version 3 (deletion vectors in Puffin files, default values, new types) and equality
-//! deletes.
+//! snapshot's schema with each column's field id; it reads every data file and every delete
+//! file itself (positional deletes here, equality deletes in `equality`). What tamis does not
+//! read yet is refused by name: format version 3 (deletion vectors in Puffin files, default
+//! values, new types).
 
 mod catalog;
+mod equality;
 mod storage;
 
 use std::collections::HashMap;
@@ -101,6 +102,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
             table: table.clone(),
             read: Mutex::default(),
         });
+        let equality_files = Arc::new(equality::EqualityDeletes::default());
         for task in tasks {
             if paths.contains_key(&task.data_file_path) {
                 continue;
@@ -111,26 +113,36 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
                     task.data_file_path, task.data_file_format
                 ))));
             }
+            let file = file_ref(&task.data_file_path, task.file_size_in_bytes, options)
+                .map_err(in_table)?;
             let mut positional = Vec::new();
+            let mut by_equality = Vec::new();
             for d in &task.deletes {
                 match d.file_type {
                     DataContentType::PositionDeletes => positional.push(d.file_path.clone()),
                     DataContentType::EqualityDeletes => {
-                        return Err(in_table(Error::unsupported(format!(
-                            "the table has equality deletes ({}); tamis does not apply them yet",
-                            d.file_path
-                        ))))
+                        by_equality.push(equality::EqualityDeleteFile {
+                            file: file_ref(&d.file_path, d.file_size_in_bytes, options)
+                                .map_err(in_table)?,
+                            keys: key_columns(&metadata, &schema, d.equality_ids.as_deref())
+                                .map_err(|e| in_table(e.in_file(&d.file_path)))?,
+                        })
                     }
                     DataContentType::Data => {}
                 }
             }
             // Read when a scan reaches the file (never for a pruned one).
-            let deleted = (!positional.is_empty()).then(|| {
+            let deleted = (!positional.is_empty() || !by_equality.is_empty()).then(|| {
                 let (shared, data_file) = (delete_files.clone(), task.data_file_path.clone());
-                Deletes::lazy(move || shared.rows_of(&data_file, &positional))
+                let (equality_files, data_ref) = (equality_files.clone(), file.clone());
+                Deletes::lazy(move || {
+                    let mut rows = shared.rows_of(&data_file, &positional)?;
+                    if !by_equality.is_empty() {
+                        rows.extend(equality_files.rows_of(&data_ref, &by_equality)?);
+                    }
+                    Ok(rows)
+                })
             });
-            let file = file_ref(&task.data_file_path, task.file_size_in_bytes, options)
-                .map_err(in_table)?;
             paths.insert(task.data_file_path.clone(), files.len());
             files.push(TableFile {
                 file,
@@ -159,6 +171,57 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
         files,
         pruner,
     })
+}
+
+/// The key columns of an equality delete file from its field ids: their names and types in
+/// the snapshot's schema (or, for a column dropped since, in the newest schema that has it).
+fn key_columns(
+    metadata: &TableMetadataRef,
+    schema: &SchemaRef,
+    ids: Option<&[i32]>,
+) -> Result<equality::KeyColumns> {
+    let ids = match ids {
+        Some(ids) if !ids.is_empty() => ids,
+        _ => {
+            return Err(Error::corrupt(
+                "an equality delete file without equality field ids",
+            ))
+        }
+    };
+    let mut keys = equality::KeyColumns {
+        ids: ids.to_vec(),
+        names: Vec::with_capacity(ids.len()),
+        types: Vec::with_capacity(ids.len()),
+    };
+    for &id in ids {
+        // Top-level columns only: the key columns are read from the files' top level.
+        let top = |s: &iceberg::spec::Schema| s.as_struct().field_by_id(id).cloned();
+        let field = top(schema)
+            .or_else(|| {
+                let mut older: Vec<_> = metadata.schemas_iter().collect();
+                older.sort_by_key(|s| std::cmp::Reverse(s.schema_id()));
+                older.into_iter().find_map(|s| top(s))
+            })
+            .ok_or_else(|| match schema.field_by_id(id) {
+                Some(nested) => Error::unsupported(format!(
+                    "equality deletes keyed by the nested field '{}'; tamis applies them on \
+                     top-level columns only",
+                    nested.name
+                )),
+                None => Error::corrupt(format!(
+                    "equality deletes keyed by field id {id}, which no schema of the table has"
+                )),
+            })?;
+        if !field.field_type.is_primitive() {
+            return Err(Error::unsupported(format!(
+                "equality deletes keyed by column '{}', which is not a primitive column",
+                field.name
+            )));
+        }
+        keys.types.push(arrow_type(&field.field_type, &field.name)?);
+        keys.names.push(field.name.clone());
+    }
+    Ok(keys)
 }
 
 /// The table a location names: through its catalog, or from its metadata file (the one named,
