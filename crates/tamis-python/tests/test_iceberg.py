@@ -358,6 +358,42 @@ def test_partition_evolution_updates_and_random_predicates(tmp_path: Path):
         assert pruned > 0 and report["files"] + pruned == files, (where, report)
 
 
+def test_files_without_field_ids_bind_through_the_name_mapping(tmp_path: Path):
+    """A Parquet file written elsewhere (no field ids) added to a table, then a column renamed:
+    the table's name mapping (`schema.name-mapping.default`, which pyiceberg keeps) gives the
+    file's old name for the field id, so the renamed column is read, and filtered, from it."""
+    cat = catalog(tmp_path)
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "k", IntegerType(), required=False),
+        NestedField(3, "s", StringType(), required=False),
+    )
+    table = cat.create_table("ns.added", schema=schema)
+    outside = tmp_path / "outside.parquet"
+    pq.write_table(pa.table({
+        "id": pa.array(range(100), pa.int64()),
+        "k": pa.array([i % 10 for i in range(100)], pa.int32()),
+        "s": pa.array([f"x{i % 7}" for i in range(100)], pa.string()),
+    }), outside)
+    assert pq.read_schema(outside).field("k").metadata is None
+    table.add_files([str(outside)])
+    with table.update_schema() as u:
+        u.rename_column("k", "key")
+    table = cat.load_table("ns.added")
+    assert "schema.name-mapping.default" in table.metadata.properties
+    table.append(pa.table({
+        "id": pa.array(range(100, 130), pa.int64()),
+        "key": pa.array([i % 10 + 100 for i in range(30)], pa.int32()),
+        "s": pa.array([f"y{i % 3}" for i in range(30)], pa.string()),
+    }))
+    expected = table.scan().to_arrow()
+    assert expected.column("key").null_count == 0
+    for where in [None, "key < 3", "key >= 100", "s = 'x5'", "key = 4 OR s = 'y1'"]:
+        got = tamis.scan(table.metadata_location, where=where)
+        assert got.column_names == expected.column_names
+        assert sorted_rows(got) == sorted_rows(oracle(expected, where)), where
+
+
 def test_time_travel_by_snapshot_and_timestamp(appended):
     snapshots = appended.metadata.snapshots
     assert len(snapshots) >= 5

@@ -572,7 +572,8 @@ fn open_footers(
 }
 
 /// Where each of `table`'s data columns is in file `f` (by Parquet field id when the column
-/// has one and the file's column too, else by physical name), renaming the file's columns and
+/// has one and the file's column too, else by the table's name mapping, else by physical
+/// name), renaming the file's columns and
 /// leaves to the table's names so that predicates bind to them. A file column the table no
 /// longer has gets a name no column has. A file column of a type the table's does not widen
 /// from is an error naming both.
@@ -590,8 +591,10 @@ fn map_table_columns(table: &TableSnapshot, f: &mut DatasetFile) -> Result<Vec<O
     let mut map = Vec::with_capacity(table.columns.len());
     let mut names: Vec<Option<String>> = vec![None; f.schema.fields().len()];
     for c in &table.columns {
-        let found = match c.field_id {
-            Some(id) if file_has_ids => ids.iter().position(|&i| i == Some(id)),
+        let found = match (c.field_id, &c.file_names) {
+            (Some(id), _) if file_has_ids => ids.iter().position(|&i| i == Some(id)),
+            // A file without ids: by the table's name mapping where it has one.
+            (_, Some(names)) => (f.schema.fields().iter()).position(|x| names.contains(x.name())),
             _ => (f.schema.fields().iter()).position(|x| *x.name() == c.physical),
         };
         if let Some(i) = found {

@@ -98,6 +98,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
             field: arrow_field,
             physical: physical.name().clone(),
             field_id,
+            file_names: None,
         });
     }
     // Partition columns: their logical types, and the key their values have in the log

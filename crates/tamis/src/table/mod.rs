@@ -191,6 +191,10 @@ pub struct TableColumn {
     pub physical: String,
     /// Its Parquet field id (column mapping in `id` mode): files are matched by it first.
     pub field_id: Option<i32>,
+    /// The names a file written without field ids may give it (Iceberg's name mapping,
+    /// `schema.name-mapping.default`); `None`: its physical name. A mapping that leaves a
+    /// column out is `Some` of no names: no file without ids holds it.
+    pub file_names: Option<Vec<String>>,
 }
 
 /// One data file of a table version.

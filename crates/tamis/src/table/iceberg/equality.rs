@@ -29,6 +29,9 @@ pub(super) struct KeyColumns {
     pub(super) ids: Vec<i32>,
     pub(super) names: Vec<String>,
     pub(super) types: Vec<ArrowType>,
+    /// The names each may have in a file written without field ids (the table's name
+    /// mapping, else its name).
+    pub(super) file_names: Vec<Vec<String>>,
 }
 
 /// An equality delete file as a data file's loader needs it.
@@ -123,7 +126,7 @@ fn converter(keys: &KeyColumns) -> Result<RowConverter> {
 }
 
 /// The key columns of a Parquet file, batch by batch, cast to the table's types: each found by
-/// its field id (by its name in a file written without field ids); a column the file does not
+/// its field id (by [`KeyColumns::file_names`] in a file written without field ids); a column the file does not
 /// hold (added to the table later) is NULL in every row. Only the key columns' chunks are read.
 fn read_columns(file: &FileRef, keys: &KeyColumns) -> Result<Vec<Vec<ArrayRef>>> {
     let location = file.location();
@@ -133,10 +136,10 @@ fn read_columns(file: &FileRef, keys: &KeyColumns) -> Result<Vec<Vec<ArrayRef>>>
     let with_ids = roots.iter().any(|f| f.get_basic_info().has_id());
     // The file's top-level column of each key, if it has one.
     let mut found: Vec<Option<usize>> = Vec::with_capacity(keys.ids.len());
-    for (id, name) in keys.ids.iter().zip(&keys.names) {
+    for ((id, name), file_names) in keys.ids.iter().zip(&keys.names).zip(&keys.file_names) {
         let at = roots.iter().position(|f| match with_ids {
             true => f.get_basic_info().has_id() && f.get_basic_info().id() == *id,
-            false => f.name() == name,
+            false => file_names.iter().any(|n| n == f.name()),
         });
         if at.is_some_and(|at| !roots[at].is_primitive()) {
             return Err(Error::unsupported(format!(

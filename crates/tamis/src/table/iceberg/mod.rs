@@ -21,8 +21,8 @@ use futures::TryStreamExt;
 use iceberg::expr::{Predicate, Reference};
 use iceberg::io::{FileIO, FileIOBuilder};
 use iceberg::spec::{
-    DataContentType, DataFileFormat, Datum, FormatVersion, PrimitiveType, SchemaRef,
-    TableMetadataRef, Type,
+    DataContentType, DataFileFormat, Datum, FormatVersion, NameMapping, PrimitiveType, SchemaRef,
+    TableMetadataRef, Type, DEFAULT_SCHEMA_NAME_MAPPING,
 };
 use iceberg::table::{StaticTable, Table};
 use iceberg::TableIdent;
@@ -69,6 +69,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
         },
         None => metadata.current_schema().clone(),
     };
+    let mapping = name_mapping(&metadata).map_err(in_table)?;
     let mut columns = Vec::new();
     for field in schema.as_struct().fields() {
         let t = arrow_type(&field.field_type, &field.name).map_err(in_table)?;
@@ -76,6 +77,7 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
             field: Field::new(&field.name, t, !field.required),
             physical: field.name.clone(),
             field_id: Some(field.id),
+            file_names: (mapping.as_ref()).map(|m| m.get(&field.id).cloned().unwrap_or_default()),
         });
     }
     let order = (columns.iter()).map(|c| c.field.name().clone()).collect();
@@ -124,8 +126,13 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
                         by_equality.push(equality::EqualityDeleteFile {
                             file: file_ref(&d.file_path, d.file_size_in_bytes, options)
                                 .map_err(in_table)?,
-                            keys: key_columns(&metadata, &schema, d.equality_ids.as_deref())
-                                .map_err(|e| in_table(e.in_file(&d.file_path)))?,
+                            keys: key_columns(
+                                &metadata,
+                                &schema,
+                                &mapping,
+                                d.equality_ids.as_deref(),
+                            )
+                            .map_err(|e| in_table(e.in_file(&d.file_path)))?,
                         })
                     }
                     DataContentType::Data => {}
@@ -173,11 +180,36 @@ pub fn snapshot(location: &str, at: AsOf, options: &StorageOptions) -> Result<Ta
     })
 }
 
+/// The table's name mapping (`schema.name-mapping.default`), for data files written without
+/// field ids (files added from another system): the names each top-level field id may have
+/// in them.
+fn name_mapping(metadata: &TableMetadataRef) -> Result<Option<HashMap<i32, Vec<String>>>> {
+    let Some(text) = metadata.properties().get(DEFAULT_SCHEMA_NAME_MAPPING) else {
+        return Ok(None);
+    };
+    let mapping: NameMapping = serde_json::from_str(text).map_err(|e| {
+        Error::corrupt(format!(
+            "its property {DEFAULT_SCHEMA_NAME_MAPPING} is not a name mapping: {e}"
+        ))
+    })?;
+    let mut names: HashMap<i32, Vec<String>> = HashMap::new();
+    for field in mapping.fields() {
+        if let Some(id) = field.field_id() {
+            names
+                .entry(id)
+                .or_default()
+                .extend(field.names().iter().cloned());
+        }
+    }
+    Ok(Some(names))
+}
+
 /// The key columns of an equality delete file from its field ids: their names and types in
 /// the snapshot's schema (or, for a column dropped since, in the newest schema that has it).
 fn key_columns(
     metadata: &TableMetadataRef,
     schema: &SchemaRef,
+    mapping: &Option<HashMap<i32, Vec<String>>>,
     ids: Option<&[i32]>,
 ) -> Result<equality::KeyColumns> {
     let ids = match ids {
@@ -192,6 +224,7 @@ fn key_columns(
         ids: ids.to_vec(),
         names: Vec::with_capacity(ids.len()),
         types: Vec::with_capacity(ids.len()),
+        file_names: Vec::with_capacity(ids.len()),
     };
     for &id in ids {
         // Top-level columns only: the key columns are read from the files' top level.
@@ -219,6 +252,10 @@ fn key_columns(
             )));
         }
         keys.types.push(arrow_type(&field.field_type, &field.name)?);
+        keys.file_names.push(match mapping {
+            Some(m) => m.get(&id).cloned().unwrap_or_default(),
+            None => vec![field.name.clone()],
+        });
         keys.names.push(field.name.clone());
     }
     Ok(keys)
