@@ -18,8 +18,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
-    new_null_array, ArrayRef, BooleanArray, Date32Array, Int16Array, Int32Array, Int64Array,
-    Int8Array, StringArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
+    new_null_array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array,
+    Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, StringArray,
+    TimestampMicrosecondArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::DataType;
@@ -63,8 +64,10 @@ pub(crate) fn parse_hive_path(relative_path: &str) -> Vec<(String, Option<String
 }
 
 /// One typed partition value. Integers of every width are held as `Int` / `UInt` (the width is
-/// in the [`PartitionSchema`]); dates as days since 1970-01-01.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// in the [`PartitionSchema`]); dates as days since 1970-01-01. Floats, timestamps
+/// (microseconds since the epoch, UTC for a column with a time zone) and decimals (the
+/// unscaled integer) come from tables, whose metadata types its partition columns.
+#[derive(Debug, Clone, PartialEq)]
 pub enum PartitionValue {
     Null,
     Int(i64),
@@ -72,6 +75,9 @@ pub enum PartitionValue {
     Date(i32),
     Str(String),
     Bool(bool),
+    Float(f64),
+    Timestamp(i64),
+    Decimal(i128),
 }
 
 /// The partition columns of a dataset: names in path order and their Arrow types.
@@ -104,6 +110,20 @@ pub(crate) fn is_partition_type(t: &DataType) -> bool {
             | D::Date32
             | D::Boolean
     )
+}
+
+/// The Arrow types a table's partition column may have: those of paths, and floats,
+/// microsecond timestamps and decimals, which a table's metadata types.
+fn is_table_partition_type(t: &DataType) -> bool {
+    use DataType as D;
+    is_partition_type(t)
+        || matches!(
+            t,
+            D::Float32
+                | D::Float64
+                | D::Timestamp(arrow::datatypes::TimeUnit::Microsecond, _)
+                | D::Decimal128(1..=38, _)
+        )
 }
 
 /// Parses the partition paths of every file (`relative_paths`, relative to the dataset root) into
@@ -197,10 +217,10 @@ pub(crate) fn discover_partitions(
 /// text, as a Delta log writes them: dates `YYYY-MM-DD`, booleans `true` / `false`).
 pub(crate) fn table_partitions(table: &crate::table::TableSnapshot) -> Result<Partitions> {
     for (name, t) in &table.partitions {
-        if !is_partition_type(t) {
+        if !is_table_partition_type(t) {
             return Err(Error::unsupported(format!(
-                "partition column '{name}' is {t}; tamis reads integer, string, date and \
-                 boolean partition columns so far"
+                "partition column '{name}' is {t}; tamis reads integer, float, decimal, \
+                 string, date, timestamp and boolean partition columns so far"
             ))
             .in_file(&table.name));
         }
@@ -268,12 +288,65 @@ fn infer_type<'a>(values: impl Iterator<Item = &'a str> + Clone) -> DataType {
     }
 }
 
+/// The Parquet type a decimal of `precision` digits is held in, as writers choose it.
+fn decimal_physical(precision: u8) -> PhysicalType {
+    match precision {
+        0..=9 => PhysicalType::INT32,
+        10..=18 => PhysicalType::INT64,
+        _ => PhysicalType::FIXED_LEN_BYTE_ARRAY,
+    }
+}
+
 /// A non-null path value as `t`; `None` if it is not one. With an explicit type the integer
-/// syntax is Rust's (`+7` and `007` are 7): the user said it is a number.
+/// syntax is Rust's (`+7` and `007` are 7): the user said it is a number. Floats, decimals and
+/// timestamps are read as a Delta log writes them (Java's `NaN`, `Infinity`, exponents;
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]`, UTC on a column with a time zone, or ISO 8601 with an
+/// offset), decimals exactly (a value with more digits than the type holds is not one).
 fn parse_value(raw: &str, t: &DataType) -> Option<PartitionValue> {
+    use crate::expr::{parse_f64, parse_number, parse_timestamp};
     use DataType as D;
     use PartitionValue as V;
     Some(match t {
+        D::Float32 => V::Float(parse_f64(raw)? as f32 as f64),
+        D::Float64 => V::Float(parse_f64(raw)?),
+        D::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone) => {
+            let (at, offset) = parse_timestamp(raw)?;
+            let micros = at.and_utc().timestamp_micros();
+            match (zone, offset) {
+                (_, None) => V::Timestamp(micros),
+                (Some(_), Some(seconds)) => {
+                    V::Timestamp(micros.checked_sub(i64::from(seconds) * 1_000_000)?)
+                }
+                // A wall-clock column given an instant: not a value of it.
+                (None, Some(_)) => return None,
+            }
+        }
+        &D::Decimal128(precision, scale) => {
+            let (negative, digits, exponent) = parse_number(raw)?;
+            // value = digits × 10^exponent; unscaled = value × 10^scale, exactly.
+            let shift = exponent.checked_add(i64::from(scale))?;
+            let mut unscaled: i128 = 0;
+            let kept = match shift {
+                s if s >= 0 => digits.len(),
+                s => {
+                    let cut = digits.len().checked_sub(usize::try_from(-s).ok()?)?;
+                    if digits[cut..].iter().any(|&d| d != 0) {
+                        return None;
+                    }
+                    cut
+                }
+            };
+            for &d in &digits[..kept] {
+                unscaled = unscaled.checked_mul(10)?.checked_add(i128::from(d))?;
+            }
+            for _ in 0..shift.max(0) {
+                unscaled = unscaled.checked_mul(10)?;
+            }
+            if unscaled >= 10i128.checked_pow(u32::from(precision))? {
+                return None;
+            }
+            V::Decimal(if negative { -unscaled } else { unscaled })
+        }
         D::Int8 => V::Int(raw.parse::<i8>().ok()?.into()),
         D::Int16 => V::Int(raw.parse::<i16>().ok()?.into()),
         D::Int32 => V::Int(raw.parse::<i32>().ok()?.into()),
@@ -328,6 +401,16 @@ pub(crate) fn constant_array(
         )),
         (V::UInt(v), D::UInt64) => Arc::new(UInt64Array::from_value(*v, rows)),
         (V::Date(d), D::Date32) => Arc::new(Date32Array::from_value(*d, rows)),
+        (V::Float(v), D::Float32) => Arc::new(Float32Array::from_value(*v as f32, rows)),
+        (V::Float(v), D::Float64) => Arc::new(Float64Array::from_value(*v, rows)),
+        (V::Timestamp(v), D::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone)) => Arc::new(
+            TimestampMicrosecondArray::from_value(*v, rows).with_timezone_opt(zone.clone()),
+        ),
+        (V::Decimal(v), &D::Decimal128(precision, scale)) => Arc::new(
+            Decimal128Array::from_value(*v, rows)
+                .with_precision_and_scale(precision, scale)
+                .map_err(|_| narrow())?,
+        ),
         (V::Str(s), D::Utf8) => Arc::new(StringArray::new_repeated(s, rows)),
         (V::Bool(b), D::Boolean) => Arc::new(BooleanArray::new(
             if *b {
@@ -395,16 +478,38 @@ pub(crate) fn partition_leaves(
                 DataType::Date32 => (PhysicalType::INT32, Some(LogicalType::Date)),
                 DataType::Utf8 => (PhysicalType::BYTE_ARRAY, Some(LogicalType::String)),
                 DataType::Boolean => (PhysicalType::BOOLEAN, None),
+                DataType::Float32 => (PhysicalType::FLOAT, None),
+                DataType::Float64 => (PhysicalType::DOUBLE, None),
+                DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone) => (
+                    PhysicalType::INT64,
+                    Some(LogicalType::Timestamp(parquet::basic::TimestampType {
+                        is_adjusted_to_u_t_c: zone.is_some(),
+                        unit: parquet::basic::TimeUnit::MICROS,
+                    })),
+                ),
+                &DataType::Decimal128(precision, scale) => (
+                    decimal_physical(precision),
+                    Some(LogicalType::Decimal(parquet::basic::DecimalType {
+                        scale: i32::from(scale),
+                        precision: i32::from(precision),
+                    })),
+                ),
                 other => {
                     return Err(Error::invalid(format!(
                         "partition column '{name}' cannot be {other}"
                     )))
                 }
             };
-            let leaf = Type::primitive_type_builder(name, physical)
+            let mut leaf = Type::primitive_type_builder(name, physical)
                 .with_repetition(Repetition::OPTIONAL)
-                .with_logical_type(logical)
-                .build()?;
+                .with_logical_type(logical);
+            if let &DataType::Decimal128(precision, scale) = t {
+                leaf = (leaf.with_precision(i32::from(precision))).with_scale(i32::from(scale));
+                if physical == PhysicalType::FIXED_LEN_BYTE_ARRAY {
+                    leaf = leaf.with_length(16);
+                }
+            }
+            let leaf = leaf.build()?;
             let root = Type::group_type_builder("partition")
                 .with_fields(vec![Arc::new(leaf)])
                 .build()?;
@@ -429,6 +534,17 @@ fn one_entry(value: &PartitionValue, column: &LeafColumn) -> Option<Values> {
         (V::UInt(v), PhysicalType::INT32) => Values::I32(vec![u32::try_from(*v).ok()? as i32]),
         (V::UInt(v), PhysicalType::INT64) => Values::I64(vec![*v as i64]),
         (V::Date(d), PhysicalType::INT32) => Values::I32(vec![*d]),
+        (V::Float(v), PhysicalType::FLOAT) => Values::F32(vec![*v as f32]),
+        (V::Float(v), PhysicalType::DOUBLE) => Values::F64(vec![*v]),
+        (V::Timestamp(v), PhysicalType::INT64) => Values::I64(vec![*v]),
+        (V::Decimal(v), PhysicalType::INT32) => Values::I32(vec![i32::try_from(*v).ok()?]),
+        (V::Decimal(v), PhysicalType::INT64) => Values::I64(vec![i64::try_from(*v).ok()?]),
+        // Big-endian two's complement, as Parquet stores decimals in fixed-length bytes.
+        (V::Decimal(v), PhysicalType::FIXED_LEN_BYTE_ARRAY) => {
+            let mut bytes = ByteArrays::new();
+            bytes.push(&v.to_be_bytes());
+            Values::Bytes(bytes)
+        }
         (V::Bool(b), PhysicalType::BOOLEAN) => Values::Bool(vec![*b]),
         (V::Str(s), PhysicalType::BYTE_ARRAY) => {
             let mut bytes = ByteArrays::new();
@@ -539,6 +655,72 @@ mod tests {
     use parquet::schema::parser::parse_message_type;
 
     use super::*;
+
+    #[test]
+    fn table_partition_values_of_floats_decimals_and_timestamps() {
+        use arrow::datatypes::TimeUnit::Microsecond;
+        use PartitionValue as V;
+        let f64t = DataType::Float64;
+        assert_eq!(parse_value("1.0E10", &f64t), Some(V::Float(1e10)));
+        assert_eq!(
+            parse_value("-Infinity", &f64t),
+            Some(V::Float(f64::NEG_INFINITY))
+        );
+        assert!(matches!(parse_value("NaN", &f64t), Some(V::Float(x)) if x.is_nan()));
+        assert_eq!(
+            parse_value("0.1", &DataType::Float32),
+            Some(V::Float(0.1f32 as f64))
+        );
+        assert_eq!(parse_value("one", &f64t), None);
+        let dec = DataType::Decimal128(5, 2);
+        assert_eq!(parse_value("12.30", &dec), Some(V::Decimal(1230)));
+        assert_eq!(parse_value("-12.3", &dec), Some(V::Decimal(-1230)));
+        assert_eq!(parse_value("1.2E+1", &dec), Some(V::Decimal(1200)));
+        assert_eq!(parse_value("5", &dec), Some(V::Decimal(500)));
+        // Not exact at the scale, or more digits than the precision: not a value of the type.
+        assert_eq!(parse_value("12.345", &dec), None);
+        assert_eq!(parse_value("1000.00", &dec), None);
+        assert_eq!(parse_value("999.99", &dec), Some(V::Decimal(99999)));
+        let utc = DataType::Timestamp(Microsecond, Some("UTC".into()));
+        let wall = DataType::Timestamp(Microsecond, None);
+        let at = 1_709_289_000_000_000; // 2024-03-01 10:30:00 UTC
+        assert_eq!(
+            parse_value("2024-03-01 10:30:00", &utc),
+            Some(V::Timestamp(at))
+        );
+        assert_eq!(
+            parse_value("2024-03-01 10:30:00.000001", &wall),
+            Some(V::Timestamp(at + 1))
+        );
+        assert_eq!(
+            parse_value("2024-03-01T10:30:00.000000Z", &utc),
+            Some(V::Timestamp(at))
+        );
+        assert_eq!(
+            parse_value("2024-03-01T12:30:00+02:00", &utc),
+            Some(V::Timestamp(at))
+        );
+        assert_eq!(parse_value("2024-03-01T12:30:00+02:00", &wall), None);
+        // As arrays, and as the leaves predicates bind to.
+        let schema = PartitionSchema {
+            fields: vec![
+                ("f".into(), f64t),
+                ("d".into(), DataType::Decimal128(30, 2)),
+                ("t".into(), utc),
+            ],
+        };
+        let values = [V::Float(1.5), V::Decimal(-1230), V::Timestamp(at)];
+        let arrays = partition_arrays(&schema, &values, 3).unwrap();
+        assert_eq!(arrays[1].data_type(), &DataType::Decimal128(30, 2));
+        let leaves = partition_leaves(&schema, 0, 0).unwrap();
+        for (leaf, value) in leaves.iter().zip(&values) {
+            assert!(
+                one_entry(value, leaf).is_some(),
+                "{value:?} on {}",
+                leaf.path
+            );
+        }
+    }
     use crate::error::ErrorKind;
     use crate::expr::{parse_predicate, render::render};
     use crate::expr::{CmpOp, Leaf, LeafOp, Scalar};
@@ -879,6 +1061,52 @@ mod tests {
             PartitionValue::UInt(u64::MAX),
             PartitionValue::Bool(true),
         ]
+    }
+
+    #[test]
+    fn float_decimal_and_timestamp_partitions_decide_filters() {
+        use arrow::datatypes::TimeUnit::Microsecond;
+        use PartitionValue as V;
+        let schema = PartitionSchema {
+            fields: vec![
+                ("f".into(), DataType::Float64),
+                ("small".into(), DataType::Decimal128(5, 2)),
+                ("wide".into(), DataType::Decimal128(30, 2)),
+                (
+                    "t".into(),
+                    DataType::Timestamp(Microsecond, Some("UTC".into())),
+                ),
+            ],
+        };
+        let (leaves, first) = dataset_leaves(&schema);
+        // 2024-03-01 10:30:00 UTC.
+        let values = [
+            V::Float(-0.0),
+            V::Decimal(1230),
+            V::Decimal(-1230),
+            V::Timestamp(1_709_289_000_000_000),
+        ];
+        let decide = |sql: &str| {
+            let pred = parse_predicate(sql, &leaves).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            render(
+                &partition_verdict(&pred, first, &leaves[first..], &values).unwrap(),
+                &leaves,
+            )
+        };
+        for (sql, want) in [
+            ("f = 0", "TRUE"),
+            ("f < 0", "FALSE"),
+            ("small = 12.3", "TRUE"),
+            ("small > 12.3", "FALSE"),
+            ("wide = -12.30", "TRUE"),
+            ("wide < -12.31", "FALSE"),
+            ("wide BETWEEN -13 AND 0", "TRUE"),
+            ("t = TIMESTAMP '2024-03-01 10:30:00'", "TRUE"),
+            ("t > TIMESTAMP '2024-03-01 12:00:00+02:00'", "TRUE"),
+            ("t > TIMESTAMP '2024-03-01 11:00:00'", "FALSE"),
+        ] {
+            assert_eq!(decide(sql), want, "{sql}");
+        }
     }
 
     /// The residual predicate, rendered as SQL.
