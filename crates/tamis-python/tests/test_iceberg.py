@@ -416,13 +416,15 @@ def test_time_travel_by_snapshot_and_timestamp(appended):
         tamis.scan(appended.metadata_location, table_version=12345)
 
 
-def equality_delete_file(table, keys: pa.Table, ids: list[int], partition=None, spec_id=0):
+def equality_delete_file(table, keys: pa.Table, ids: list[int], partition=None, spec_id=0,
+                         written_ids=None):
     """An equality delete file (pyiceberg's `DataFile`) holding `keys`, whose columns carry
-    the field ids `ids`, written beside the table's data."""
+    the field ids `ids` (or `written_ids`, for a file that does not match its metadata),
+    written beside the table's data."""
     path = f"{table.location()}/data/eq-delete-{random.randrange(1 << 30)}.parquet"
     schema = pa.schema([
         keys.schema.field(i).with_metadata({b"PARQUET:field_id": str(fid).encode()})
-        for i, fid in enumerate(ids)
+        for i, fid in enumerate(written_ids or ids)
     ])
     pq.write_table(keys.cast(schema), path.removeprefix("file://"))
     f = DataFile.from_args(
@@ -485,6 +487,23 @@ def test_equality_deletes_are_an_anti_join(tmp_path: Path):
         assert sorted_rows(got) == sorted_rows(want), snap
     got = tamis.sql("SELECT count(*) AS n FROM t", tables={"t": table.metadata_location})
     assert got.column("n").to_pylist() == [expected.num_rows]
+
+
+def test_an_equality_delete_file_without_its_key_column_is_one_clear_error(tmp_path: Path):
+    """A delete file must hold every key column: one missing (here: field id 9 in place of
+    id's 1) would delete the rows whose key is NULL, so it is refused naming the file."""
+    cat = catalog(tmp_path)
+    table = cat.create_table("ns.eqbad", schema=SCHEMA)
+    table.append(batch(0, 100, 1))
+    empty = data_files(table)[0].partition
+    f = equality_delete_file(table, pa.table({"id": pa.array([1], pa.int64())}), [1], empty,
+                             written_ids=[9])
+    add_delete_files(table, [f])
+    table = cat.load_table("ns.eqbad")
+    with pytest.raises(Exception) as e:
+        tamis.scan(table.metadata_location)
+    message = str(e.value)
+    assert "without its key column 'id'" in message and "eq-delete-" in message, message
 
 
 def test_equality_deletes_by_a_widened_and_a_later_column(tmp_path: Path):

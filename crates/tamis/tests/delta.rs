@@ -1,5 +1,6 @@
 //! A Delta Lake table written here by hand, as the protocol describes it (PROTOCOL.md): a log
-//! with column mapping in `name` mode (the files' columns have physical names), a column added
+//! with column mapping in `name` mode (the files' columns have physical names) or in `id` mode
+//! (the files' columns carry field ids, under names nothing else matches), a column added
 //! later (older files lack it), a column dropped (a file still holds it), a partition column, a
 //! deletion vector, and a file the log removed. tamis's rows are compared with the `parquet`
 //! crate's reading of the files the log names, less the deleted positions, renamed and given
@@ -16,12 +17,52 @@ use parquet::file::properties::WriterProperties;
 use roaring::RoaringTreemap;
 use tamis::table::AsOf;
 
-/// Writes a Parquet file of these physical columns; small row groups so that deleted rows fall
-/// in several.
-fn write_file(path: &Path, columns: Vec<(&str, ArrayRef)>) -> u64 {
+/// Column mapping's two modes: how a reader finds a table column in a file.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mapping {
+    /// By its physical name.
+    Name,
+    /// By its field id (the file's names are not the physical ones).
+    Id,
+}
+
+impl Mapping {
+    /// The name a file written in this mode gives the column of this physical name.
+    fn file_column(self, physical: &str) -> String {
+        match self {
+            Mapping::Name => physical.to_string(),
+            Mapping::Id => format!("written-as-{physical}"),
+        }
+    }
+}
+
+/// The column mapping id of each physical column (the table's schema gives the same).
+fn field_id(physical: &str) -> i32 {
+    match physical {
+        "col-id" => 1,
+        "col-name" => 2,
+        "col-gone" => 3,
+        "col-p" => 4,
+        "col-extra" => 5,
+        other => panic!("no id for {other}"),
+    }
+}
+
+/// Writes a Parquet file of these physical columns, named and given field ids as `mode`
+/// writes them; small row groups so that deleted rows fall in several.
+fn write_file(path: &Path, columns: Vec<(&str, ArrayRef)>, mode: Mapping) -> u64 {
     let schema = Arc::new(Schema::new(
         (columns.iter())
-            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .map(|(n, a)| {
+                let field = Field::new(mode.file_column(n), a.data_type().clone(), true);
+                match mode {
+                    Mapping::Name => field,
+                    Mapping::Id => field.with_metadata(std::collections::HashMap::from([(
+                        "PARQUET:field_id".to_string(),
+                        field_id(n).to_string(),
+                    )])),
+                }
+            })
             .collect::<Vec<_>>(),
     ));
     let batch =
@@ -80,13 +121,19 @@ struct Table {
     root: std::path::PathBuf,
     /// Deleted positions in `a.parquet`.
     deleted: Vec<u64>,
+    mode: Mapping,
 }
 
 /// The table: `id` (long, physical `col-id`), `name` (string, `col-name`), `extra` (long,
 /// `col-extra`: added after `a.parquet` was written, as an integer, and widened to long since,
 /// so `b.parquet` holds it as INT32), `p` (string partition, `col-p`). `a.parquet` also holds
-/// `col-gone`, a column since dropped; `old.parquet` was removed.
+/// `col-gone`, a column since dropped; `old.parquet` was removed. Column mapping in `name`
+/// mode.
 fn table(dir: &Path) -> Table {
+    table_in(dir, Mapping::Name)
+}
+
+fn table_in(dir: &Path, mode: Mapping) -> Table {
     let root = dir.join("t");
     std::fs::create_dir_all(root.join("_delta_log")).unwrap();
     std::fs::create_dir_all(root.join("col-p=x")).unwrap();
@@ -107,6 +154,7 @@ fn table(dir: &Path) -> Table {
                 Arc::new(Int32Array::from_iter_values(0..n as i32)),
             ),
         ],
+        mode,
     );
     let b = write_file(
         &root.join("col-p=y/b.parquet"),
@@ -118,10 +166,12 @@ fn table(dir: &Path) -> Table {
             ("col-name", names(3)),
             ("col-id", Arc::new(Int64Array::from_iter_values(n..2 * n))),
         ],
+        mode,
     );
     let old = write_file(
         &root.join("col-p=x/old.parquet"),
         vec![("col-id", Arc::new(Int64Array::from_iter_values(0..5)))],
+        mode,
     );
     let deleted: Vec<u64> = (0..1000u64)
         .filter(|i| i % 7 == 0 || (60..70).contains(i) || *i == 999)
@@ -142,7 +192,8 @@ fn table(dir: &Path) -> Table {
         "format": {"provider": "parquet", "options": {}},
         "schemaString": schema,
         "partitionColumns": ["p"],
-        "configuration": {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "5",
+        "configuration": {"delta.columnMapping.mode": match mode { Mapping::Name => "name", Mapping::Id => "id" },
+                          "delta.columnMapping.maxColumnId": "5",
                           "delta.enableDeletionVectors": "true", "delta.enableTypeWidening": "true"},
         "createdTime": 1,
     }});
@@ -192,7 +243,11 @@ fn table(dir: &Path) -> Table {
         ]),
     )
     .unwrap();
-    Table { root, deleted }
+    Table {
+        root,
+        deleted,
+        mode,
+    }
 }
 
 /// One row, by logical column: id, name, p, extra.
@@ -217,7 +272,7 @@ fn expected(t: &Table) -> Vec<Row> {
             .unwrap()
         {
             let batch = batch.unwrap();
-            let col = |n: &str| batch.column_by_name(n).cloned();
+            let col = |n: &str| batch.column_by_name(&t.mode.file_column(n)).cloned();
             let ids = col("col-id").unwrap();
             let ids = ids.as_any().downcast_ref::<Int64Array>().unwrap();
             let names = col("col-name").unwrap();
@@ -279,8 +334,19 @@ fn scanned(scan: tamis::Scan) -> (Vec<String>, Vec<Row>) {
 
 #[test]
 fn a_delta_table_reads_as_its_log_says() {
+    reads_as_its_log_says(Mapping::Name);
+}
+
+/// In `id` mode the files' column names match no physical name: only field ids bind them
+/// (filters, statistics and the dropped column included).
+#[test]
+fn a_delta_table_in_id_mode_binds_columns_by_field_id() {
+    reads_as_its_log_says(Mapping::Id);
+}
+
+fn reads_as_its_log_says(mode: Mapping) {
     let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path());
+    let t = table_in(dir.path(), mode);
     let all = expected(&t);
     let cases: Vec<Case> = vec![
         ("id >= 0", Box::new(|_| true)),

@@ -57,7 +57,7 @@ pub(super) struct EqualityDeletes {
 type KeySlot = Arc<Mutex<Option<Arc<KeySet>>>>;
 
 impl EqualityDeletes {
-    /// The positions of `data_file` (`rows` rows) whose keys one of `deletes` holds.
+    /// The positions of `data_file`'s rows whose keys one of `deletes` holds.
     pub(super) fn rows_of(
         &self,
         data_file: &FileRef,
@@ -79,7 +79,7 @@ impl EqualityDeletes {
             }
             let converter = converter(keys)?;
             let mut position = 0u64;
-            for columns in read_columns(data_file, keys)? {
+            for columns in read_columns(data_file, keys, Holds::DataRows)? {
                 let rows = (converter.convert_columns(&columns))
                     .map_err(|e| Error::invalid(format!("its key columns: {e}")))?;
                 for (i, row) in rows.iter().enumerate() {
@@ -106,7 +106,9 @@ impl EqualityDeletes {
         }
         let converter = converter(&d.keys)?;
         let mut rows = HashSet::new();
-        for columns in read_columns(&d.file, &d.keys).map_err(|e| e.in_file(&location))? {
+        for columns in
+            (read_columns(&d.file, &d.keys, Holds::Keys)).map_err(|e| e.in_file(&location))?
+        {
             let encoded = (converter.convert_columns(&columns))
                 .map_err(|e| Error::invalid(format!("its key columns: {e}")).in_file(&location))?;
             rows.extend(encoded.iter().map(|r| Box::<[u8]>::from(r.as_ref())));
@@ -125,10 +127,19 @@ fn converter(keys: &KeyColumns) -> Result<RowConverter> {
         .map_err(|e| Error::unsupported(format!("equality deletes keyed by {:?}: {e}", keys.names)))
 }
 
+/// What a file read by [`read_columns`] is.
+#[derive(Clone, Copy, PartialEq)]
+enum Holds {
+    /// A data file: a key column it lacks (added to the table later) is NULL in its rows.
+    DataRows,
+    /// An equality delete file: it must hold every key column.
+    Keys,
+}
+
 /// The key columns of a Parquet file, batch by batch, cast to the table's types: each found by
-/// its field id (by [`KeyColumns::file_names`] in a file written without field ids); a column the file does not
-/// hold (added to the table later) is NULL in every row. Only the key columns' chunks are read.
-fn read_columns(file: &FileRef, keys: &KeyColumns) -> Result<Vec<Vec<ArrayRef>>> {
+/// its field id (by [`KeyColumns::file_names`] in a file written without field ids). Only the
+/// key columns' chunks are read.
+fn read_columns(file: &FileRef, keys: &KeyColumns, holds: Holds) -> Result<Vec<Vec<ArrayRef>>> {
     let location = file.location();
     let opened = OpenedFile::open_ref(file)?;
     let descr = opened.metadata.file_metadata().schema_descr_ptr();
@@ -145,6 +156,12 @@ fn read_columns(file: &FileRef, keys: &KeyColumns) -> Result<Vec<Vec<ArrayRef>>>
             return Err(Error::unsupported(format!(
                 "equality deletes keyed by column '{name}', which this file holds as a group, \
                  not a primitive column"
+            ))
+            .in_file(&location));
+        }
+        if at.is_none() && holds == Holds::Keys {
+            return Err(Error::corrupt(format!(
+                "an equality delete file without its key column '{name}' (field id {id})"
             ))
             .in_file(&location));
         }
