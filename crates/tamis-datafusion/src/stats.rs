@@ -28,7 +28,7 @@ struct ColumnStat {
 /// One row group's statistics.
 struct RowGroupStat {
     /// Rows, less those a table deleted (a deletion vector) if they were read already;
-    /// otherwise the footer's count (see [`FileStat::unread_deletes`]).
+    /// otherwise the footer's count (see [`FileStat::deleted`]).
     rows: usize,
     /// Whether a table deleted some of its rows: the footer's null counts may count them.
     deletions: bool,
@@ -41,10 +41,20 @@ struct RowGroupStat {
 struct FileStat {
     location: String,
     row_groups: Vec<RowGroupStat>,
-    /// A table's deleted rows not read yet (they are read when a scan reaches the file, not
-    /// when a table is registered): the row groups' rows are the footer's, and the file's
-    /// total is exact only where the table's metadata counts them (`Some`).
-    unread_deletes: Option<Option<u64>>,
+    deleted: Deleted,
+}
+
+/// A file's deleted rows as its statistics know them. A table's deletes are read when a scan
+/// reaches the file, not when the table is registered.
+#[derive(Clone, Copy)]
+enum Deleted {
+    /// None, or read already: each row group's rows are exact.
+    Subtracted,
+    /// Not read yet, but counted by the table's metadata (a Delta deletion vector's
+    /// cardinality): the row groups' rows are the footer's, the whole file's less this exact.
+    Unread(u64),
+    /// Not read yet nor counted: the row groups' rows are upper bounds.
+    Unknown,
 }
 
 /// Statistics of every row group of every file, by file location.
@@ -65,9 +75,10 @@ impl TableStats {
                 let mut first_row = 0u64;
                 // A table's deleted rows, where a scan read them already.
                 let deleted = f.deleted.as_ref().and_then(|d| d.read());
-                let unread_deletes = (f.deleted.as_ref())
-                    .filter(|_| deleted.is_none())
-                    .map(|d| d.count());
+                let counted = match (&f.deleted, &deleted) {
+                    (None, _) | (Some(_), Some(_)) => Deleted::Subtracted,
+                    (Some(d), None) => d.count().map_or(Deleted::Unknown, Deleted::Unread),
+                };
                 let mut out: Vec<RowGroupStat> = rgs
                     .iter()
                     .map(|rg| {
@@ -79,7 +90,7 @@ impl TableStats {
                         first_row += rows;
                         RowGroupStat {
                             rows: rows as usize - deleted,
-                            deletions: deleted > 0 || unread_deletes.is_some(),
+                            deletions: deleted > 0 || !matches!(counted, Deleted::Subtracted),
                             bytes: rg.total_byte_size().max(0) as usize,
                             columns: vec![ColumnStat::default(); schema.fields().len()],
                         }
@@ -129,7 +140,7 @@ impl TableStats {
                 Ok(FileStat {
                     location: f.location.clone(),
                     row_groups: out,
-                    unread_deletes,
+                    deleted: counted,
                 })
             })
             .collect::<datafusion::common::Result<_>>()?;
@@ -183,13 +194,13 @@ impl TableStats {
             }
             // Unread deletes: a whole file's count less the metadata's is exact; any part of
             // it, or a file whose deletes nobody counted, is an upper bound.
-            match file.unread_deletes {
-                None => {}
-                Some(_) if selected == 0 => {}
-                Some(Some(n)) if selected == file.row_groups.len() => {
+            match file.deleted {
+                Deleted::Subtracted => {}
+                _ if selected == 0 => {}
+                Deleted::Unread(n) if selected == file.row_groups.len() => {
                     rows = rows.saturating_sub(n as usize)
                 }
-                Some(_) => exact = false,
+                Deleted::Unread(_) | Deleted::Unknown => exact = false,
             }
         }
         let column_statistics = (0..n)
