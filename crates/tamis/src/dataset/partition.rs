@@ -303,7 +303,7 @@ fn decimal_physical(precision: u8) -> PhysicalType {
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]`, UTC on a column with a time zone, or ISO 8601 with an
 /// offset), decimals exactly (a value with more digits than the type holds is not one).
 fn parse_value(raw: &str, t: &DataType) -> Option<PartitionValue> {
-    use crate::expr::{parse_f64, parse_number, parse_timestamp};
+    use crate::expr::{instant_micros, parse_f64, parse_number, parse_timestamp};
     use DataType as D;
     use PartitionValue as V;
     Some(match t {
@@ -311,15 +311,8 @@ fn parse_value(raw: &str, t: &DataType) -> Option<PartitionValue> {
         D::Float64 => V::Float(parse_f64(raw)?),
         D::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone) => {
             let (at, offset) = parse_timestamp(raw)?;
-            let micros = at.and_utc().timestamp_micros();
-            match (zone, offset) {
-                (_, None) => V::Timestamp(micros),
-                (Some(_), Some(seconds)) => {
-                    V::Timestamp(micros.checked_sub(i64::from(seconds) * 1_000_000)?)
-                }
-                // A wall-clock column given an instant: not a value of it.
-                (None, Some(_)) => return None,
-            }
+            // A wall-clock column given an instant: not a value of it.
+            V::Timestamp(instant_micros(&at, offset, zone.is_some())?)
         }
         &D::Decimal128(precision, scale) => {
             let (negative, digits, exponent) = parse_number(raw)?;

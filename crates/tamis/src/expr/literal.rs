@@ -61,6 +61,18 @@ pub(crate) fn parse_timestamp(t: &str) -> Option<(NaiveDateTime, Option<i32>)> {
     None
 }
 
+/// A timestamp's microseconds since the epoch as a column of this kind holds it: on a UTC
+/// column (`zoned`) a value without an offset is UTC; a wall-clock column takes no offset
+/// (`None`: no instant to compare).
+pub(crate) fn instant_micros(at: &NaiveDateTime, offset: Option<i32>, zoned: bool) -> Option<i64> {
+    let utc = at.and_utc().timestamp_micros();
+    match (zoned, offset) {
+        (_, None) => Some(utc),
+        (true, Some(seconds)) => utc.checked_sub(i64::from(seconds).checked_mul(1_000_000)?),
+        (false, Some(_)) => None,
+    }
+}
+
 /// Splits a trailing time zone (`Z`, `UTC`, `+02`, `+0200`, `-02:30`) off a timestamp.
 fn split_offset(t: &str) -> Option<(&str, Option<i32>)> {
     if let Some(b) = t.strip_suffix('Z').or_else(|| t.strip_suffix('z')) {

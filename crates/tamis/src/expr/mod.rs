@@ -34,7 +34,7 @@ use crate::error::Result;
 pub use bind::bind;
 pub use key_filter::KeyFilter;
 pub use like::LikePattern;
-pub(crate) use literal::{parse_f64, parse_number, parse_timestamp};
+pub(crate) use literal::{instant_micros, parse_f64, parse_number, parse_timestamp};
 pub use parse::{parse, MAX_BOOLEAN_OPERATORS};
 pub use tree::{col, lit, Column, Expr, Literal};
 pub use verdict::Verdict;

@@ -401,12 +401,7 @@ pub(crate) fn epoch_micros(l: &Literal, t: &DataType) -> Option<i64> {
     let DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone) = t else {
         return None;
     };
-    let utc = at.and_utc().timestamp_micros();
-    match (zone, offset) {
-        (_, None) => Some(utc),
-        (Some(_), Some(seconds)) => utc.checked_sub(i64::from(*seconds).checked_mul(1_000_000)?),
-        (None, Some(_)) => None,
-    }
+    crate::expr::instant_micros(at, *offset, zone.is_some())
 }
 
 #[cfg(test)]
