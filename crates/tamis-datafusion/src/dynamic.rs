@@ -12,7 +12,8 @@
 //!   and the page index;
 //! - a short key list ([`EXACT_KEYS`] or fewer) becomes `IN (…)`, which also probes the file's
 //!   own Bloom filters and dictionaries;
-//! - a longer one becomes a [`tamis::expr::KeyFilter`] (a blocked Bloom filter), probed once per
+//! - a longer one becomes a [`tamis::expr::KeyFilter`] (a blocked Bloom filter, or an exact
+//!   bitmap for integer keys close together), probed once per
 //!   dictionary entry on dictionary-encoded keys and per value otherwise; filters are shared by
 //!   every scan of the table on the same column and keys ([`KeyFilters`]);
 //! - a `CASE` over partitions becomes the OR of its branches (each row's branch is one of

@@ -355,20 +355,20 @@ pub(crate) trait Dense {
     ) -> Bitmap;
 }
 
-/// [`Dense::pack_keys`] over values handed out by index.
+/// [`Dense::pack_keys`] over `n` values in blocks of up to 64, each widened into keys by
+/// `fill` (a block's values copied as one loop the compiler vectorizes, not one bounds-checked
+/// index at a time: that copy was a quarter of the probing in TPC-H Q17's scans).
 #[inline(always)]
-fn pack_keys_at(
+fn pack_keys_blocks(
     n: usize,
-    value: impl Fn(usize) -> i64,
+    mut fill: impl FnMut(usize, &mut [i64]),
     mut probe: impl FnMut(&[i64]) -> u64,
 ) -> Bitmap {
     let mut words = Vec::with_capacity(n.div_ceil(64));
     let mut keys = [0i64; 64];
     for start in (0..n).step_by(64) {
         let m = (n - start).min(64);
-        for (j, k) in keys[..m].iter_mut().enumerate() {
-            *k = value(start + j);
-        }
+        fill(start, &mut keys[..m]);
         words.push(probe(&keys[..m]));
     }
     Bitmap::from_words(words, n)
@@ -389,7 +389,13 @@ impl<T: Copy> Dense for &[T] {
     }
     #[inline]
     fn pack_keys(&self, widen: impl Fn(T) -> i64, probe: impl FnMut(&[i64]) -> u64) -> Bitmap {
-        pack_keys_at(<[T]>::len(self), |i| widen(self[i]), probe)
+        let fill = |start: usize, keys: &mut [i64]| {
+            let vals = &self[start..start + keys.len()];
+            for (k, &v) in keys.iter_mut().zip(vals) {
+                *k = widen(v);
+            }
+        };
+        pack_keys_blocks(<[T]>::len(self), fill, probe)
     }
 }
 
@@ -434,8 +440,13 @@ impl<T: FromLe> Dense for LeBytes<'_, T> {
     }
     #[inline]
     fn pack_keys(&self, widen: impl Fn(T) -> i64, probe: impl FnMut(&[i64]) -> u64) -> Bitmap {
-        let at = |i: usize| widen(T::from_le(&self.bytes[i * T::WIDTH..(i + 1) * T::WIDTH]));
-        pack_keys_at(self.n, at, probe)
+        let fill = |start: usize, keys: &mut [i64]| {
+            let bytes = &self.bytes[start * T::WIDTH..(start + keys.len()) * T::WIDTH];
+            for (k, b) in keys.iter_mut().zip(bytes.chunks_exact(T::WIDTH)) {
+                *k = widen(T::from_le(b));
+            }
+        };
+        pack_keys_blocks(self.n, fill, probe)
     }
 }
 

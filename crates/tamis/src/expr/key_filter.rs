@@ -7,6 +7,11 @@
 //! miss at most, however large the key set. The join above still checks every row, so false
 //! positives cost time, never rows.
 //!
+//! Integer keys that lie close together (within [`SPAN_BITS`] of each other, or 64 values a key)
+//! are kept exactly instead, as a bitmap over their span: a probe is a subtraction, a compare
+//! and one bit test, with no false positives (TPC-H Q17's 204 part keys spread over 197 000
+//! values: the Bloom filter let through 4x the matching rows).
+//!
 //! The filter also decides at run time whether probing pays (paper 000, FW8): scans report
 //! how many values they probed and how many passed, and once a filter has seen enough values
 //! and keeps most of them, it switches itself off ([`KeyFilter::active`]); a switched-off
@@ -25,6 +30,13 @@ pub(crate) const BITS_PER_KEY: usize = 16;
 /// 16 bits per key and still fits the 36 low bits of one 64-bit hash).
 use crate::kernels::key_probe::{self, mix};
 
+/// Integer keys whose span (largest − smallest + 1) is at most this many values, or at most 64
+/// values a key, are kept as an exact bitmap over the span (32 KiB here: it stays in L1/L2).
+pub(crate) const SPAN_BITS: u64 = 1 << 18;
+
+/// The most values a span bitmap covers however many keys there are (2 MiB of bits).
+const SPAN_BITS_MAX: u64 = 1 << 24;
+
 /// A filter keeps probing until it has seen this many values…
 pub(crate) const ADAPT_MIN_PROBES: u64 = 1 << 16;
 
@@ -40,6 +52,39 @@ pub(crate) enum KeyKind {
     Bytes,
 }
 
+/// A set of integer keys as a bitmap over their span: bit `i` of `bits` is set iff `lo + i` is
+/// a key, `len` values in all.
+#[derive(Debug)]
+struct Span {
+    lo: i64,
+    len: u64,
+    bits: Vec<u64>,
+}
+
+impl Span {
+    /// The keys as a span bitmap, if they lie within `max_len` values of each other.
+    fn of(keys: &[i64], max_len: u64) -> Option<Span> {
+        let lo = *keys.iter().min()?;
+        let hi = *keys.iter().max()?;
+        let len = u64::try_from(hi as i128 - lo as i128 + 1).ok()?;
+        if len > max_len {
+            return None;
+        }
+        let mut bits = vec![0u64; len.div_ceil(64) as usize];
+        for &k in keys {
+            let off = k.wrapping_sub(lo) as u64;
+            bits[(off >> 6) as usize] |= 1 << (off & 63);
+        }
+        Some(Span { lo, len, bits })
+    }
+
+    #[inline]
+    fn contains(&self, k: i64) -> bool {
+        let off = k.wrapping_sub(self.lo) as u64;
+        off < self.len && (self.bits[(off >> 6) as usize] >> (off & 63)) & 1 == 1
+    }
+}
+
 /// A join's build-side keys as a blocked Bloom filter, with its run-time probe counts.
 pub struct KeyFilter {
     kind: KeyKind,
@@ -48,6 +93,8 @@ pub struct KeyFilter {
     label: String,
     /// The smallest and largest integer key (none for byte strings or no keys).
     int_span: Option<(i64, i64)>,
+    /// Integer keys close together, exactly (then `blocks` is empty and unused).
+    exact: Option<Span>,
     probed: AtomicU64,
     passed: AtomicU64,
     off: AtomicBool,
@@ -90,6 +137,7 @@ impl KeyFilter {
             keys: 0,
             label,
             int_span: None,
+            exact: None,
             probed: AtomicU64::new(0),
             passed: AtomicU64::new(0),
             off: AtomicBool::new(false),
@@ -100,17 +148,36 @@ impl KeyFilter {
     /// A filter over integer keys (`i64` values; unsigned and narrower keys as the column's
     /// values widen: `u32 as u64`, `i32 as i64`). `label` names it in `explain` output.
     pub fn from_ints(keys: &[i64], label: impl Into<String>) -> KeyFilter {
-        let mut f = KeyFilter::sized(KeyKind::Int, keys.len(), label.into());
-        for &k in keys {
-            f.insert_hash(mix(k as u64));
-        }
-        f.keys = keys.len();
-        f.int_span = keys
+        let int_span = keys
             .iter()
             .min()
             .zip(keys.iter().max())
             .map(|(&a, &b)| (a, b));
+        let max_len = SPAN_BITS.max(64 * keys.len() as u64).min(SPAN_BITS_MAX);
+        let mut f = match Span::of(keys, max_len) {
+            Some(span) => {
+                let mut f = KeyFilter::sized(KeyKind::Int, 0, label.into());
+                f.blocks = Vec::new();
+                f.exact = Some(span);
+                f
+            }
+            None => {
+                let mut f = KeyFilter::sized(KeyKind::Int, keys.len(), label.into());
+                for &k in keys {
+                    f.insert_hash(mix(k as u64));
+                }
+                f
+            }
+        };
+        f.keys = keys.len();
+        f.int_span = int_span;
         f
+    }
+
+    /// Whether the filter is exact: it passes only the keys themselves (integer keys close
+    /// together), never a false positive.
+    pub fn is_exact(&self) -> bool {
+        self.exact.is_some()
     }
 
     /// A filter over byte-string keys (UTF-8 or binary).
@@ -146,7 +213,13 @@ impl KeyFilter {
     /// Whether integer key `k` may be among the keys (always for a byte-string filter).
     #[inline]
     pub fn may_contain_int(&self, k: i64) -> bool {
-        self.kind != KeyKind::Int || self.test_hash(mix(k as u64))
+        if self.kind != KeyKind::Int {
+            return true;
+        }
+        match &self.exact {
+            Some(span) => span.contains(k),
+            None => self.test_hash(mix(k as u64)),
+        }
     }
 
     /// Whether byte-string key `k` may be among the keys (always for an integer filter).
@@ -163,7 +236,10 @@ impl KeyFilter {
         if self.kind != KeyKind::Int {
             return u64::MAX.checked_shr(64 - keys.len() as u32).unwrap_or(0);
         }
-        key_probe::probe(key_probe::wide(), &self.blocks, keys)
+        match &self.exact {
+            Some(s) => key_probe::probe_span(key_probe::wide(), s.lo, s.len, &s.bits, keys),
+            None => key_probe::probe(key_probe::wide(), &self.blocks, keys),
+        }
     }
 
     pub(crate) fn kind(&self) -> KeyKind {
@@ -183,7 +259,7 @@ impl KeyFilter {
 
     /// The filter's size in bytes.
     pub fn size_bytes(&self) -> usize {
-        self.blocks.len() * 8
+        (self.blocks.len() + self.exact.as_ref().map_or(0, |s| s.bits.len())) * 8
     }
 
     /// What `explain` calls it (e.g. the join's build-side column).
@@ -269,6 +345,39 @@ mod tests {
             .filter(|i| f.may_contain_bytes(format!("Other#{i}").as_bytes()))
             .count();
         assert!((fp as f64 / 200_000.0) < 0.02);
+    }
+
+    #[test]
+    fn keys_close_together_are_kept_exactly() {
+        // TPC-H Q17's shape: a few hundred keys over 200 000 values.
+        let keys: Vec<i64> = (0..204).map(|i| 2_409 + i * 967).collect();
+        let f = KeyFilter::from_ints(&keys, "k");
+        assert!(f.is_exact());
+        let all: Vec<i64> = (-1_000..200_000).collect();
+        for chunk in all.chunks(64) {
+            let want = chunk
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (j, k)| w | ((keys.contains(k) as u64) << j));
+            assert_eq!(f.may_contain_ints(chunk), want);
+            for (j, &k) in chunk.iter().enumerate() {
+                assert_eq!(f.may_contain_int(k), want >> j & 1 == 1, "{k}");
+            }
+        }
+        // At the ends of i64, and a span just over the limit (a Bloom filter then).
+        let ends = KeyFilter::from_ints(&[i64::MAX, i64::MAX - 70], "k");
+        assert!(ends.is_exact());
+        assert!(ends.may_contain_int(i64::MAX) && !ends.may_contain_int(i64::MAX - 1));
+        assert!(!ends.may_contain_int(i64::MIN));
+        let far = KeyFilter::from_ints(&[0, SPAN_BITS as i64], "k");
+        assert!(!far.is_exact());
+        assert!(far.may_contain_int(0) && far.may_contain_int(SPAN_BITS as i64));
+        // Many keys may span 64 values each.
+        let many: Vec<i64> = (0..10_000).map(|i| i * 64).collect();
+        assert!(KeyFilter::from_ints(&many, "k").is_exact());
+        let sparse: Vec<i64> = (0..10_000).map(|i| i * 65).collect();
+        assert!(!KeyFilter::from_ints(&sparse, "k").is_exact());
+        assert!(!KeyFilter::from_ints(&[i64::MIN, i64::MAX], "k").is_exact());
     }
 
     #[test]

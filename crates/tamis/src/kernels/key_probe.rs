@@ -140,6 +140,66 @@ unsafe fn probe_avx512(blocks: &[u64], keys: &[i64]) -> u64 {
     word
 }
 
+/// Up to 64 integer keys against an exact set of keys given as a bitmap over their span: bit
+/// `i` of `bits` is set iff `lo + i` is a key, `len` bits in all (at most `64 * bits.len()`).
+/// Bit `j` of the result is set iff `keys[j]` is one of the keys. The AVX-512 path when `wide`.
+#[inline]
+pub fn probe_span(wide: bool, lo: i64, len: u64, bits: &[u64], keys: &[i64]) -> u64 {
+    assert!(keys.len() <= 64 && len <= 64 * bits.len() as u64);
+    #[cfg(target_arch = "x86_64")]
+    if wide && avx512_detected() {
+        // SAFETY: `probe_span_avx512` needs AVX-512 F and DQ, detected just above; it gathers
+        // only lanes whose offset is below `len`, so every word index is below `bits.len()`
+        // (the assert).
+        return unsafe { probe_span_avx512(lo, len, bits, keys) };
+    }
+    let _ = wide;
+    probe_span_scalar(lo, len, bits, keys)
+}
+
+/// The reference: one key at a time.
+pub fn probe_span_scalar(lo: i64, len: u64, bits: &[u64], keys: &[i64]) -> u64 {
+    let mut w = 0u64;
+    for (j, &k) in keys.iter().enumerate() {
+        let off = k.wrapping_sub(lo) as u64;
+        let hit = off < len && (bits[(off >> 6) as usize] >> (off & 63)) & 1 == 1;
+        w |= (hit as u64) << j;
+    }
+    w
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+unsafe fn probe_span_avx512(lo: i64, len: u64, bits: &[u64], keys: &[i64]) -> u64 {
+    use std::arch::x86_64::*;
+    let (lo, len) = (_mm512_set1_epi64(lo), _mm512_set1_epi64(len as i64));
+    let (one, six_bits) = (_mm512_set1_epi64(1), _mm512_set1_epi64(63));
+    let mut word = 0u64;
+    for (c, chunk) in keys.chunks(8).enumerate() {
+        let lanes: __mmask8 = ((1u16 << chunk.len()) - 1) as __mmask8;
+        // SAFETY: the masked load reads only the `chunk.len()` lanes that `chunk` holds.
+        let k = unsafe { _mm512_maskz_loadu_epi64(lanes, chunk.as_ptr()) };
+        // The offset from the span's start, wrapping as the scalar path does: keys below `lo`
+        // become huge offsets and fail the unsigned compare with `len`.
+        let off = _mm512_sub_epi64(k, lo);
+        let inside = _mm512_mask_cmplt_epu64_mask(lanes, off, len);
+        // SAFETY: only lanes inside the span are gathered, and their word index `off >> 6` is
+        // below `len / 64` rounded up, at most `bits.len()`.
+        let got = unsafe {
+            _mm512_mask_i64gather_epi64::<8>(
+                _mm512_setzero_si512(),
+                inside,
+                _mm512_srli_epi64::<6>(off),
+                bits.as_ptr().cast(),
+            )
+        };
+        let bit = _mm512_sllv_epi64(one, _mm512_and_si512(off, six_bits));
+        let hit = _mm512_mask_test_epi64_mask(inside, got, bit);
+        word |= (hit as u64) << (8 * c);
+    }
+    word
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +259,53 @@ mod tests {
         }
     }
 
+    fn span(keys: &[i64]) -> (i64, u64, Vec<u64>) {
+        let lo = keys.iter().copied().min().unwrap_or(0);
+        let hi = keys.iter().copied().max().unwrap_or(-1);
+        let len = (hi as i128 - lo as i128 + 1).max(0) as u64;
+        let mut bits = vec![0u64; len.div_ceil(64) as usize];
+        for &k in keys {
+            let off = k.wrapping_sub(lo) as u64;
+            bits[(off >> 6) as usize] |= 1 << (off & 63);
+        }
+        (lo, len, bits)
+    }
+
+    fn check_span(keys: &[i64], probes: &[i64]) {
+        let (lo, len, bits) = span(keys);
+        for wide in paths() {
+            for chunk in probes.chunks(64) {
+                let got = probe_span(wide, lo, len, &bits, chunk);
+                let want = chunk
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |w, (j, k)| w | ((keys.contains(k) as u64) << j));
+                assert_eq!(got, want, "wide {wide}, lo {lo}, len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn span_edges() {
+        // Spans at the ends of i64, one key, keys on word boundaries, and probes just outside.
+        for keys in [
+            vec![i64::MIN, i64::MIN + 63, i64::MIN + 64],
+            vec![i64::MAX - 64, i64::MAX - 1, i64::MAX],
+            vec![0],
+            vec![-1, 0, 63, 64, 127, 128],
+            vec![],
+        ] {
+            let mut probes: Vec<i64> = keys
+                .iter()
+                .flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)])
+                .collect();
+            probes.extend([i64::MIN, -1, 0, 1, i64::MAX]);
+            for n in 0..=probes.len().min(64) {
+                check_span(&keys, &probes[..n]);
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn both_paths_agree_with_one_key_at_a_time(
@@ -210,6 +317,18 @@ mod tests {
             let mut all = probes.clone();
             all.extend_from_slice(&keys); // hits as well as misses
             check(&f, &all);
+        }
+
+        #[test]
+        fn span_paths_agree_with_the_key_list(
+            base in i64::MIN..i64::MAX - 4000,
+            offsets in proptest::collection::vec(0i64..3000, 0..300),
+            probes in proptest::collection::vec(-100i64..3100, 0..200),
+        ) {
+            let keys: Vec<i64> = offsets.iter().map(|o| base.wrapping_add(*o)).collect();
+            let mut all: Vec<i64> = probes.iter().map(|p| base.wrapping_add(*p)).collect();
+            all.extend_from_slice(&keys);
+            check_span(&keys, &all);
         }
     }
 }
