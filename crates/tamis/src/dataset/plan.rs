@@ -532,11 +532,11 @@ fn open_footers(
 ) -> Result<(Vec<DatasetFile>, (u64, u64, u64))> {
     let mut files = Vec::with_capacity(listing.files.len());
     let mut cost = (0, 0, 0);
-    let mut waves = listing.files.chunks(OPEN_AT_ONCE).flat_map(|wave| {
+    let mut waves = (listing.files.chunks(OPEN_AT_ONCE).enumerate()).flat_map(|(w, wave)| {
+        let keep_open = keep_open.saturating_sub(w * OPEN_AT_ONCE);
         std::thread::scope(|s| {
-            let handles: Vec<_> = wave
-                .iter()
-                .map(|f| s.spawn(move || OpenedFile::open_ref(f)))
+            let handles: Vec<_> = (wave.iter().enumerate())
+                .map(|(i, f)| s.spawn(move || open_kept(f, i < keep_open)))
                 .collect();
             handles
                 .into_iter()
@@ -569,6 +569,25 @@ fn open_footers(
         });
     }
     Ok((files, cost))
+}
+
+/// Opens `f`; a file that stays open (`kept`) on an object store has its sidecar looked for
+/// at the same time ([`crate::index::prefetch_sidecar`]): a scan then waits one round trip
+/// before its first read, not two. A file not kept is opened again when scanned.
+fn open_kept(f: &FileRef, kept: bool) -> Result<OpenedFile> {
+    if !(kept && f.is_remote()) {
+        return OpenedFile::open_ref(f);
+    }
+    std::thread::scope(|s| {
+        let sidecar = s.spawn(|| crate::index::prefetch_sidecar(f));
+        let opened = OpenedFile::open_ref(f);
+        let sidecar = sidecar.join().ok().flatten();
+        let opened = opened?;
+        if let Some(opens) = sidecar {
+            crate::index::seed_sidecar(&opened, opens);
+        }
+        Ok(opened)
+    })
 }
 
 /// Where each of `table`'s data columns is in file `f` (by Parquet field id when the column

@@ -272,6 +272,9 @@ pub struct OpenedFile {
     /// Held while the sidecar is looked for, so that row groups prefetched at once wait for
     /// one lookup rather than each sending their own (two requests each on an object store).
     pub(crate) sidecar_lookup: std::sync::Mutex<()>,
+    /// The sidecar's opens, sent beside the file's own open (an object's: one round trip for
+    /// both), taken by the first lookup: see `index::prefetch_sidecar`.
+    pub(crate) sidecar_opens: Mutex<Option<Box<dyn std::any::Any + Send + Sync>>>,
     pub source: Arc<dyn ByteSource>,
     /// The footer (without page index: see [`OpenedFile::chunk_index`]).
     pub metadata: Arc<ParquetMetaData>,
@@ -350,6 +353,7 @@ impl OpenedFile {
             file: file.clone(),
             sidecar: OnceLock::new(),
             sidecar_lookup: Default::default(),
+            sidecar_opens: Mutex::new(None),
             source,
             metadata,
             arrow,
@@ -386,6 +390,7 @@ impl OpenedFile {
             file: file.clone(),
             sidecar: OnceLock::new(),
             sidecar_lookup: Default::default(),
+            sidecar_opens: Mutex::new(None),
             tail: Arc::new(FetchedRanges::from_pieces(Vec::new(), identity.len)),
             source,
             metadata,

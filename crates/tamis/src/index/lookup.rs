@@ -68,7 +68,13 @@ pub(crate) fn sidecar_of(
     let rows: Vec<u64> = (file.metadata.row_groups().iter())
         .map(|rg| rg.num_rows().max(0) as u64)
         .collect();
-    let lookup = open_sidecar(&file.file, dir, &rows, file.leaves.len());
+    // Opens sent with the file's own (beside it: an index directory is looked in now).
+    let sent = (file.sidecar_opens.lock())
+        .map(|mut o| o.take())
+        .unwrap_or_else(|e| e.into_inner().take())
+        .and_then(|b| b.downcast::<SidecarOpens>().ok())
+        .filter(|_| dir.is_none());
+    let lookup = open_sidecar_with(&file.file, dir, &rows, file.leaves.len(), sent.map(|b| *b));
     if file.file.is_remote() && dir.is_none() {
         // Both names beside the object were asked for at once (an index directory is local).
         crate::metrics::add(&reader.stats().requests, 2);
@@ -219,14 +225,60 @@ pub(crate) fn open_sidecar(
     rows: &[u64],
     columns: usize,
 ) -> Result<Lookup> {
+    open_sidecar_with(file, dir, rows, columns, None)
+}
+
+/// What opening a sidecar candidate answered: its bytes' source and tail, or why not.
+type Opened = Result<(Arc<dyn crate::io::ByteSource>, bytes::Bytes)>;
+
+/// The opens of an object's two sidecar names ([`sidecar_refs`] beside it), sent while the
+/// object itself is opened.
+pub(crate) struct SidecarOpens([Opened; 2]);
+
+/// Sends the opens of `file`'s sidecar names beside it at once, when `file` is an object (a
+/// local lookup costs no round trip); the file's open runs meanwhile, so that a scan that looks
+/// for the sidecar does not wait for a second round trip ([`seed_sidecar`] hands them over).
+pub(crate) fn prefetch_sidecar(file: &FileRef) -> Option<SidecarOpens> {
+    if !file.is_remote() {
+        return None;
+    }
+    let [a, b] = sidecar_refs(file, None).ok()?;
+    let (a, b) = std::thread::scope(|s| {
+        let first = s.spawn(|| a.open());
+        let second = b.open();
+        let first = first
+            .join()
+            .unwrap_or_else(|_| Err(Error::internal("a sidecar lookup panicked")));
+        (first, second)
+    });
+    Some(SidecarOpens([a, b]))
+}
+
+/// Gives `opened` the sidecar opens sent with it, for its first lookup.
+pub(crate) fn seed_sidecar(opened: &OpenedFile, opens: SidecarOpens) {
+    let mut slot = (opened.sidecar_opens.lock()).unwrap_or_else(|e| e.into_inner());
+    *slot = Some(Box::new(opens));
+}
+
+/// [`open_sidecar`], taking the candidates' opens from `sent` where they were sent already.
+fn open_sidecar_with(
+    file: &FileRef,
+    dir: Option<&Path>,
+    rows: &[u64],
+    columns: usize,
+    sent: Option<SidecarOpens>,
+) -> Result<Lookup> {
     let candidates = sidecar_refs(file, dir)?;
-    let attempt = |sidecar: &FileRef| -> Result<Lookup> {
-        if let FileRef::Local(p) = sidecar {
+    let sent = std::sync::Mutex::new(sent.map(|SidecarOpens([a, b])| [Some(a), Some(b)]));
+    let attempt = |i: usize, sidecar: &FileRef| -> Result<Lookup> {
+        let earlier = (sent.lock().unwrap_or_else(|e| e.into_inner()).as_mut())
+            .and_then(|opens| opens[i].take());
+        if let (None, FileRef::Local(p)) = (&earlier, sidecar) {
             if !p.exists() {
                 return Ok(Lookup::Absent);
             }
         }
-        match sidecar.open() {
+        match earlier.unwrap_or_else(|| sidecar.open()) {
             Ok((source, tail)) => {
                 Sidecar::open(source, tail, rows, columns).map(|s| Lookup::Found(Box::new(s)))
             }
@@ -243,9 +295,8 @@ pub(crate) fn open_sidecar(
     // Objects: both names at once, so a file without a sidecar costs one round trip, not two.
     let results: Vec<Result<Lookup>> = if file.is_remote() {
         std::thread::scope(|s| {
-            let handles: Vec<_> = candidates
-                .iter()
-                .map(|c| s.spawn(move || attempt(c)))
+            let handles: Vec<_> = (candidates.iter().enumerate())
+                .map(|(i, c)| s.spawn(move || attempt(i, c)))
                 .collect();
             handles
                 .into_iter()
@@ -256,11 +307,11 @@ pub(crate) fn open_sidecar(
                 .collect()
         })
     } else {
-        let first = attempt(&candidates[0])?;
+        let first = attempt(0, &candidates[0])?;
         if !matches!(first, Lookup::Absent) {
             return Ok(first);
         }
-        vec![attempt(&candidates[1])]
+        vec![attempt(1, &candidates[1])]
     };
     let mut denied = None;
     for r in results {

@@ -60,7 +60,9 @@ pub use build::{
 };
 pub(crate) use identity::{chunk_hash, chunk_range, DataFileIdentity};
 pub use levels::BrokenIndex;
-pub(crate) use lookup::{open_sidecar, sidecar_of, Lookup, SidecarState};
+pub(crate) use lookup::{
+    open_sidecar, prefetch_sidecar, seed_sidecar, sidecar_of, Lookup, SidecarState,
+};
 pub use lookup::{sidecar_name, sidecar_refs, write_atomically, write_sidecar};
 
 /// Appended to a data file's name to name its sidecar (see [`sidecar_name`]).
