@@ -172,11 +172,19 @@ pub(crate) struct Claim<'a> {
 }
 
 impl Claim<'_> {
+    /// Whether [`Claim::keep`] keeps the page in memory (a page decompressed into a buffer of
+    /// its own is then kept without a copy).
+    pub(crate) fn keeps_in_memory(&self) -> bool {
+        self.guard.is_some() && self.cache.memory.is_some()
+    }
+
     /// Keeps `page` (decompressed, in `inflate_ns`) as [`PageCache::keep`] does, handing it to
-    /// the scans waiting for it; the page to use in its place.
+    /// the scans waiting for it; the page to use in its place. `own`: the page's buffer is its
+    /// own and exactly its size, kept as it is instead of copied.
     pub(crate) fn keep(
         self,
         page: Page,
+        own: bool,
         inflate_ns: u64,
         byte_arrays: Option<disk::ByteArrays>,
     ) -> Page {
@@ -192,7 +200,7 @@ impl Claim<'_> {
                     d.put(&file, offset, &page, inflate_ns, byte_arrays);
                 }
                 let key = PageKey { file, offset };
-                m.keep_with(key, page, inflate_ns, |_, kept| {
+                m.keep_with(key, page, own, inflate_ns, |_, kept| {
                     let _ = guard.insert(kept);
                 })
             }
@@ -229,22 +237,33 @@ impl MemoryTier {
     /// buffer may be larger, and is lent to the next page when the caller drops it); returns
     /// the copy, to be used in its place.
     fn keep(&self, key: PageKey, page: Page, inflate_ns: u64) -> Page {
-        self.keep_with(key, page, inflate_ns, |key, kept| {
+        self.keep_with(key, page, false, inflate_ns, |key, kept| {
             self.pages.insert(key, kept)
         })
     }
 
-    /// [`Self::keep`], the copy handed to `insert` (the cache's, or a claim's). A page too
-    /// large to keep is handed on as it is (the cache admits no item over one shard's part of
-    /// the budget).
+    /// [`Self::keep`], the copy handed to `insert` (the cache's, or a claim's); a page whose
+    /// buffer is its `own`, exactly its size, is kept as it is. A page too large to keep is
+    /// handed on as it is (the cache admits no item over one shard's part of the budget).
     fn keep_with(
         &self,
         key: PageKey,
         page: Page,
+        own: bool,
         inflate_ns: u64,
         insert: impl FnOnce(PageKey, Kept),
     ) -> Page {
         if weight(&key, &page) > self.pages.shard_capacity() {
+            return page;
+        }
+        if own {
+            insert(
+                key,
+                Kept {
+                    page: page.clone(),
+                    inflate_ns,
+                },
+            );
             return page;
         }
         let mut copy = page.clone();
@@ -310,7 +329,7 @@ impl PageCache {
         if let Some((page, inflate_ns)) = self.disk.as_ref().and_then(|d| d.get(file, offset)) {
             HITS.fetch_add(1, Relaxed);
             let page = match (&self.memory, guard) {
-                (Some(m), Some(guard)) => m.keep_with(key, page, inflate_ns, |_, kept| {
+                (Some(m), Some(guard)) => m.keep_with(key, page, false, inflate_ns, |_, kept| {
                     let _ = guard.insert(kept);
                 }),
                 (Some(m), None) => m.keep(key, page, inflate_ns),

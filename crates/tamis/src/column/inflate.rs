@@ -38,14 +38,20 @@ thread_local! {
 /// the output must have exactly the announced size.
 ///
 /// `snappy_choice` carries the chunk's choice of Snappy decoder from page to page.
+///
+/// With `exact`, a compressed page is decompressed into a buffer of its own, of
+/// exactly its size, not a pooled one: the page cache keeps such a page without copying it
+/// (the copy was a pass over every byte a cache miss keeps). The flag returned says whether
+/// the page's buffer is such a one (an uncompressed page is handed on as it was read).
 pub(super) fn inflate(
     mut page: Page,
     codec: Compression,
     sizes: Option<&PageSizes>,
     snappy_choice: &mut SnappyChoice,
-) -> Result<Page> {
+    exact: bool,
+) -> Result<(Page, bool)> {
     if codec == Compression::UNCOMPRESSED {
-        return Ok(page);
+        return Ok((page, false));
     }
     let (buf, levels, compressed) = match &mut page {
         Page::DataPageV2 {
@@ -63,7 +69,7 @@ pub(super) fn inflate(
         Page::DataPage { buf, .. } | Page::DictionaryPage { buf, .. } => (buf, 0, true),
     };
     if !compressed {
-        return Ok(page);
+        return Ok((page, false));
     }
     let sizes = sizes.ok_or_else(|| Error::corrupt("a page header that cannot be read"))?;
     let stored = usize::try_from(sizes.compressed).ok();
@@ -80,7 +86,10 @@ pub(super) fn inflate(
     if levels > buf.len() || levels > uncompressed {
         return Err(Error::corrupt("a v2 page's levels run past the page"));
     }
-    let mut out = recycle::take(uncompressed).unwrap_or_else(|| Vec::with_capacity(uncompressed));
+    let mut out = match exact {
+        true => Vec::with_capacity(uncompressed),
+        false => recycle::take(uncompressed).unwrap_or_else(|| Vec::with_capacity(uncompressed)),
+    };
     let written = if codec == Compression::SNAPPY {
         // Into bytes already written (no zero-filling but for a buffer that grows); only
         // `..uncompressed` is the page's.
@@ -112,8 +121,11 @@ pub(super) fn inflate(
         )));
     }
     // The page as stored, its bytes (and a v2 page's flag, above) now decompressed.
-    *buf = recycle::bytes(out, uncompressed);
-    Ok(page)
+    *buf = match exact {
+        true => bytes::Bytes::from(out),
+        false => recycle::bytes(out, uncompressed),
+    };
+    Ok((page, exact))
 }
 
 /// Which Snappy decoder a column chunk's pages go to. With the `cpp-snappy` feature, the
@@ -225,7 +237,7 @@ mod tests {
 
     /// A page of a chunk of its own.
     fn inflate(page: Page, codec: Compression, sizes: Option<&PageSizes>) -> Result<Page> {
-        super::inflate(page, codec, sizes, &mut SnappyChoice::default())
+        super::inflate(page, codec, sizes, &mut SnappyChoice::default(), false).map(|(p, _)| p)
     }
 
     fn compress(codec: Compression, data: &[u8]) -> Vec<u8> {
@@ -316,8 +328,9 @@ mod tests {
                 Compression::SNAPPY,
                 Some(&s),
                 &mut choice,
+                false,
             );
-            assert_eq!(page.unwrap().buffer().as_ref(), &data[..]);
+            assert_eq!(page.unwrap().0.buffer().as_ref(), &data[..]);
             seen.push(choice.0);
         }
         let small = &data[..1000];
@@ -329,8 +342,9 @@ mod tests {
             Compression::SNAPPY,
             Some(&s_small),
             &mut untouched,
+            false,
         );
-        assert_eq!(page.unwrap().buffer().as_ref(), small);
+        assert_eq!(page.unwrap().0.buffer().as_ref(), small);
         if forced_snappy().is_none() {
             assert!(
                 matches!(seen[0], Trial::CppTimed(t) if t >= 0.0),
@@ -381,6 +395,37 @@ mod tests {
             .collect();
         assert!(pages.iter().any(|p| p.buffer().as_ptr() == at));
         assert!(pages.iter().all(|p| p.buffer().as_ref() == &data[..]));
+    }
+
+    #[test]
+    fn an_exact_page_has_a_buffer_of_its_own_and_the_same_bytes() {
+        let data: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        for codec in [Compression::SNAPPY, Compression::ZSTD(Default::default())] {
+            let stored = compress(codec, &data);
+            let s = sizes(stored.len(), data.len());
+            let mut choice = SnappyChoice::default();
+            let (page, own) =
+                super::inflate(v1(stored.clone()), codec, Some(&s), &mut choice, true).unwrap();
+            assert!(own);
+            assert_eq!(page.buffer(), &data[..]);
+            let (pooled, own) =
+                super::inflate(v1(stored), codec, Some(&s), &mut choice, false).unwrap();
+            assert!(!own);
+            assert_eq!(pooled.buffer(), &data[..]);
+        }
+        // Nothing to decompress: handed on as read, never called its own.
+        let (page, own) = super::inflate(
+            v1(data.clone()),
+            Compression::UNCOMPRESSED,
+            None,
+            &mut SnappyChoice::default(),
+            true,
+        )
+        .unwrap();
+        assert!(!own);
+        assert_eq!(page.buffer(), &data[..]);
     }
 
     #[test]

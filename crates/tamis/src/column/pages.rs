@@ -259,9 +259,14 @@ impl<'a> ChunkPages<'a> {
 
     /// A dictionary page at `offset` kept like [`Self::keep_claimed`] (anything else found
     /// where the dictionary should be is not kept: the visitor reports it).
-    fn keep_dictionary(&self, claim: Option<Claim<'_>>, offset: u64, page: Page) -> Page {
+    fn keep_dictionary(
+        &self,
+        claim: Option<Claim<'_>>,
+        offset: u64,
+        (page, own): (Page, bool),
+    ) -> Page {
         match page {
-            Page::DictionaryPage { .. } => self.keep_claimed(claim, offset, page),
+            Page::DictionaryPage { .. } => self.keep_claimed(claim, offset, (page, own)),
             other => other,
         }
     }
@@ -281,10 +286,16 @@ impl<'a> ChunkPages<'a> {
         }
     }
 
-    /// `page` kept as [`Self::keep`] does, through `claim` when the lookup made one.
-    fn keep_claimed(&self, claim: Option<Claim<'_>>, offset: u64, page: Page) -> Page {
+    /// `page` kept as [`Self::keep`] does, through `claim` when the lookup made one (`own`: its
+    /// buffer is its own, exactly its size, kept as it is: [`Self::inflate_for`]).
+    fn keep_claimed(
+        &self,
+        claim: Option<Claim<'_>>,
+        offset: u64,
+        (page, own): (Page, bool),
+    ) -> Page {
         match claim {
-            Some(claim) => claim.keep(page, self.last_inflate_ns.get(), self.byte_arrays()),
+            Some(claim) => claim.keep(page, own, self.last_inflate_ns.get(), self.byte_arrays()),
             None => self.keep(offset, page),
         }
     }
@@ -326,12 +337,24 @@ impl<'a> ChunkPages<'a> {
 
     /// `page`, as a page reader handed it on, decompressed (see [`inflate`]).
     fn inflate(&self, page: Page, sizes: Option<&PageSizes>) -> Result<Page> {
+        self.inflate_for(page, sizes, None).map(|(page, _)| page)
+    }
+
+    /// [`Self::inflate`] for a page `claim` may keep: one the memory tier will keep is
+    /// decompressed into a buffer of its own, which the tier keeps without a copy (the flag).
+    fn inflate_for(
+        &self,
+        page: Page,
+        sizes: Option<&PageSizes>,
+        claim: Option<&Claim<'_>>,
+    ) -> Result<(Page, bool)> {
         if self.stored.is_none() {
-            return Ok(page);
+            return Ok((page, false));
         }
+        let exact = claim.is_some_and(|c| c.keeps_in_memory());
         let mut snappy = self.snappy.get();
         let t = std::time::Instant::now();
-        let page = inflate(page, self.meta.compression(), sizes, &mut snappy);
+        let page = inflate(page, self.meta.compression(), sizes, &mut snappy, exact);
         self.last_inflate_ns.set(self.reader.count_inflate(t));
         self.snappy.set(snappy);
         page
@@ -546,7 +569,7 @@ impl<'a> ChunkPages<'a> {
         }
         match guard(|| pages.get_next_page())? {
             Some(page) => {
-                let page = self.inflate(page, sizes.as_ref())?;
+                let page = self.inflate_for(page, sizes.as_ref(), claim.as_ref())?;
                 visitor.dictionary(self.keep_dictionary(claim, range.start, page))?
             }
             None => return Ok(false),
@@ -668,8 +691,9 @@ impl<'a> ChunkPages<'a> {
                 }
                 (Some(_), None) => {
                     if let Some(page) = guard(|| pages.get_next_page())? {
-                        let page = self.inflate(page, dict_sizes.as_ref())?;
-                        let page = self.keep_dictionary(dict_claim.take(), r.start, page);
+                        let claim = dict_claim.take();
+                        let page = self.inflate_for(page, dict_sizes.as_ref(), claim.as_ref())?;
+                        let page = self.keep_dictionary(claim, r.start, page);
                         visitor.dictionary(page)?;
                     }
                 }
@@ -694,7 +718,7 @@ impl<'a> ChunkPages<'a> {
                             ))
                         })?;
                         let page = self
-                            .inflate(page, page_sizes.as_ref())
+                            .inflate_for(page, page_sizes.as_ref(), claim.as_ref())
                             .map_err(|e| e.in_page(i))?;
                         add(&metrics.pages_read, 1);
                         self.keep_claimed(claim, location.offset as u64, page)
