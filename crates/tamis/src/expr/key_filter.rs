@@ -31,8 +31,10 @@ pub(crate) const BITS_PER_KEY: usize = 16;
 use crate::kernels::key_probe::{self, mix};
 
 /// Integer keys whose span (largest − smallest + 1) is at most this many values, or at most 64
-/// values a key, are kept as an exact bitmap over the span (32 KiB here: it stays in L1/L2).
-pub(crate) const SPAN_BITS: u64 = 1 << 18;
+/// values a key, are kept as an exact bitmap over the span. 256 KiB stays in L2: 6 M random
+/// probes over 2 M values took 1.15 ns each against the Bloom filter's 1.71; over 20 M values
+/// (2.5 MiB) 2.06 against 1.79, still exact.
+pub(crate) const SPAN_BITS: u64 = 1 << 21;
 
 /// The most values a span bitmap covers however many keys there are (2 MiB of bits).
 const SPAN_BITS_MAX: u64 = 1 << 24;
@@ -372,10 +374,10 @@ mod tests {
         let far = KeyFilter::from_ints(&[0, SPAN_BITS as i64], "k");
         assert!(!far.is_exact());
         assert!(far.may_contain_int(0) && far.may_contain_int(SPAN_BITS as i64));
-        // Many keys may span 64 values each.
-        let many: Vec<i64> = (0..10_000).map(|i| i * 64).collect();
+        // Many keys may span 64 values each, past `SPAN_BITS`.
+        let many: Vec<i64> = (0..40_000).map(|i| i * 64).collect();
         assert!(KeyFilter::from_ints(&many, "k").is_exact());
-        let sparse: Vec<i64> = (0..10_000).map(|i| i * 65).collect();
+        let sparse: Vec<i64> = (0..40_000).map(|i| i * 65).collect();
         assert!(!KeyFilter::from_ints(&sparse, "k").is_exact());
         assert!(!KeyFilter::from_ints(&[i64::MIN, i64::MAX], "k").is_exact());
     }
