@@ -19,7 +19,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{ArrayRef, AsArray};
+use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -99,8 +99,7 @@ impl KeyTap {
         if s.filter.is_none() {
             let label = format!("join keys on {column} (build side)");
             let f = if s.bytes.is_empty() {
-                s.ints.sort_unstable();
-                s.ints.dedup();
+                // Repeats and any order: the filter counts distinct keys itself.
                 KeyFilter::from_ints(&s.ints, label)
             } else {
                 s.bytes.sort_unstable();
@@ -166,9 +165,13 @@ impl KeyTap {
                 let v = k.as_string_view().iter().flatten();
                 s.bytes.extend(v.map(|x| x.as_bytes().to_vec()));
             }
-            Ok(k) => s
-                .ints
-                .extend(k.as_primitive::<Int64Type>().iter().flatten()),
+            Ok(k) => {
+                let k = k.as_primitive::<Int64Type>();
+                match k.null_count() {
+                    0 => s.ints.extend_from_slice(k.values()),
+                    _ => s.ints.extend(k.iter().flatten()),
+                }
+            }
             Err(_) => s.given_up = true,
         }
     }

@@ -148,7 +148,9 @@ impl KeyFilter {
     }
 
     /// A filter over integer keys (`i64` values; unsigned and narrower keys as the column's
-    /// values widen: `u32 as u64`, `i32 as i64`). `label` names it in `explain` output.
+    /// values widen: `u32 as u64`, `i32 as i64`), in any order and with repeats (a join's
+    /// build rows): [`KeyFilter::keys`] counts each key once. `label` names it in `explain`
+    /// output.
     pub fn from_ints(keys: &[i64], label: impl Into<String>) -> KeyFilter {
         let int_span = keys
             .iter()
@@ -156,22 +158,28 @@ impl KeyFilter {
             .zip(keys.iter().max())
             .map(|(&a, &b)| (a, b));
         let max_len = SPAN_BITS.max(64 * keys.len() as u64).min(SPAN_BITS_MAX);
+        // A span bitmap needs no sorting: a repeated key sets its bit again, and the bits set
+        // are the distinct keys (a build side of 2 M rows is one pass, not a sort).
         let mut f = match Span::of(keys, max_len) {
             Some(span) => {
                 let mut f = KeyFilter::sized(KeyKind::Int, 0, label.into());
                 f.blocks = Vec::new();
+                f.keys = span.bits.iter().map(|w| w.count_ones() as usize).sum();
                 f.exact = Some(span);
                 f
             }
             None => {
-                let mut f = KeyFilter::sized(KeyKind::Int, keys.len(), label.into());
-                for &k in keys {
+                let mut distinct = keys.to_vec();
+                distinct.sort_unstable();
+                distinct.dedup();
+                let mut f = KeyFilter::sized(KeyKind::Int, distinct.len(), label.into());
+                for &k in &distinct {
                     f.insert_hash(mix(k as u64));
                 }
+                f.keys = distinct.len();
                 f
             }
         };
-        f.keys = keys.len();
         f.int_span = int_span;
         f
     }
@@ -380,6 +388,22 @@ mod tests {
         let sparse: Vec<i64> = (0..40_000).map(|i| i * 65).collect();
         assert!(!KeyFilter::from_ints(&sparse, "k").is_exact());
         assert!(!KeyFilter::from_ints(&[i64::MIN, i64::MAX], "k").is_exact());
+    }
+
+    #[test]
+    fn repeated_keys_count_once() {
+        // Close together (a bitmap) and far apart (a Bloom filter), shuffled, each key thrice.
+        for stride in [3i64, 1 << 30] {
+            let keys: Vec<i64> = (0..1000i64)
+                .map(|i| ((i * 7919) % 1000) * stride)
+                .flat_map(|k| [k, k, k])
+                .collect();
+            let f = KeyFilter::from_ints(&keys, "k");
+            assert_eq!(f.keys(), 1000, "stride {stride}");
+            assert_eq!(f.is_exact(), stride == 3);
+            assert!(keys.iter().all(|&k| f.may_contain_int(k)));
+            assert_eq!(f.int_span(), Some((0, 999 * stride)));
+        }
     }
 
     #[test]
