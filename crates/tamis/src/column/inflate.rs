@@ -122,7 +122,12 @@ pub(super) fn inflate(
     }
     // The page as stored, its bytes (and a v2 page's flag, above) now decompressed.
     *buf = match exact {
-        true => bytes::Bytes::from(out),
+        // Exactly its size whatever the codec reserved (the cache weighs a page by its
+        // length): a no-op for the codecs that write into the capacity given.
+        true => {
+            out.shrink_to_fit();
+            bytes::Bytes::from(out)
+        }
         false => recycle::bytes(out, uncompressed),
     };
     Ok((page, exact))

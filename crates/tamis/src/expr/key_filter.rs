@@ -64,10 +64,9 @@ struct Span {
 }
 
 impl Span {
-    /// The keys as a span bitmap, if they lie within `max_len` values of each other.
-    fn of(keys: &[i64], max_len: u64) -> Option<Span> {
-        let lo = *keys.iter().min()?;
-        let hi = *keys.iter().max()?;
+    /// The keys (the smallest `lo`, the largest `hi`) as a span bitmap, if they lie within
+    /// `max_len` values of each other.
+    fn of(keys: &[i64], (lo, hi): (i64, i64), max_len: u64) -> Option<Span> {
         let len = u64::try_from(hi as i128 - lo as i128 + 1).ok()?;
         if len > max_len {
             return None;
@@ -160,7 +159,7 @@ impl KeyFilter {
         let max_len = SPAN_BITS.max(64 * keys.len() as u64).min(SPAN_BITS_MAX);
         // A span bitmap needs no sorting: a repeated key sets its bit again, and the bits set
         // are the distinct keys (a build side of 2 M rows is one pass, not a sort).
-        let mut f = match Span::of(keys, max_len) {
+        let mut f = match int_span.and_then(|span| Span::of(keys, span, max_len)) {
             Some(span) => {
                 let mut f = KeyFilter::sized(KeyKind::Int, 0, label.into());
                 f.blocks = Vec::new();
