@@ -15,6 +15,8 @@
 //! * `select/k{k}/s{s}/{isa}`: select_unpack alone (codes in, selected u32 codes out), k <= 8.
 //! * `equal/k{k}/{isa}`: codes equal to one literal → bitmap, 2^20 codes in calls of 1 024 (as
 //!   the scan calls it, one per bit-packed run): a single matching dictionary entry.
+//! * `keys/span{span}/n{keys}/{bloom,bitmap}/{isa}`: join-key probes, a Bloom filter against an
+//!   exact bitmap over the keys' span.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::rngs::StdRng;
@@ -238,11 +240,64 @@ fn equal_only(c: &mut Criterion) {
     g.finish();
 }
 
+/// `keys/span{span}/n{keys}/{bloom,bitmap}/{isa}`: 2^20 random probes in the keys' span against
+/// a join's keys as a blocked Bloom filter and as an exact bitmap over the span (the choice
+/// `tamis::expr::KeyFilter::from_ints` makes by span), in calls of 64 as the scan probes.
+fn key_probes(c: &mut Criterion) {
+    use tamis::kernels::key_probe::{mix, place, probe, probe_span, wide};
+    let mut rng = StdRng::seed_from_u64(4);
+    let mut g = c.benchmark_group("keys");
+    g.throughput(Throughput::Elements(N as u64));
+    let paths: Vec<(bool, &str)> = match wide() {
+        true => vec![(false, "scalar"), (true, "avx512")],
+        false => vec![(false, "scalar")],
+    };
+    for (span, keys) in [
+        (200_000i64, 204usize),
+        (2_000_000, 2_044),
+        (20_000_000, 20_000),
+    ] {
+        let ks: Vec<i64> = (0..keys).map(|_| rng.random_range(0..span)).collect();
+        let probes: Vec<i64> = (0..N).map(|_| rng.random_range(0..span)).collect();
+        // 16 bits a key, as `KeyFilter` sizes its Bloom filter.
+        let mut blocks = vec![0u64; (keys * 16).div_ceil(64)];
+        for &k in &ks {
+            let (b, m) = place(mix(k as u64), blocks.len());
+            blocks[b] |= m;
+        }
+        let mut bits = vec![0u64; (span as usize).div_ceil(64)];
+        for &k in &ks {
+            bits[(k / 64) as usize] |= 1 << (k % 64);
+        }
+        for &(isa, name) in &paths {
+            let id = format!("span{span}/n{keys}/bloom/{name}");
+            g.bench_function(BenchmarkId::from_parameter(id), |b| {
+                b.iter(|| {
+                    let chunks = probes.chunks(64);
+                    chunks
+                        .map(|c| probe(isa, &blocks, c).count_ones())
+                        .sum::<u32>()
+                })
+            });
+            let id = format!("span{span}/n{keys}/bitmap/{name}");
+            g.bench_function(BenchmarkId::from_parameter(id), |b| {
+                b.iter(|| {
+                    let chunks = probes.chunks(64);
+                    let hits = chunks.map(|c| probe_span(isa, 0, span as u64, &bits, c));
+                    hits.map(u64::count_ones).sum::<u32>()
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let mut c = configure(c);
     m0(&mut c);
     select_only(&mut c);
     equal_only(&mut c);
+    key_probes(&mut c);
     m1(&mut c);
 }
 
