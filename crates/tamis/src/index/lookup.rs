@@ -269,10 +269,12 @@ fn open_sidecar_with(
     sent: Option<SidecarOpens>,
 ) -> Result<Lookup> {
     let candidates = sidecar_refs(file, dir)?;
-    let sent = std::sync::Mutex::new(sent.map(|SidecarOpens([a, b])| [Some(a), Some(b)]));
-    let attempt = |i: usize, sidecar: &FileRef| -> Result<Lookup> {
-        let earlier = (sent.lock().unwrap_or_else(|e| e.into_inner()).as_mut())
-            .and_then(|opens| opens[i].take());
+    // Each candidate's open, where it was sent already: handed to its own attempt.
+    let [first_sent, second_sent] = match sent {
+        Some(SidecarOpens([a, b])) => [Some(a), Some(b)],
+        None => [None, None],
+    };
+    let attempt = |earlier: Option<Opened>, sidecar: &FileRef| -> Result<Lookup> {
         if let (None, FileRef::Local(p)) = (&earlier, sidecar) {
             if !p.exists() {
                 return Ok(Lookup::Absent);
@@ -295,8 +297,8 @@ fn open_sidecar_with(
     // Objects: both names at once, so a file without a sidecar costs one round trip, not two.
     let results: Vec<Result<Lookup>> = if file.is_remote() {
         std::thread::scope(|s| {
-            let handles: Vec<_> = (candidates.iter().enumerate())
-                .map(|(i, c)| s.spawn(move || attempt(i, c)))
+            let handles: Vec<_> = (candidates.iter().zip([first_sent, second_sent]))
+                .map(|(c, earlier)| s.spawn(move || attempt(earlier, c)))
                 .collect();
             handles
                 .into_iter()
@@ -307,11 +309,11 @@ fn open_sidecar_with(
                 .collect()
         })
     } else {
-        let first = attempt(0, &candidates[0])?;
+        let first = attempt(first_sent, &candidates[0])?;
         if !matches!(first, Lookup::Absent) {
             return Ok(first);
         }
-        vec![attempt(1, &candidates[1])]
+        vec![attempt(second_sent, &candidates[1])]
     };
     let mut denied = None;
     for r in results {
