@@ -4,7 +4,7 @@
 //! not call `Exact`. So a converted filter must select a superset of DataFusion's rows, and is
 //! `Exact` only where the semantics are identical:
 //!
-//! - comparisons, BETWEEN, IN, IS [NOT] NULL, IS [NOT] TRUE/FALSE, AND/OR/NOT on columns of
+//! - comparisons, BETWEEN, IN, IS \[NOT\] NULL, IS \[NOT\] TRUE/FALSE, AND/OR/NOT on columns of
 //!   integer, decimal, string, binary, boolean, date and timestamp types with literals of the
 //!   matching type: tamis converts the literal exactly (see `tamis::expr::bind`), so these are
 //!   `Exact`;

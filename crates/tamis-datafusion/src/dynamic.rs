@@ -133,7 +133,7 @@ fn build(column: &str, keys: &[ScalarValue], dt: &DataType) -> Option<KeyFilter>
 /// of its rows); `None` when nothing of it converts (or it is still `true`).
 ///
 /// `ranges` holds the table's value range of numeric columns (from the footers): a bound of
-/// the join keys that keeps nearly all of it is left out (see [`WORTH_A_BOUND`]).
+/// the join keys that keeps nearly all of it is left out (see `WORTH_A_BOUND`).
 pub fn convert_dynamic(
     filter: &Arc<dyn PhysicalExpr>,
     schema: &Schema,

@@ -71,6 +71,8 @@ pub struct TamisExec {
     runtime_filters: bool,
     /// Strings and binaries as views ([`crate::TamisTable::with_string_views`]).
     string_views: bool,
+    /// Pages kept in the page cache on their first read ([`crate::rules::KeepSharedPages`]).
+    first_reads_kept: bool,
     /// Join-key Bloom filters shared by the table's scans.
     key_filters: Arc<KeyFilters>,
     /// Build sides whose keys this scan probes, by column ([`crate::tap`]); shared by clones.
@@ -96,6 +98,7 @@ impl Clone for TamisExec {
             dynamic: self.dynamic.clone(),
             runtime_filters: self.runtime_filters,
             string_views: self.string_views,
+            first_reads_kept: self.first_reads_kept,
             key_filters: self.key_filters.clone(),
             taps: self.taps.clone(),
             converted: self.converted.clone(),
@@ -155,6 +158,7 @@ impl TamisExec {
             dynamic: Vec::new(),
             runtime_filters: table.runtime_filters,
             string_views: table.string_views,
+            first_reads_kept: false,
             key_filters: table.key_filters.clone(),
             taps: Arc::default(),
             converted: Arc::default(),
@@ -173,6 +177,25 @@ impl TamisExec {
         if let Ok(mut taps) = self.taps.lock() {
             taps.push((name, tap));
         }
+    }
+
+    /// Which table the scan reads: the same for every scan of one registered table.
+    pub fn table_id(&self) -> *const tamis::Dataset {
+        Arc::as_ptr(&self.dataset)
+    }
+
+    /// This scan, keeping the pages it decompresses in the page cache on their first read (see
+    /// [`tamis::Scan::keep_pages_on_first_read`]).
+    pub fn keeping_first_reads(&self) -> TamisExec {
+        TamisExec {
+            first_reads_kept: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the scan keeps its pages in the page cache on their first read.
+    pub fn keeps_first_reads(&self) -> bool {
+        self.first_reads_kept
     }
 
     /// The tamis filter pushed into the scan, as SQL text.
@@ -281,6 +304,9 @@ impl DisplayAs for TamisExec {
                 }
                 if let Some(l) = self.limit {
                     write!(f, ", limit={l}")?;
+                }
+                if self.first_reads_kept {
+                    write!(f, ", pages kept on first read")?;
                 }
                 Ok(())
             }
@@ -441,6 +467,7 @@ impl ExecutionPlan for TamisExec {
             .threads(1)
             .range_rows(RANGE_ROWS)
             .string_views(self.string_views)
+            .keep_pages_on_first_read(self.first_reads_kept)
             .limit(self.limit);
         let static_filter = self.filter.clone();
         let dynamic = self.dynamic.clone();
@@ -730,6 +757,8 @@ impl TamisMetrics {
         count("rows_selected", m.rows_selected);
         count("bytes_read", m.bytes_read);
         count("requests", m.requests);
+        count("pages_decompressed", m.pages_read);
+        count("pages_cache_hits", m.pages_cache_hits);
         count("runtime_filters", runtime_filters as u64);
     }
 }

@@ -1,5 +1,6 @@
-//! A physical optimizer rule of our own: probe aggregates, so join keys reach their scans
-//! (paper 000, T16).
+//! Physical optimizer rules of our own: probe aggregates, so join keys reach their scans
+//! (paper 000, T16); tap build sides for keys too many to list; and keep the pages of a
+//! table scanned twice in one plan on their first read.
 //!
 //! A decorrelated subquery such as TPC-H Q17's `l_quantity < (SELECT 0.2 * avg(l_quantity)
 //! FROM lineitem WHERE l_partkey = p_partkey)` becomes an inner join (or, in DataFusion 55, a
@@ -19,7 +20,7 @@
 use std::sync::Arc;
 
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{JoinType, NullEquality, Result};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -243,4 +244,51 @@ fn probe_scan(plan: &Arc<dyn ExecutionPlan>, index: usize) -> Option<(&TamisExec
         return probe_scan(plan.children().first()?, index);
     }
     None
+}
+
+/// Has the scans of a table that one plan reads more than once (TPC-H Q17's two `lineitem`
+/// scans, Q21's three, a self-join) keep their pages in the page cache's memory tier on the
+/// first read, so that the query decompresses each page once (see
+/// [`tamis::Scan::keep_pages_on_first_read`]: other scans keep a page on its second read).
+/// Runs last.
+#[derive(Debug, Default)]
+pub struct KeepSharedPages;
+
+impl PhysicalOptimizerRule for KeepSharedPages {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let mut tables: Vec<*const tamis::Dataset> = Vec::new();
+        plan.apply(|node| {
+            if let Some(scan) = node.downcast_ref::<TamisExec>() {
+                tables.push(scan.table_id());
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        let scans = |id| tables.iter().filter(|&&t| t == id).count();
+        if tables.iter().all(|&t| scans(t) < 2) {
+            return Ok(plan);
+        }
+        plan.transform_up(|node| {
+            let Some(scan) = node.downcast_ref::<TamisExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            if scans(scan.table_id()) < 2 {
+                return Ok(Transformed::no(node));
+            }
+            let kept: Arc<dyn ExecutionPlan> = Arc::new(scan.keeping_first_reads());
+            Ok(Transformed::yes(kept))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "tamis_keep_shared_pages"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
 }

@@ -10,7 +10,7 @@ use datafusion::prelude::{DataFrame, SQLOptions, SessionConfig, SessionContext};
 use tamis_arrow::array::RecordBatch;
 use tamis_arrow::datatypes::SchemaRef;
 
-use crate::rules::{ProbeAggregates, TapBuildKeys};
+use crate::rules::{KeepSharedPages, ProbeAggregates, TapBuildKeys};
 use crate::TamisTable;
 
 /// One clear line from a DataFusion error (its messages may span lines).
@@ -84,7 +84,8 @@ pub fn config(threads: usize, runtime_filters: bool) -> SessionConfig {
 }
 
 /// A session `threads` partitions wide, with runtime join filters or not, and tamis's own
-/// physical rule ([`crate::rules::ProbeAggregates`]) right after DataFusion's join selection.
+/// physical rules ([`crate::rules`]): [`ProbeAggregates`] and [`TapBuildKeys`] right after
+/// DataFusion's join selection, [`KeepSharedPages`] last.
 pub fn session(threads: usize, runtime_filters: bool) -> SessionContext {
     session_with(config(threads, runtime_filters))
 }
@@ -98,6 +99,7 @@ pub fn session_with(config: SessionConfig) -> SessionContext {
         .map_or(0, |i| i + 1);
     rules.insert(at, Arc::new(ProbeAggregates));
     rules.insert(at + 1, Arc::new(TapBuildKeys));
+    rules.push(Arc::new(KeepSharedPages));
     let state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()

@@ -509,6 +509,13 @@ fn set_page_cache_bytes(bytes: u64) {
     tamis::cache::set_page_cache_bytes(bytes);
 }
 
+/// Has the memory tier keep pages on their first read (`true`) or their second (`false`); see
+/// `tamis::cache::set_page_cache_keeps_first_reads`.
+#[pyfunction]
+fn set_page_cache_keeps_first_reads(keep: bool) {
+    tamis::cache::set_page_cache_keeps_first_reads(keep);
+}
+
 /// Sets the page cache's disk tier: a cache directory and its budget (`None`: a quarter of the
 /// free space), or off when `dir` is `None`; see `tamis::cache::set_disk_cache`.
 #[pyfunction]
@@ -911,6 +918,7 @@ fn _tamis(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrowStream>()?;
     m.add_class::<PyDataset>()?;
     m.add_function(wrap_pyfunction!(set_page_cache_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(set_page_cache_keeps_first_reads, m)?)?;
     m.add_function(wrap_pyfunction!(page_cache_stats_json, m)?)?;
     m.add_function(wrap_pyfunction!(set_disk_cache, m)?)?;
     m.add_function(wrap_pyfunction!(flush_disk_cache, m)?)?;

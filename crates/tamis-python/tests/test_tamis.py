@@ -450,8 +450,9 @@ def test_dataset_scans_like_scan(data):
 
 
 def test_page_cache_serves_the_same_rows_without_reading_pages_again(tmp_path):
-    """tamis.set_page_cache: a warm scan returns pyarrow's rows and reads no page again; a file
-    rewritten with other values is read anew; 0 turns the cache off."""
+    """tamis.set_page_cache: a page is kept on its second read (or its first, when asked); a
+    warm scan returns pyarrow's rows and reads no page again; a file rewritten with other
+    values is read anew; 0 turns the cache off."""
     path = tmp_path / "t.parquet"
     n = 50_000
     table = pa.table({"k": pa.array(range(n), pa.int64()),
@@ -464,8 +465,10 @@ def test_page_cache_serves_the_same_rows_without_reading_pages_again(tmp_path):
         tamis.set_page_cache("64MiB")
         assert tamis.page_cache_stats()["budget_bytes"] == 64 << 20
         first = tamis.explain(str(path), where="g < 3")
+        assert first["pages_cache_misses"] > 0 and tamis.page_cache_stats()["pages"] == 0
+        second = tamis.explain(str(path), where="g < 3")
+        assert second["pages_cache_hits"] == 0 and tamis.page_cache_stats()["pages"] > 0
         warm = tamis.explain(str(path), where="g < 3")
-        assert first["pages_cache_misses"] > 0
         assert warm["pages_cache_misses"] == 0 and warm["pages_cache_hits"] > 0
         assert warm["pages_read"] == 0 and warm["bytes_read"] < first["bytes_read"]
         assert tamis.scan(str(path), where="g < 3").equals(want)
@@ -480,8 +483,13 @@ def test_page_cache_serves_the_same_rows_without_reading_pages_again(tmp_path):
         settled = tamis.explain(str(path), where="g < 3")
         assert settled["pages_cache_hits"] == 0 and settled["pages_cache_misses"] > 0
         assert tamis.scan(str(path), where="g < 3").equals(want_other)
+        # Kept on the first read when asked.
+        tamis.set_page_cache("64MiB", keep_first_reads=True)
+        first = tamis.explain(str(path), where="g < 3")
+        warm = tamis.explain(str(path), where="g < 3")
+        assert first["pages_cache_misses"] > 0 and warm["pages_cache_hits"] == first["pages_cache_misses"]
     finally:
-        tamis.set_page_cache("0")  # as TAMIS_PAGE_CACHE says it
+        tamis.set_page_cache("0", keep_first_reads=False)  # as TAMIS_PAGE_CACHE says it
     assert tamis.page_cache_stats()["budget_bytes"] == 0
     off = tamis.explain(str(path), where="g < 3")
     assert off["pages_cache_hits"] == 0 and off["pages_cache_misses"] == 0

@@ -1278,6 +1278,7 @@ fn check(
         short_decimals,
         string_dictionaries,
         pruning: None,
+        keep_first_reads: false,
     };
     let report = |what: String| {
         Some(format!(

@@ -68,11 +68,22 @@ fn check(
     filter: &str,
     mask: impl Fn(&RecordBatch) -> BooleanArray,
 ) -> tamis::ScanMetrics {
+    check_keeping(path, filter, mask, false)
+}
+
+/// [`check`], the scan keeping its pages in the memory tier on their first read or not.
+fn check_keeping(
+    path: &Path,
+    filter: &str,
+    mask: impl Fn(&RecordBatch) -> BooleanArray,
+    keep_first_reads: bool,
+) -> tamis::ScanMetrics {
     let data = oracle_read(path).unwrap();
     let want = filter_record_batch(&data, &mask(&data)).unwrap();
     let req = Req {
         filter: Some(filter),
         threads: Some(2),
+        keep_first_reads,
         ..Req::default()
     };
     let (got, m) = tamis_scan(path.to_str().unwrap(), &req).unwrap();
@@ -120,13 +131,25 @@ fn warm_cache_returns_the_same_rows_and_reads_less() {
     }
     tamis::cache::set_page_cache_bytes(256 << 20);
     for (i, ((filter, mask), off)) in queries.iter().zip(&cold).enumerate() {
-        // The first query reads every column: it fills the cache for the others.
+        // The first query reads every column: its second run fills the cache for the others
+        // (a page is kept on its second read).
         let first = check(&path, filter, mask);
         assert_eq!(
             first.pages_cache_misses > 0,
             i == 0,
             "`{filter}` first: {first:?}"
         );
+        if i == 0 {
+            assert_eq!(first.pages_cache_hits, 0, "`{filter}` first: {first:?}");
+            assert_eq!(
+                tamis::cache::page_cache_stats().pages,
+                0,
+                "read once: none kept"
+            );
+            let second = check(&path, filter, mask);
+            assert_eq!(second.pages_read, first.pages_read, "{second:?}");
+            assert_eq!(second.pages_cache_hits, 0, "`{filter}` second: {second:?}");
+        }
         let warm = check(&path, filter, mask);
         assert_eq!(warm.pages_cache_misses, 0, "`{filter}` warm: {warm:?}");
         assert!(warm.pages_cache_hits > 0, "`{filter}` warm: {warm:?}");
@@ -152,6 +175,26 @@ fn warm_cache_returns_the_same_rows_and_reads_less() {
         "{stats:?}"
     );
     tamis::cache::set_page_cache_bytes(0);
+}
+
+/// A process that keeps first reads (`TAMIS_PAGE_CACHE_ADMIT=first`) keeps a page when it is
+/// first read: the next scan finds every page.
+#[test]
+fn a_process_may_keep_pages_on_their_first_read() {
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    write(&path, 5);
+    let mask = |b: &RecordBatch| lt(col(b, "d"), &Int64Array::new_scalar(3)).unwrap();
+    tamis::cache::set_page_cache_bytes(256 << 20);
+    tamis::cache::set_page_cache_keeps_first_reads(true);
+    let first = check(&path, "d < 3", mask);
+    let warm = check(&path, "d < 3", mask);
+    tamis::cache::set_page_cache_keeps_first_reads(false);
+    tamis::cache::set_page_cache_bytes(0);
+    assert!(first.pages_read > 0, "{first:?}");
+    assert_eq!(warm.pages_read, 0, "{warm:?}");
+    assert_eq!(warm.pages_cache_hits, first.pages_cache_misses, "{warm:?}");
 }
 
 /// A file rewritten in place with the same size (one value's bytes changed inside a Snappy
@@ -204,6 +247,7 @@ fn rewritten_in_place(cache_on: impl Fn(&Path)) {
     let before = check(&path, &filter, mask);
     assert_eq!(before.rows_selected, 1);
     cache_on(dir.path());
+    check(&path, &filter, mask); // the second read keeps the pages in memory
     let warm = check(&path, &filter, mask);
     assert!(warm.pages_cache_hits > 0, "{warm:?}");
 
@@ -286,9 +330,10 @@ fn a_warm_disk_cache_returns_the_same_rows_without_reading_pages() {
     tamis::cache::set_disk_cache(None, None).unwrap();
 }
 
-/// Scans of one file running at once through a cold memory tier decompress each page once
-/// between them (a scan wanting a page another is decompressing waits for it), and each
-/// returns the `parquet` crate's rows.
+/// Scans of one file running at once through a cold memory tier, keeping their pages on the
+/// first read (as a query's scans of a table read twice do), decompress each page once between
+/// them (a scan wanting a page another is decompressing waits for it), and each returns the
+/// `parquet` crate's rows.
 #[test]
 fn concurrent_scans_decompress_each_page_once() {
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -308,7 +353,7 @@ fn concurrent_scans_decompress_each_page_once() {
                 .map(|_| {
                     s.spawn(|| {
                         start.wait();
-                        check(&path, "d < 10", mask)
+                        check_keeping(&path, "d < 10", mask, true)
                     })
                 })
                 .collect();

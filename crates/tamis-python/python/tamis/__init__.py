@@ -503,7 +503,7 @@ def sql(query: str, tables: Mapping[str, PathLike], *,
     return pa.RecordBatchReader.from_stream(stream).read_all()
 
 
-def set_page_cache(size: Union[int, str, None]) -> None:
+def set_page_cache(size: Union[int, str, None], keep_first_reads: Optional[bool] = None) -> None:
     """Keeps up to ``size`` (bytes, or a string such as ``"2GiB"``) of decompressed pages in
     memory for every later scan of this process — ``scan``, ``Dataset``, ``sql`` — so that scans
     of the same pages (repeated queries, a table scanned twice in one query) decompress each page
@@ -511,9 +511,16 @@ def set_page_cache(size: Union[int, str, None]) -> None:
     empties it. Without a call the budget is
     ``TAMIS_PAGE_CACHE``, else a sixteenth of the machine's memory (at most 4 GiB). A changed file is
     never served from it: pages are keyed by the file's identity (size, mtime, inode, ctime; an
-    object's ETag)."""
+    object's ETag).
+
+    A page is kept when it is read a second time (a page read once, as most of a one-off scan's
+    are, costs no memory), or on its first read by a ``sql`` query that scans its table twice.
+    ``keep_first_reads=True`` keeps every page on its first read; ``None`` leaves the setting
+    as it is (``TAMIS_PAGE_CACHE_ADMIT=first`` sets it for the process)."""
     n = 0 if size in (None, 0, "0") else _size(size, "page cache size")
     _tamis.set_page_cache_bytes(n)
+    if keep_first_reads is not None:
+        _tamis.set_page_cache_keeps_first_reads(bool(keep_first_reads))
 
 
 def set_disk_cache(directory, size: Union[int, str, None] = None) -> None:

@@ -1,7 +1,7 @@
 //! Decompressed pages kept in memory across scans: the memory tier of paper 000's IO cache.
 //!
-//! A page of a compressed column chunk is kept after its first decompression — decompressed but
-//! still encoded (dictionary codes bit-packed, PLAIN values, levels), exactly as the page reader
+//! A page of a compressed column chunk is kept once decompressed (from its second read, below) —
+//! decompressed but still encoded (dictionary codes bit-packed, PLAIN values, levels), exactly as the page reader
 //! hands it to the decoders — so a later scan of the same page neither reads its bytes nor
 //! decompresses them, and every in-place kernel runs on it unchanged. On the needle queries of
 //! the `selectivity` suite reads and decompression are 90 % of the time (`BENCHMARKS.md`).
@@ -9,7 +9,8 @@
 //! ```text
 //! ColumnChunk wants page p ─► key (file location, file identity, p's offset)
 //!     hit  ─► the cached page: no read, no decompression
-//!     miss ─► read, decompress ─► copied into a buffer of its exact size, kept, handed on
+//!     miss ─► read, decompress ─► asked for before? kept (in a buffer of its exact size)
+//!                               ─► handed on
 //! ```
 //!
 //! **Never stale.** The key holds the file's [`Identity`] as the scan opened it — length, mtime,
@@ -23,6 +24,16 @@
 //! [`PAGE_CACHE_ENV`] environment variable; default [`default_page_cache_bytes`], a sixteenth
 //! of the machine's memory; `0` turns it off), evicted by `quick_cache`'s CLOCK-PRO, under
 //! which pages read once by a large scan leave before pages read again.
+//!
+//! **Kept on a second read.** A page enters the memory tier when it is asked for a second time
+//! while the tier still remembers the first ask (a doorkeeper of recent asks, as TinyLFU's;
+//! `Admission`), not on its first read: keeping a page takes memory the kernel must hand out
+//! and zero, which on a first scan in a new process cost 10–16 % over the cache off
+//! (`BENCHMARKS.md`), and most pages of a one-off scan are never read again. A scan that knows
+//! its pages will be read again soon keeps them on their first read
+//! ([`crate::Scan::keep_pages_on_first_read`]: the SQL layer's scans of a table read twice in
+//! one plan, `tamis cache warm`), and a second ask that arrives while the first is still
+//! decompressing the page has it kept too.
 //!
 //! **Decompressed once.** A scan that misses a page of an indexed chunk claims it until it has
 //! decompressed it; another scan asking for the page meanwhile (a query's two scans of one
@@ -38,10 +49,11 @@
 
 pub(crate) mod disk;
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
 
 use parquet::column::page::Page;
 use quick_cache::sync::{Cache, DefaultLifecycle, GuardResult, PlaceholderGuard};
@@ -169,13 +181,16 @@ pub(crate) struct Claim<'a> {
     file: Arc<FileKey>,
     offset: u64,
     guard: Option<Guard<'a>>,
+    /// The memory tier admits the page (see [`Admission`]) whoever asks next.
+    admitted: bool,
 }
 
 impl Claim<'_> {
-    /// Whether [`Claim::keep`] keeps the page in memory (a page decompressed into a buffer of
-    /// its own is then kept without a copy).
+    /// Whether [`Claim::keep`] keeps the page in memory, as far as is known before it is
+    /// decompressed (a page decompressed into a buffer of its own is then kept without a copy;
+    /// a page admitted later, by a second ask meanwhile, is copied).
     pub(crate) fn keeps_in_memory(&self) -> bool {
-        self.guard.is_some() && self.cache.memory.is_some()
+        self.guard.is_some() && self.cache.memory.is_some() && self.admitted
     }
 
     /// Keeps `page` (decompressed, in `inflate_ns`) as [`PageCache::keep`] does, handing it to
@@ -193,19 +208,88 @@ impl Claim<'_> {
             file,
             offset,
             guard,
+            admitted,
         } = self;
-        match (guard, &cache.memory) {
-            (Some(guard), Some(m)) => {
-                if let Some(d) = &cache.disk {
-                    d.put(&file, offset, &page, inflate_ns, byte_arrays);
-                }
-                let key = PageKey { file, offset };
-                m.keep_with(key, page, own, inflate_ns, |_, kept| {
-                    let _ = guard.insert(kept);
-                })
-            }
-            _ => cache.keep(&file, offset, page, inflate_ns, byte_arrays),
+        if let Some(d) = &cache.disk {
+            d.put(&file, offset, &page, inflate_ns, byte_arrays);
         }
+        let Some(m) = &cache.memory else {
+            return page;
+        };
+        let key = PageKey { file, offset };
+        // Asked for again while this scan decompressed it: kept, for the scan waiting.
+        if !admitted && !m.admission.asked_again(&key) {
+            return page;
+        }
+        match guard {
+            Some(guard) => m.keep_with(key, page, own, inflate_ns, |_, kept| {
+                let _ = guard.insert(kept);
+            }),
+            None => m.keep(key, page, inflate_ns),
+        }
+    }
+}
+
+/// Which missed pages the memory tier keeps: a page asked for a second time while the first
+/// ask is remembered (TinyLFU's doorkeeper: recent asks in two generations, the older dropped
+/// when the newer has seen a budget's worth of pages), or a page a scan says will be read
+/// again. A hash collision only keeps a page early.
+struct Admission {
+    hasher: quick_cache::DefaultHashBuilder,
+    asks: Mutex<Asks>,
+}
+
+/// Asks by page-key hash: this generation's, and the one before.
+struct Asks {
+    now: HashMap<u64, u8>,
+    before: HashMap<u64, u8>,
+    /// Bytes of the pages asked for in this generation.
+    now_bytes: u64,
+    /// Bytes a generation's pages reach before it becomes the older one: a page read again
+    /// within the reading of one to two of these is kept.
+    generation_bytes: u64,
+}
+
+/// Asks a generation holds at most, however small its pages (16 MiB of bookkeeping).
+const GENERATION_ASKS: usize = 1 << 20;
+
+impl Admission {
+    /// Remembers the asks for between `generation_bytes` and twice as many bytes of pages.
+    fn new(generation_bytes: u64) -> Admission {
+        Admission {
+            hasher: Default::default(),
+            asks: Mutex::new(Asks {
+                now: HashMap::new(),
+                before: HashMap::new(),
+                now_bytes: 0,
+                generation_bytes,
+            }),
+        }
+    }
+
+    /// Counts an ask for the page of `key`, of about `bytes`; whether it was asked for before
+    /// (still remembered).
+    fn ask(&self, key: &PageKey, bytes: u64) -> bool {
+        let hash = self.hasher.hash_one(key);
+        let mut asks = self.asks.lock().unwrap_or_else(|e| e.into_inner());
+        let earlier = asks.before.remove(&hash).unwrap_or(0);
+        let count = asks.now.entry(hash).or_insert(earlier);
+        *count = count.saturating_add(1);
+        let again = *count > 1;
+        asks.now_bytes = asks.now_bytes.saturating_add(bytes);
+        if asks.now_bytes >= asks.generation_bytes || asks.now.len() >= GENERATION_ASKS {
+            asks.before = std::mem::take(&mut asks.now);
+            asks.now_bytes = 0;
+        }
+        again
+    }
+
+    /// Whether the page of `key` has been asked for more than once (not counted as an ask).
+    fn asked_again(&self, key: &PageKey) -> bool {
+        let hash = self.hasher.hash_one(key);
+        let asks = self.asks.lock().unwrap_or_else(|e| e.into_inner());
+        let count = asks.now.get(&hash).or_else(|| asks.before.get(&hash));
+        count.is_some_and(|&c| c > 1)
     }
 }
 
@@ -219,6 +303,7 @@ pub(crate) struct PageCache {
 struct MemoryTier {
     pages: Pages,
     budget: u64,
+    admission: Admission,
 }
 
 /// Pages are about this large on average, for the cache's table sizing.
@@ -230,6 +315,7 @@ impl MemoryTier {
         MemoryTier {
             pages: Cache::with_weighter(items, budget, PageWeight),
             budget,
+            admission: Admission::new(budget),
         }
     }
 
@@ -297,22 +383,42 @@ impl PageCache {
     /// kept in memory too).
     #[cfg(test)]
     fn get(&self, file: &Arc<FileKey>, offset: u64) -> Option<Hit> {
-        match self.claim(file, offset) {
+        match self.claim(file, (offset, 0), false) {
             Lookup::Hit(hit) => Some(hit),
             Lookup::Miss(_) => None,
         }
     }
 
     /// The page of `file` at `offset`, if kept in memory or on disk (a page found on disk is
-    /// kept in memory too); else a claim to keep it once read. While one scan holds the claim,
-    /// another asking for the page waits (at most [`CLAIM_WAIT`]) for its decompression.
-    pub(crate) fn claim(&self, file: &Arc<FileKey>, offset: u64) -> Lookup<'_> {
+    /// kept in memory too: read before, it is read again); else a claim to keep it once read,
+    /// in memory when [`Admission`] admits it (`first_read`: on its first ask; `stored`: the
+    /// page's size in the file, what the ask weighs). While one scan
+    /// holds the claim, another asking for the page waits (at most [`CLAIM_WAIT`]) for its
+    /// decompression.
+    pub(crate) fn claim(
+        &self,
+        file: &Arc<FileKey>,
+        (offset, stored): (u64, u64),
+        first_read: bool,
+    ) -> Lookup<'_> {
         let key = PageKey {
             file: file.clone(),
             offset,
         };
         let mut guard = None;
+        let mut admitted = false;
         if let Some(m) = &self.memory {
+            if let Some(kept) = m.pages.get(&key) {
+                HITS.fetch_add(1, Relaxed);
+                return Lookup::Hit(Hit {
+                    page: kept.page,
+                    from_disk: false,
+                    inflate_ns: kept.inflate_ns,
+                });
+            }
+            // Counted before waiting on another scan's claim, which then keeps the page.
+            admitted =
+                m.admission.ask(&key, stored) || first_read || FIRST_READS_KEPT.load(Relaxed);
             match m.pages.get_value_or_guard(&key, Some(CLAIM_WAIT)) {
                 GuardResult::Value(kept) => {
                     HITS.fetch_add(1, Relaxed);
@@ -347,6 +453,7 @@ impl PageCache {
             file: key.file,
             offset,
             guard,
+            admitted,
         })
     }
 
@@ -440,9 +547,10 @@ impl PageCache {
         }
     }
 
-    /// Keeps `page` (decompressed, in `inflate_ns`) of `file` at `offset` in memory (a copy
-    /// of its exact size, returned to be used in its place) and queues it for the disk (with
-    /// an offset table when its column is of `byte_arrays`).
+    /// Keeps `page` (decompressed, in `inflate_ns`) of `file` at `offset`, read without a
+    /// claim: counted as an ask, in memory when [`Admission`] admits it (`first_read`: on its
+    /// first ask; a copy of its exact size, returned to be used in its place), and queued for
+    /// the disk (with an offset table when its column is of `byte_arrays`).
     pub(crate) fn keep(
         &self,
         file: &Arc<FileKey>,
@@ -450,20 +558,23 @@ impl PageCache {
         page: Page,
         inflate_ns: u64,
         byte_arrays: Option<disk::ByteArrays>,
+        first_read: bool,
     ) -> Page {
         if let Some(d) = &self.disk {
             d.put(file, offset, &page, inflate_ns, byte_arrays);
         }
-        match &self.memory {
-            Some(m) => m.keep(
-                PageKey {
-                    file: file.clone(),
-                    offset,
-                },
-                page,
-                inflate_ns,
-            ),
-            None => page,
+        let Some(m) = &self.memory else {
+            return page;
+        };
+        let key = PageKey {
+            file: file.clone(),
+            offset,
+        };
+        let bytes = page.buffer().len() as u64;
+        if m.admission.ask(&key, bytes) || first_read || FIRST_READS_KEPT.load(Relaxed) {
+            m.keep(key, page, inflate_ns)
+        } else {
+            page
         }
     }
 }
@@ -471,6 +582,8 @@ impl PageCache {
 static CACHE: RwLock<Option<Arc<PageCache>>> = RwLock::new(None);
 /// Whether the cache was configured (by a call, or from `TAMIS_PAGE_CACHE` at first use).
 static CONFIGURED: std::sync::Once = std::sync::Once::new();
+/// Every scan keeps missed pages on their first read ([`set_page_cache_keeps_first_reads`]).
+static FIRST_READS_KEPT: AtomicBool = AtomicBool::new(false);
 static HITS: AtomicU64 = AtomicU64::new(0);
 static MISSES: AtomicU64 = AtomicU64::new(0);
 
@@ -485,6 +598,15 @@ pub fn set_page_cache_bytes(bytes: u64) {
     let disk = cache.as_ref().and_then(|c| c.disk.clone());
     let memory = (bytes > 0).then(|| Arc::new(MemoryTier::new(bytes)));
     *cache = PageCache::install(memory, disk);
+}
+
+/// Has the memory tier keep every missed page on its first read (`true`), as a scan does that
+/// asks for it ([`crate::Scan::keep_pages_on_first_read`]), instead of on its second (`false`,
+/// the default; or [`PAGE_CACHE_ADMIT_ENV`]). For a process that reads the same data again
+/// and again, and would rather pay the memory on the first read than decompress twice.
+pub fn set_page_cache_keeps_first_reads(keep: bool) {
+    configure();
+    FIRST_READS_KEPT.store(keep, Relaxed);
 }
 
 /// Sets the page cache's disk tier: pages in files of `dir` (created if missing, readable by
@@ -576,6 +698,11 @@ pub fn disk_cache_contents(dir: &Path) -> (u64, u64) {
 /// without `iB`/`B`: binary multiples, as `tamis::budget::parse_size` reads them); `0`: off.
 /// Unset, empty or unreadable: [`default_page_cache_bytes`].
 pub const PAGE_CACHE_ENV: &str = "TAMIS_PAGE_CACHE";
+
+/// The environment variable that sets when the memory tier keeps a missed page, for a process
+/// that does not ([`set_page_cache_keeps_first_reads`]): `first` (on its first read) or
+/// `second` (on its second, the default).
+pub const PAGE_CACHE_ADMIT_ENV: &str = "TAMIS_PAGE_CACHE_ADMIT";
 
 /// The environment variable naming the cache directory of a process that does not
 /// ([`set_disk_cache`]); [`DISK_CACHE_BYTES_ENV`] sets its budget. Unset or empty: no disk tier.
@@ -708,6 +835,8 @@ fn configure() {
             _ => size(PAGE_CACHE_ENV).unwrap_or_else(default_page_cache_bytes),
         };
         let memory = (budget > 0).then(|| Arc::new(MemoryTier::new(budget)));
+        let admit = std::env::var(PAGE_CACHE_ADMIT_ENV).unwrap_or_default();
+        FIRST_READS_KEPT.store(admit.trim().eq_ignore_ascii_case("first"), Relaxed);
         let disk = std::env::var_os(DISK_CACHE_ENV)
             .filter(|d| !d.is_empty())
             .and_then(|d| open_disk(Path::new(&d), None).ok())
@@ -748,7 +877,7 @@ mod tests {
         let v1 = FileKey::new("a.parquet", &identity(100, 1));
         let v2 = FileKey::new("a.parquet", &identity(100, 2));
         let other = FileKey::new("b.parquet", &identity(100, 1));
-        let kept = cache.keep(&v1, 4, page(b"hello"), 7, None);
+        let kept = cache.keep(&v1, 4, page(b"hello"), 7, None, true);
         assert_eq!(kept.buffer().as_ref(), b"hello");
         let hit = cache.get(&v1, 4).unwrap();
         assert_eq!(hit.page.buffer().as_ref(), b"hello");
@@ -769,13 +898,13 @@ mod tests {
         let file = FileKey::new("a.parquet", &identity(1, 1));
         let big = vec![7u8; 4096];
         for offset in 0..200u64 {
-            cache.keep(&file, offset * 4096, page(&big), 0, None);
+            cache.keep(&file, offset * 4096, page(&big), 0, None, true);
             assert!(cache.memory.as_ref().unwrap().pages.weight() <= budget);
         }
         assert!(cache.memory.as_ref().unwrap().pages.len() < 200);
         // A page over the budget (one shard's part of it) is handed back but not kept.
         let huge = vec![1u8; (budget + 1) as usize];
-        let kept = cache.keep(&file, 1 << 40, page(&huge), 0, None);
+        let kept = cache.keep(&file, 1 << 40, page(&huge), 0, None, true);
         assert_eq!(kept.buffer().len(), huge.len());
         assert!(cache.get(&file, 1 << 40).is_none());
     }
@@ -828,6 +957,91 @@ mod tests {
         assert_eq!(parse_size("99999999999T"), None);
     }
 
+    /// Asks for the page of `file` at `offset` as a scan does, and keeps it when it misses.
+    fn read(cache: &PageCache, file: &Arc<FileKey>, offset: u64, first_read: bool) -> bool {
+        match cache.claim(file, (offset, 4), first_read) {
+            Lookup::Hit(_) => true,
+            Lookup::Miss(claim) => {
+                let own = claim.keeps_in_memory();
+                claim.keep(page(b"page"), own, 1, None);
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn a_page_is_kept_on_its_second_read_or_its_first_when_the_scan_asks() {
+        let cache = PageCache::new(1 << 20);
+        let file = FileKey::new("a.parquet", &identity(1, 1));
+        // Read once: not kept (no new memory for a page nobody reads again).
+        assert!(!read(&cache, &file, 0, false));
+        assert!(!cache.in_memory(&file, 0));
+        // Read again: kept, then found.
+        assert!(!read(&cache, &file, 0, false));
+        assert!(cache.in_memory(&file, 0));
+        assert!(read(&cache, &file, 0, false));
+        // A scan that keeps first reads keeps the page at once.
+        assert!(!read(&cache, &file, 8, true));
+        assert!(read(&cache, &file, 8, false));
+        // Kept without a claim (a chunk without an offset index): the same rule.
+        cache.keep(&file, 16, page(b"x"), 0, None, false);
+        assert!(!cache.in_memory(&file, 16));
+        cache.keep(&file, 16, page(b"x"), 0, None, false);
+        assert!(cache.in_memory(&file, 16));
+    }
+
+    #[test]
+    fn the_doorkeeper_forgets_old_asks() {
+        let admission = Admission::new(40);
+        let file = FileKey::new("a.parquet", &identity(1, 1));
+        let key = |offset| PageKey {
+            file: file.clone(),
+            offset,
+        };
+        assert!(!admission.ask(&key(0), 10));
+        assert!(admission.ask(&key(0), 10));
+        assert!(admission.asked_again(&key(0)));
+        assert!(!admission.asked_again(&key(1)));
+        // Two generations of other asks (40 bytes each) later, the first is forgotten.
+        for offset in 100..108 {
+            assert!(!admission.ask(&key(offset), 10));
+        }
+        assert!(!admission.asked_again(&key(0)));
+        assert!(!admission.ask(&key(0), 10));
+        // Asked once in the older generation, again in the newer: remembered across them.
+        for offset in 200..203 {
+            admission.ask(&key(offset), 10);
+        }
+        assert!(admission.ask(&key(200), 10));
+    }
+
+    #[test]
+    fn a_second_ask_while_the_first_decompresses_keeps_the_page_for_it() {
+        let cache = PageCache::new(1 << 20);
+        let file = FileKey::new("a.parquet", &identity(1, 1));
+        let Lookup::Miss(claim) = cache.claim(&file, (0, 4), false) else {
+            panic!("an empty cache holds nothing");
+        };
+        assert!(!claim.keeps_in_memory(), "a first read is not kept");
+        std::thread::scope(|s| {
+            let waiting = s.spawn(|| match cache.claim(&file, (0, 4), false) {
+                Lookup::Hit(hit) => hit.page.buffer().to_vec(),
+                Lookup::Miss(_) => panic!("the second ask decompressed the page again"),
+            });
+            let key = PageKey {
+                file: file.clone(),
+                offset: 0,
+            };
+            let m = cache.memory.as_ref().unwrap();
+            while !m.admission.asked_again(&key) {
+                std::thread::yield_now();
+            }
+            claim.keep(page(b"shared"), false, 1, None);
+            assert_eq!(waiting.join().unwrap(), b"shared");
+        });
+        assert!(cache.in_memory(&file, 0));
+    }
+
     #[test]
     fn a_kept_page_owns_a_buffer_of_its_exact_size() {
         let cache = PageCache::new(1 << 20);
@@ -842,7 +1056,7 @@ mod tests {
             is_sorted: false,
         };
         let original = p.buffer().as_ptr();
-        let kept = cache.keep(&file, 0, p, 0, None);
+        let kept = cache.keep(&file, 0, p, 0, None, true);
         assert_eq!(kept.buffer().as_ref(), b"abc");
         assert_ne!(kept.buffer().as_ptr(), original, "the kept page is a copy");
         assert!(matches!(kept, Page::DictionaryPage { .. }));

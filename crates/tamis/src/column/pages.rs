@@ -165,17 +165,18 @@ impl<'a> ChunkPages<'a> {
         self
     }
 
-    /// Looks the page at `offset` up in `cache` (counted): the page, when the cache holds one of
-    /// the kind asked for (a dictionary page or a data page; anything else, which only a
+    /// Looks the page stored at `range` up in `cache` (counted): the page, when the cache holds
+    /// one of the kind asked for (a dictionary page or a data page; anything else, which only a
     /// corrupt file's two readings could leave there, is a miss); else the claim to keep it
     /// once decompressed, which makes concurrent scans of the page wait for this one.
     fn look_up<'c>(
         &self,
         (cache, file): &'c (Arc<PageCache>, Arc<FileKey>),
-        offset: u64,
+        range: Range<u64>,
         dictionary: bool,
     ) -> (Option<Page>, Option<Claim<'c>>) {
-        match cache.claim(file, offset) {
+        let at = (range.start, range.end - range.start);
+        match cache.claim(file, at, self.reader.keeps_first_reads()) {
             Lookup::Hit(hit) if matches!(hit.page, Page::DictionaryPage { .. }) == dictionary => {
                 let bytes = hit.page.buffer().len() as u64;
                 (self.reader).count_cache_hit(hit.from_disk, bytes, hit.inflate_ns);
@@ -281,6 +282,7 @@ impl<'a> ChunkPages<'a> {
                 page,
                 self.last_inflate_ns.get(),
                 self.byte_arrays(),
+                self.reader.keeps_first_reads(),
             ),
             None => page,
         }
@@ -547,7 +549,7 @@ impl<'a> ChunkPages<'a> {
         // dictionary wait for this one's instead of each reading it.
         let cache = self.cache.clone();
         let (hit, claim) = match &cache {
-            Some(cache) => self.look_up(cache, range.start, true),
+            Some(cache) => self.look_up(cache, range.clone(), true),
             None => (None, None),
         };
         if let Some(page) = hit {
@@ -618,7 +620,7 @@ impl<'a> ChunkPages<'a> {
         // offset order and released within this call, so two scans never wait on each other.
         let cache = self.cache.clone();
         let (dict_hit, mut dict_claim) = match (&dict_range, &cache) {
-            (Some(r), Some(c)) => self.look_up(c, r.start, true),
+            (Some(r), Some(c)) => self.look_up(c, r.clone(), true),
             _ => (None, None),
         };
         let mut hits: Vec<Option<Page>> = Vec::with_capacity(wanted.len());
@@ -643,7 +645,7 @@ impl<'a> ChunkPages<'a> {
                     let (hit, claim) = match &cache {
                         Some(c) if looked.is_none_or(|l| start > l) => {
                             looked = Some(start);
-                            self.look_up(c, start, false)
+                            self.look_up(c, start..end, false)
                         }
                         _ => (None, None),
                     };

@@ -245,6 +245,9 @@ pub struct Reader {
     /// Bytes already in memory (the tail read when the file was opened): ranges inside them
     /// cost no request.
     cached: Option<Arc<FetchedRanges>>,
+    /// The page cache keeps the pages this reader's scan decompresses on their first read
+    /// (see [`crate::Scan::keep_pages_on_first_read`]).
+    first_reads_kept: bool,
 }
 
 impl Reader {
@@ -255,7 +258,19 @@ impl Reader {
             stats,
             cancel,
             cached: None,
+            first_reads_kept: false,
         }
+    }
+
+    /// Has the page cache keep the pages decompressed through this reader on their first read.
+    pub fn keeping_first_reads(mut self, keep: bool) -> Self {
+        self.first_reads_kept = keep;
+        self
+    }
+
+    /// Whether the page cache keeps pages read through this reader on their first read.
+    pub fn keeps_first_reads(&self) -> bool {
+        self.first_reads_kept
     }
 
     /// A reader of another source for the same scan (a sidecar index): same counters, same

@@ -107,6 +107,8 @@ pub struct Scan {
     index_dir: Option<Arc<std::path::PathBuf>>,
     broken_index: BrokenIndex,
     verify_index: bool,
+    /// See [`Scan::keep_pages_on_first_read`].
+    first_reads_kept: bool,
     /// Only these (file location, row-group range) parts are read (see [`Scan::row_groups`]).
     only: Option<Arc<RowGroupParts>>,
     metrics: Arc<MetricsCollector>,
@@ -331,6 +333,7 @@ impl Scan {
             index_dir: None,
             broken_index: BrokenIndex::Fail,
             verify_index: false,
+            first_reads_kept: false,
             only: None,
             metrics: Arc::new(MetricsCollector::default()),
             io: Arc::new(IoStats::default()),
@@ -633,6 +636,16 @@ impl Scan {
         self
     }
 
+    /// Keeps the pages this scan decompresses in the page cache's memory tier on their first
+    /// read. By default a page is kept when it is read a second time, so that a page read once
+    /// — most of a one-off scan — costs no new memory (see `crate::cache`); a scan whose pages
+    /// another scan reads soon after (a query's second scan of the same table, or filling the
+    /// cache on purpose) keeps them at once, and the other scan finds them decompressed.
+    pub fn keep_pages_on_first_read(mut self, keep: bool) -> Scan {
+        self.first_reads_kept = keep;
+        self
+    }
+
     /// Reads only the given row groups: `(file, range)` pairs, the file as [`Scan::files`]
     /// names it. Files not named are skipped. For engines that split one scan into partitions
     /// (each partition a scan of its own row groups); pruning and filters apply as usual.
@@ -760,6 +773,7 @@ impl Scan {
                 verify_index: self.verify_index,
                 done: AtomicUsize::new(0),
                 cancelled,
+                first_reads_kept: self.first_reads_kept,
             }),
             pool,
             pending: tasks,

@@ -36,6 +36,8 @@ pub(super) struct Shared {
     pub(super) verify_index: bool,
     pub(super) done: AtomicUsize,
     pub(super) cancelled: Arc<AtomicBool>,
+    /// See [`super::Scan::keep_pages_on_first_read`].
+    pub(super) first_reads_kept: bool,
 }
 
 impl Shared {
@@ -187,7 +189,9 @@ impl ScanStream {
                 f
             }
         };
-        let reader = f.scan_reader(self.shared.io.clone(), self.shared.cancelled.clone());
+        let reader = f
+            .scan_reader(self.shared.io.clone(), self.shared.cancelled.clone())
+            .keeping_first_reads(self.shared.first_reads_kept);
         self.current = Some((fi, f.clone(), reader.clone()));
         Ok((f, reader))
     }

@@ -90,6 +90,8 @@ pub struct Req<'a> {
     pub string_dictionaries: bool,
     /// `None`: every structure (`Pruning::default`).
     pub pruning: Option<tamis::Pruning>,
+    /// Pages kept in the page cache on their first read (`Scan::keep_pages_on_first_read`).
+    pub keep_first_reads: bool,
 }
 
 /// Runs tamis; returns the concatenated batches and the metrics.
@@ -122,7 +124,8 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     scan = (scan.limit(req.limit))
         .string_views(req.string_views)
         .short_decimals(req.short_decimals)
-        .string_dictionaries(req.string_dictionaries);
+        .string_dictionaries(req.string_dictionaries)
+        .keep_pages_on_first_read(req.keep_first_reads);
     let mut stream = scan.batches()?;
     let schema = stream.schema();
     let mut batches = Vec::new();
