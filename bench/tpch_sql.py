@@ -27,7 +27,7 @@ tables anew (a fresh DataFusion session, fresh DuckDB views; tamis opens them pe
 engine keeps footers or listings that another must read again.
 
 Warm cache: each query runs once per engine (the warm-up, whose answer is checked against
-DuckDB's), then ``--runs`` timed runs with the engines interleaved (the order rotates); the
+DuckDB's; tamis in process twice, as its memory tier keeps a page on its second read), then ``--runs`` timed runs with the engines interleaved (the order rotates); the
 median is reported. A wrong answer or an error is printed loudly, recorded (``ok: false``) and
 makes the exit status 1.
 """
@@ -191,6 +191,8 @@ class Tamis:
         except ImportError:
             tamis = None
         self.sql = getattr(tamis, "sql", None)
+        # In process, the memory tier keeps a page on its second read (`tamis::cache`).
+        self.extra_warmups = 1 if self.sql is not None else 0
         if self.sql is not None:
             self.version = f"tamis {tamis.__version__} (in process)"
             return
@@ -329,6 +331,10 @@ class Bench:
             verdicts[name] = None if want is None else compare(got, want)
             if verdicts[name]:
                 loud(f"{suite} {query} {self.threads}t: {name} WRONG ANSWER vs duckdb: {verdicts[name]}")
+        # tamis's memory tier keeps a page on its second read: one more untimed run fills it.
+        for name in answers:
+            for _ in range(getattr(self.engines[name], "extra_warmups", 0)):
+                self.engines[name].run(sql, tables)
         times: Dict[str, List[float]] = {n: [] for n in answers}
         order = list(answers)
         for rep in range(self.runs):
