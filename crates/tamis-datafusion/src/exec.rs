@@ -71,8 +71,9 @@ pub struct TamisExec {
     runtime_filters: bool,
     /// Strings and binaries as views ([`crate::TamisTable::with_string_views`]).
     string_views: bool,
-    /// Pages kept in the page cache on their first read ([`crate::rules::KeepSharedPages`]).
-    first_reads_kept: bool,
+    /// Columns whose pages are kept in the page cache on their first read
+    /// ([`crate::rules::KeepSharedPages`]).
+    first_reads_kept: Vec<String>,
     /// Join-key Bloom filters shared by the table's scans.
     key_filters: Arc<KeyFilters>,
     /// Build sides whose keys this scan probes, by column ([`crate::tap`]); shared by clones.
@@ -98,7 +99,7 @@ impl Clone for TamisExec {
             dynamic: self.dynamic.clone(),
             runtime_filters: self.runtime_filters,
             string_views: self.string_views,
-            first_reads_kept: self.first_reads_kept,
+            first_reads_kept: self.first_reads_kept.clone(),
             key_filters: self.key_filters.clone(),
             taps: self.taps.clone(),
             converted: self.converted.clone(),
@@ -158,7 +159,7 @@ impl TamisExec {
             dynamic: Vec::new(),
             runtime_filters: table.runtime_filters,
             string_views: table.string_views,
-            first_reads_kept: false,
+            first_reads_kept: Vec::new(),
             key_filters: table.key_filters.clone(),
             taps: Arc::default(),
             converted: Arc::default(),
@@ -184,18 +185,37 @@ impl TamisExec {
         Arc::as_ptr(&self.dataset)
     }
 
-    /// This scan, keeping the pages it decompresses in the page cache on their first read (see
-    /// [`tamis::Scan::keep_pages_on_first_read`]).
-    pub fn keeping_first_reads(&self) -> TamisExec {
+    /// The table columns the scan reads: its projection and its filter's columns (a join's
+    /// runtime filters test projected columns, the join keys).
+    pub fn read_columns(&self) -> Vec<String> {
+        let fields = self.table_schema.fields();
+        let mut read: Vec<String> = (self.projection.iter())
+            .map(|&i| fields[i].name().clone())
+            .collect();
+        let leaves = &self.dataset.plan().leaves;
+        let filtered = (self.filter.as_ref()).and_then(|f| tamis::expr::bind(f, leaves).ok());
+        for leaf in filtered.map(|p| p.columns()).unwrap_or_default() {
+            if let Some(field) = leaves.get(leaf).and_then(|l| fields.get(l.root)) {
+                read.push(field.name().clone());
+            }
+        }
+        read.sort();
+        read.dedup();
+        read
+    }
+
+    /// This scan, keeping the pages of `columns` it decompresses in the page cache on their
+    /// first read (see [`tamis::Scan::keep_pages_on_first_read`]).
+    pub fn keeping_first_reads(&self, columns: Vec<String>) -> TamisExec {
         TamisExec {
-            first_reads_kept: true,
+            first_reads_kept: columns,
             ..self.clone()
         }
     }
 
-    /// Whether the scan keeps its pages in the page cache on their first read.
-    pub fn keeps_first_reads(&self) -> bool {
-        self.first_reads_kept
+    /// The columns whose pages the scan keeps in the page cache on their first read.
+    pub fn first_reads_kept(&self) -> &[String] {
+        &self.first_reads_kept
     }
 
     /// The tamis filter pushed into the scan, as SQL text.
@@ -305,8 +325,9 @@ impl DisplayAs for TamisExec {
                 if let Some(l) = self.limit {
                     write!(f, ", limit={l}")?;
                 }
-                if self.first_reads_kept {
-                    write!(f, ", pages kept on first read")?;
+                if !self.first_reads_kept.is_empty() {
+                    let kept = self.first_reads_kept.join(", ");
+                    write!(f, ", pages kept on first read=[{kept}]")?;
                 }
                 Ok(())
             }
@@ -467,7 +488,7 @@ impl ExecutionPlan for TamisExec {
             .threads(1)
             .range_rows(RANGE_ROWS)
             .string_views(self.string_views)
-            .keep_pages_on_first_read(self.first_reads_kept)
+            .keep_pages_on_first_read(self.first_reads_kept.clone())
             .limit(self.limit);
         let static_filter = self.filter.clone();
         let dynamic = self.dynamic.clone();

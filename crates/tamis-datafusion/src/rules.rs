@@ -247,10 +247,10 @@ fn probe_scan(plan: &Arc<dyn ExecutionPlan>, index: usize) -> Option<(&TamisExec
 }
 
 /// Has the scans of a table that one plan reads more than once (TPC-H Q17's two `lineitem`
-/// scans, Q21's three, a self-join) keep their pages in the page cache's memory tier on the
-/// first read, so that the query decompresses each page once (see
-/// [`tamis::Scan::keep_pages_on_first_read`]: other scans keep a page on its second read).
-/// Runs last.
+/// scans, Q21's three, a self-join) keep the pages of the columns another of them reads too in
+/// the page cache's memory tier on the first read, so that the query decompresses each page
+/// once (see [`tamis::Scan::keep_pages_on_first_read`]: other pages are kept on their second
+/// read; a column only one scan reads takes no memory). Runs last.
 #[derive(Debug, Default)]
 pub struct KeepSharedPages;
 
@@ -260,25 +260,40 @@ impl PhysicalOptimizerRule for KeepSharedPages {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let mut tables: Vec<*const tamis::Dataset> = Vec::new();
+        // Every scan's (table, columns read).
+        let mut reads: Vec<(*const tamis::Dataset, Vec<String>)> = Vec::new();
         plan.apply(|node| {
             if let Some(scan) = node.downcast_ref::<TamisExec>() {
-                tables.push(scan.table_id());
+                reads.push((scan.table_id(), scan.read_columns()));
             }
             Ok(TreeNodeRecursion::Continue)
         })?;
-        let scans = |id| tables.iter().filter(|&&t| t == id).count();
-        if tables.iter().all(|&t| scans(t) < 2) {
+        // How many scans read column `c` of table `t`.
+        let readers = |t: *const tamis::Dataset, c: &String| {
+            (reads.iter())
+                .filter(|(table, columns)| *table == t && columns.contains(c))
+                .count()
+        };
+        let shared = |scan: &TamisExec| -> Vec<String> {
+            let t = scan.table_id();
+            let read = scan.read_columns();
+            read.into_iter().filter(|c| readers(t, c) > 1).collect()
+        };
+        if reads
+            .iter()
+            .all(|(t, columns)| columns.iter().all(|c| readers(*t, c) < 2))
+        {
             return Ok(plan);
         }
         plan.transform_up(|node| {
             let Some(scan) = node.downcast_ref::<TamisExec>() else {
                 return Ok(Transformed::no(node));
             };
-            if scans(scan.table_id()) < 2 {
+            let columns = shared(scan);
+            if columns.is_empty() {
                 return Ok(Transformed::no(node));
             }
-            let kept: Arc<dyn ExecutionPlan> = Arc::new(scan.keeping_first_reads());
+            let kept: Arc<dyn ExecutionPlan> = Arc::new(scan.keeping_first_reads(columns));
             Ok(Transformed::yes(kept))
         })
         .map(|t| t.data)

@@ -176,7 +176,7 @@ impl<'a> ChunkPages<'a> {
         dictionary: bool,
     ) -> (Option<Page>, Option<Claim<'c>>) {
         let at = (range.start, range.end - range.start);
-        match cache.claim(file, at, self.reader.keeps_first_reads()) {
+        match cache.claim(file, at, self.first_reads_kept()) {
             Lookup::Hit(hit) if matches!(hit.page, Page::DictionaryPage { .. }) == dictionary => {
                 let bytes = hit.page.buffer().len() as u64;
                 (self.reader).count_cache_hit(hit.from_disk, bytes, hit.inflate_ns);
@@ -191,6 +191,12 @@ impl<'a> ChunkPages<'a> {
                 (None, Some(claim))
             }
         }
+    }
+
+    /// Whether the scan keeps this chunk's pages in the page cache on their first read.
+    fn first_reads_kept(&self) -> bool {
+        let column = self.meta.column_path().parts().first();
+        column.is_some_and(|c| self.reader.keeps_first_reads(c))
     }
 
     /// Whether the page cache holds the page at `offset` (not counted: for planning reads).
@@ -282,7 +288,7 @@ impl<'a> ChunkPages<'a> {
                 page,
                 self.last_inflate_ns.get(),
                 self.byte_arrays(),
-                self.reader.keeps_first_reads(),
+                self.first_reads_kept(),
             ),
             None => page,
         }

@@ -245,9 +245,9 @@ pub struct Reader {
     /// Bytes already in memory (the tail read when the file was opened): ranges inside them
     /// cost no request.
     cached: Option<Arc<FetchedRanges>>,
-    /// The page cache keeps the pages this reader's scan decompresses on their first read
-    /// (see [`crate::Scan::keep_pages_on_first_read`]).
-    first_reads_kept: bool,
+    /// Top-level columns whose pages the page cache keeps on their first read when this
+    /// reader's scan decompresses them (see [`crate::Scan::keep_pages_on_first_read`]).
+    first_reads_kept: Arc<[String]>,
 }
 
 impl Reader {
@@ -258,19 +258,21 @@ impl Reader {
             stats,
             cancel,
             cached: None,
-            first_reads_kept: false,
+            first_reads_kept: Arc::new([]),
         }
     }
 
-    /// Has the page cache keep the pages decompressed through this reader on their first read.
-    pub fn keeping_first_reads(mut self, keep: bool) -> Self {
-        self.first_reads_kept = keep;
+    /// Has the page cache keep the pages of `columns` (top-level names) decompressed through
+    /// this reader on their first read.
+    pub fn keeping_first_reads(mut self, columns: Arc<[String]>) -> Self {
+        self.first_reads_kept = columns;
         self
     }
 
-    /// Whether the page cache keeps pages read through this reader on their first read.
-    pub fn keeps_first_reads(&self) -> bool {
-        self.first_reads_kept
+    /// Whether the page cache keeps the pages of top-level column `column` read through this
+    /// reader on their first read.
+    pub fn keeps_first_reads(&self, column: &str) -> bool {
+        self.first_reads_kept.iter().any(|c| c == column)
     }
 
     /// A reader of another source for the same scan (a sidecar index): same counters, same

@@ -108,7 +108,7 @@ pub struct Scan {
     broken_index: BrokenIndex,
     verify_index: bool,
     /// See [`Scan::keep_pages_on_first_read`].
-    first_reads_kept: bool,
+    first_reads_kept: Arc<[String]>,
     /// Only these (file location, row-group range) parts are read (see [`Scan::row_groups`]).
     only: Option<Arc<RowGroupParts>>,
     metrics: Arc<MetricsCollector>,
@@ -333,7 +333,7 @@ impl Scan {
             index_dir: None,
             broken_index: BrokenIndex::Fail,
             verify_index: false,
-            first_reads_kept: false,
+            first_reads_kept: Arc::new([]),
             only: None,
             metrics: Arc::new(MetricsCollector::default()),
             io: Arc::new(IoStats::default()),
@@ -636,13 +636,17 @@ impl Scan {
         self
     }
 
-    /// Keeps the pages this scan decompresses in the page cache's memory tier on their first
-    /// read. By default a page is kept when it is read a second time, so that a page read once
-    /// — most of a one-off scan — costs no new memory (see `crate::cache`); a scan whose pages
-    /// another scan reads soon after (a query's second scan of the same table, or filling the
-    /// cache on purpose) keeps them at once, and the other scan finds them decompressed.
-    pub fn keep_pages_on_first_read(mut self, keep: bool) -> Scan {
-        self.first_reads_kept = keep;
+    /// Keeps the pages of `columns` (top-level names) that this scan decompresses in the page
+    /// cache's memory tier on their first read. By default a page is kept when it is read a
+    /// second time, so that a page read once — most of a one-off scan — costs no new memory
+    /// (see `crate::cache`); for columns another scan reads soon after (a query's other scan
+    /// of the same table, or filling the cache on purpose) the pages are kept at once, and the
+    /// other scan finds them decompressed.
+    pub fn keep_pages_on_first_read<S: Into<String>>(
+        mut self,
+        columns: impl IntoIterator<Item = S>,
+    ) -> Scan {
+        self.first_reads_kept = columns.into_iter().map(Into::into).collect();
         self
     }
 

@@ -37,7 +37,7 @@ pub(super) struct Shared {
     pub(super) done: AtomicUsize,
     pub(super) cancelled: Arc<AtomicBool>,
     /// See [`super::Scan::keep_pages_on_first_read`].
-    pub(super) first_reads_kept: bool,
+    pub(super) first_reads_kept: Arc<[String]>,
 }
 
 impl Shared {
@@ -191,7 +191,7 @@ impl ScanStream {
         };
         let reader = f
             .scan_reader(self.shared.io.clone(), self.shared.cancelled.clone())
-            .keeping_first_reads(self.shared.first_reads_kept);
+            .keeping_first_reads(self.shared.first_reads_kept.clone());
         self.current = Some((fi, f.clone(), reader.clone()));
         Ok((f, reader))
     }

@@ -90,7 +90,8 @@ pub struct Req<'a> {
     pub string_dictionaries: bool,
     /// `None`: every structure (`Pruning::default`).
     pub pruning: Option<tamis::Pruning>,
-    /// Pages kept in the page cache on their first read (`Scan::keep_pages_on_first_read`).
+    /// Every column's pages kept in the page cache on their first read
+    /// (`Scan::keep_pages_on_first_read`).
     pub keep_first_reads: bool,
 }
 
@@ -121,11 +122,15 @@ pub fn tamis_scan(path: &str, req: &Req) -> tamis::Result<(RecordBatch, tamis::S
     if let Some(p) = req.pruning {
         scan = scan.pruning(p);
     }
+    let kept: Vec<String> = match req.keep_first_reads {
+        true => (scan.schema()?.fields().iter().map(|f| f.name().clone())).collect(),
+        false => Vec::new(),
+    };
     scan = (scan.limit(req.limit))
         .string_views(req.string_views)
         .short_decimals(req.short_decimals)
         .string_dictionaries(req.string_dictionaries)
-        .keep_pages_on_first_read(req.keep_first_reads);
+        .keep_pages_on_first_read(kept);
     let mut stream = scan.batches()?;
     let schema = stream.schema();
     let mut batches = Vec::new();
