@@ -1,8 +1,8 @@
 //! Decompressed pages kept in memory across scans: the memory tier of paper 000's IO cache.
 //!
-//! A page of a compressed column chunk is kept once decompressed (from its second read, below) —
-//! decompressed but still encoded (dictionary codes bit-packed, PLAIN values, levels), exactly as the page reader
-//! hands it to the decoders — so a later scan of the same page neither reads its bytes nor
+//! A page of a compressed column chunk is kept once decompressed (from its second read, below)
+//! — decompressed but still encoded (dictionary codes bit-packed, PLAIN values, levels), exactly
+//! as the page reader hands it to the decoders — so a later scan of the same page neither reads its bytes nor
 //! decompresses them, and every in-place kernel runs on it unchanged. On the needle queries of
 //! the `selectivity` suite reads and decompression are 90 % of the time (`BENCHMARKS.md`).
 //!
@@ -30,10 +30,11 @@
 //! `Admission`), not on its first read: keeping a page takes memory the kernel must hand out
 //! and zero, which on a first scan in a new process cost 10–16 % over the cache off
 //! (`BENCHMARKS.md`), and most pages of a one-off scan are never read again. A scan that knows
-//! its pages will be read again soon keeps them on their first read
-//! ([`crate::Scan::keep_pages_on_first_read`]: the SQL layer's scans of a table read twice in
-//! one plan, `tamis cache warm`), and a second ask that arrives while the first is still
-//! decompressing the page has it kept too.
+//! which of its columns another scan reads soon keeps their pages on the first read
+//! ([`crate::Scan::keep_pages_on_first_read`]: the SQL layer does for the columns two scans of
+//! one plan read), a process may keep every first read ([`set_page_cache_keeps_first_reads`]),
+//! and a second ask that arrives while the first is still decompressing the page has it kept
+//! too.
 //!
 //! **Decompressed once.** A scan that misses a page of an indexed chunk claims it until it has
 //! decompressed it; another scan asking for the page meanwhile (a query's two scans of one
@@ -181,7 +182,8 @@ pub(crate) struct Claim<'a> {
     file: Arc<FileKey>,
     offset: u64,
     guard: Option<Guard<'a>>,
-    /// The memory tier admits the page (see [`Admission`]) whoever asks next.
+    /// Admitted to the memory tier when claimed (see [`Admission`]): asked for before, or a
+    /// first read the scan keeps.
     admitted: bool,
 }
 
@@ -250,7 +252,7 @@ struct Asks {
     generation_bytes: u64,
 }
 
-/// Asks a generation holds at most, however small its pages (16 MiB of bookkeeping).
+/// Asks a generation holds at most, however small its pages (about 16 MiB of bookkeeping).
 const GENERATION_ASKS: usize = 1 << 20;
 
 impl Admission {
