@@ -88,6 +88,9 @@ def parse_args(argv=None):
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     p.add_argument("--tamis-cli", default=os.path.join(target, "release", "tamis"),
                    help="tamis binary: generates missing tables; runs SQL without the Python package")
+    p.add_argument("--tamis-process", action="store_true",
+                   help="run tamis as its CLI, a new process per run (every run a first run: an empty "
+                        "page cache), even where the Python package is installed")
     p.add_argument("--smoke", action="store_true", help="SF 0.01, 1 run, 1 thread, small sweep: checks the harness")
     p.add_argument("--no-pin", dest="pin", action="store_false",
                    help="run every thread count in this process, on every CPU")
@@ -183,13 +186,15 @@ class EngineMissing(Exception):
 class Tamis:
     """tamis SQL (DataFusion planning over tamis scans), with runtime join filters or not."""
 
-    def __init__(self, threads: int, cli: str, runtime_filters: bool = True):
+    def __init__(self, threads: int, cli: str, runtime_filters: bool = True, in_process: bool = True):
         self.name = "tamis" if runtime_filters else "tamis-no-rf"
         self.threads, self.cli, self.runtime_filters = threads, cli, runtime_filters
         try:
             import tamis
         except ImportError:
             tamis = None
+        if not in_process:
+            tamis = None  # --tamis-process: the CLI, a new process (a cold page cache) per run
         self.sql = getattr(tamis, "sql", None)
         # In process, the memory tier keeps a page on its second read (`tamis::cache`).
         self.extra_warmups = 1 if self.sql is not None else 0
@@ -276,9 +281,9 @@ class DuckDB:
         self.con.close()
 
 
-def open_engine(name: str, threads: int, cli: str):
+def open_engine(name: str, threads: int, cli: str, tamis_process: bool = False):
     if name in ("tamis", "tamis-no-rf"):
-        return Tamis(threads, cli, runtime_filters=name == "tamis")
+        return Tamis(threads, cli, runtime_filters=name == "tamis", in_process=not tamis_process)
     if name in ("datafusion", "datafusion-pushdown"):
         return DataFusion(threads, pushdown=name == "datafusion-pushdown")
     return DuckDB(threads)
@@ -294,7 +299,7 @@ class Bench:
         self.engines = {}
         for name in names:
             try:
-                self.engines[name] = open_engine(name, threads, args.tamis_cli)
+                self.engines[name] = open_engine(name, threads, args.tamis_cli, args.tamis_process)
             except EngineMissing as e:
                 if name not in skipped:
                     print(f"bench: {name} skipped: {e}", flush=True)
