@@ -268,23 +268,17 @@ impl PhysicalOptimizerRule for KeepSharedPages {
             }
             Ok(TreeNodeRecursion::Continue)
         })?;
-        // How many scans read column `c` of table `t`.
-        let readers = |t: *const tamis::Dataset, c: &String| {
-            (reads.iter())
-                .filter(|(table, columns)| *table == t && columns.contains(c))
-                .count()
-        };
+        // The columns of `scan` that another scan of its table reads too.
         let shared = |scan: &TamisExec| -> Vec<String> {
             let t = scan.table_id();
+            let readers = |c: &String| {
+                (reads.iter())
+                    .filter(|(table, columns)| *table == t && columns.contains(c))
+                    .count()
+            };
             let read = scan.read_columns();
-            read.into_iter().filter(|c| readers(t, c) > 1).collect()
+            read.into_iter().filter(|c| readers(c) > 1).collect()
         };
-        if reads
-            .iter()
-            .all(|(t, columns)| columns.iter().all(|c| readers(*t, c) < 2))
-        {
-            return Ok(plan);
-        }
         plan.transform_up(|node| {
             let Some(scan) = node.downcast_ref::<TamisExec>() else {
                 return Ok(Transformed::no(node));

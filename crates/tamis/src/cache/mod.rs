@@ -321,6 +321,13 @@ impl MemoryTier {
         }
     }
 
+    /// Counts an ask for the missed page of `key` (`bytes` as stored or decompressed); whether
+    /// the page is kept: asked for before, a first read the scan keeps (`first_read`), or a
+    /// process that keeps every first read.
+    fn admits(&self, key: &PageKey, bytes: u64, first_read: bool) -> bool {
+        self.admission.ask(key, bytes) || first_read || FIRST_READS_KEPT.load(Relaxed)
+    }
+
     /// Keeps `page` (decompressed), copied into a buffer of its exact size (a decompression
     /// buffer may be larger, and is lent to the next page when the caller drops it); returns
     /// the copy, to be used in its place.
@@ -419,8 +426,7 @@ impl PageCache {
                 });
             }
             // Counted before waiting on another scan's claim, which then keeps the page.
-            admitted =
-                m.admission.ask(&key, stored) || first_read || FIRST_READS_KEPT.load(Relaxed);
+            admitted = m.admits(&key, stored, first_read);
             match m.pages.get_value_or_guard(&key, Some(CLAIM_WAIT)) {
                 GuardResult::Value(kept) => {
                     HITS.fetch_add(1, Relaxed);
@@ -572,8 +578,7 @@ impl PageCache {
             file: file.clone(),
             offset,
         };
-        let bytes = page.buffer().len() as u64;
-        if m.admission.ask(&key, bytes) || first_read || FIRST_READS_KEPT.load(Relaxed) {
+        if m.admits(&key, page.buffer().len() as u64, first_read) {
             m.keep(key, page, inflate_ns)
         } else {
             page

@@ -88,6 +88,9 @@ pub(crate) struct ChunkPages<'a> {
     snappy: std::cell::Cell<SnappyChoice>,
     /// The page cache and this file's key in it, for a compressed chunk when the cache is on.
     cache: Option<(Arc<PageCache>, Arc<FileKey>)>,
+    /// The scan keeps this chunk's pages in the page cache on their first read (its column is
+    /// one the reader names).
+    first_reads_kept: bool,
     /// What the last page decompressed took, in nanoseconds (kept with it in the cache: what a
     /// later hit saves).
     last_inflate_ns: std::cell::Cell<u64>,
@@ -147,6 +150,7 @@ impl<'a> ChunkPages<'a> {
             budget,
             snappy: Default::default(),
             cache: None,
+            first_reads_kept: false,
             last_inflate_ns: Default::default(),
             disk_cold: Default::default(),
         }
@@ -161,6 +165,8 @@ impl<'a> ChunkPages<'a> {
                     FileKey::cacheable(self.reader.location(), self.reader.source().identity())?;
                 Some((c, key))
             });
+            let column = self.meta.column_path().parts().first();
+            self.first_reads_kept = column.is_some_and(|c| self.reader.keeps_first_reads(c));
         }
         self
     }
@@ -176,7 +182,7 @@ impl<'a> ChunkPages<'a> {
         dictionary: bool,
     ) -> (Option<Page>, Option<Claim<'c>>) {
         let at = (range.start, range.end - range.start);
-        match cache.claim(file, at, self.first_reads_kept()) {
+        match cache.claim(file, at, self.first_reads_kept) {
             Lookup::Hit(hit) if matches!(hit.page, Page::DictionaryPage { .. }) == dictionary => {
                 let bytes = hit.page.buffer().len() as u64;
                 (self.reader).count_cache_hit(hit.from_disk, bytes, hit.inflate_ns);
@@ -191,12 +197,6 @@ impl<'a> ChunkPages<'a> {
                 (None, Some(claim))
             }
         }
-    }
-
-    /// Whether the scan keeps this chunk's pages in the page cache on their first read.
-    fn first_reads_kept(&self) -> bool {
-        let column = self.meta.column_path().parts().first();
-        column.is_some_and(|c| self.reader.keeps_first_reads(c))
     }
 
     /// Whether the page cache holds the page at `offset` (not counted: for planning reads).
@@ -288,7 +288,7 @@ impl<'a> ChunkPages<'a> {
                 page,
                 self.last_inflate_ns.get(),
                 self.byte_arrays(),
-                self.first_reads_kept(),
+                self.first_reads_kept,
             ),
             None => page,
         }
