@@ -416,8 +416,9 @@ def test_unsupported_type_is_one_clear_error(spark, tmp_path):
 
 def test_session_settings_configure_the_executors_page_cache(spark, tmp_path):
     """`spark.tamis.cacheDir`, `spark.tamis.pageCache` and `spark.tamis.cacheDirBytes` reach the
-    executors' native page cache: a filtered query fills the directory and returns Spark's
-    reader's rows; a size that is not one is an error naming the setting."""
+    executors' native page cache: a filtered query run twice fills the directory (a local
+    page is written on its second miss) and returns Spark's reader's rows; a size that is not
+    one is an error naming the setting."""
     if not JAR:
         pytest.skip("settings of the JVM connector")
     path = tmp_path / "t.parquet"
@@ -438,6 +439,7 @@ def test_session_settings_configure_the_executors_page_cache(spark, tmp_path):
     try:
         ours = rows(query(spark.read.format("tamis")))
         assert len(ours) == 2000 and same(ours, rows(query(spark.read.format("parquet"))))
+        assert same(rows(query(spark.read.format("tamis"))), ours)
         deadline = time.monotonic() + 30
         while not list(cache.glob("*.page")) and time.monotonic() < deadline:
             time.sleep(0.1)

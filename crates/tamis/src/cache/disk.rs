@@ -3,8 +3,10 @@
 //! Spark executor's next task — reads a page with one positioned read and no decompression.
 //!
 //! ```text
-//! miss   ─► read, decompress ─► handed on ─► queued ─► writer thread: temporary file, rename
-//! get    ─► <dir>/<hash of key>.page ─► head, key and every block's checksum ─► the page
+//! miss   ─► read, decompress ─► handed on ─► a local page's first miss? remembered (cache/asked.rs)
+//!                                         └► queued ─► writer thread: temporary file, rename
+//! get    ─► name held? (cache/names.rs; no: a miss, no file system call)
+//!        ─► <dir>/<hash of key>.page ─► head, key and every block's checksum ─► the page
 //!                                     └► anything wrong: the file is removed, a miss
 //! blocks ─► open_entries: the heads ─► EntryFile::read: the 4 KiB blocks asked for, each
 //!           checked against its own checksum (column/sparse.rs: a selective scan's values)
@@ -41,7 +43,7 @@ use std::hash::Hasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -49,6 +51,8 @@ use parquet::basic::Encoding;
 use parquet::column::page::Page;
 use twox_hash::XxHash64;
 
+use super::asked::{self, AskLog};
+use super::names::{self, Name, Names};
 use super::FileKey;
 use crate::io::{Identity, MetadataStore};
 use std::ops::Range;
@@ -71,6 +75,8 @@ pub(crate) const BLOCK: u64 = 4096;
 const CHECKSUM: usize = 8;
 /// Entries waiting for the writer; beyond this a write is dropped.
 const QUEUE: usize = 256;
+/// How long the writer waits idle before it appends the asks ([`AskLog`]).
+const ASKS_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 /// Bytes of pages waiting for the writer; beyond this a write is dropped (the queued pages
 /// hold their decompressed buffers).
 const MAX_PENDING_BYTES: u64 = 64 << 20;
@@ -103,7 +109,7 @@ impl Held {
 /// What the writer is handed: the entry's path, its key, what it holds.
 type Queued = (PathBuf, Vec<u8>, Held);
 /// The extension of entries (anything else in the directory is left alone).
-const EXTENSION: &str = "page";
+pub(crate) const EXTENSION: &str = "page";
 
 /// Encodings as entries number them (an encoding not listed is not written to disk).
 /// `BIT_PACKED` is deprecated, but old files still encode levels with it.
@@ -135,6 +141,8 @@ pub(crate) struct DiskCounts {
     /// Remote metadata ranges served ([`MetadataStore`]).
     pub(crate) metadata_hits: AtomicU64,
     pub(crate) written: AtomicU64,
+    /// Local pages not written: missed for the first time ([`AskLog`]).
+    pub(crate) first_misses: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) corrupt: AtomicU64,
     pub(crate) evicted: AtomicU64,
@@ -150,9 +158,13 @@ pub(crate) struct DiskTier {
     pending: Arc<AtomicU64>,
     /// Bytes of the pages queued (they hold their buffers until written).
     pending_bytes: Arc<AtomicU64>,
-    /// Whether a write waits for room in the queue instead of being dropped (`tamis cache
-    /// warm`, which is there to fill the cache).
+    /// Whether a write waits for room in the queue instead of being dropped, and a local page
+    /// is written on its first miss (`tamis cache warm`, which is there to fill the cache).
     waits: AtomicBool,
+    /// The local pages missed before ([`AskLog`]): a local page is written on its second miss.
+    asks: Arc<AskLog>,
+    /// The entries' names ([`Names`]): a page without an entry is looked up in memory only.
+    names: Arc<Names>,
     pub(crate) counts: Arc<DiskCounts>,
 }
 
@@ -161,22 +173,37 @@ impl DiskTier {
     pub(crate) fn open(dir: &Path, budget: u64) -> std::io::Result<DiskTier> {
         create_dir(dir)?;
         sweep_temporaries(dir, std::time::Duration::from_secs(3600));
-        let held = Arc::new(AtomicU64::new(listing(dir).iter().map(|e| e.1).sum()));
+        let entries = listing(dir);
+        let held = Arc::new(AtomicU64::new(entries.iter().map(|e| e.1).sum()));
+        let names = Arc::new(Names::new(dir, entries.into_iter().map(|e| e.0)));
         let counts = Arc::new(DiskCounts::default());
         let (queue, entries) = sync_channel::<Queued>(QUEUE);
         let pending = Arc::new(AtomicU64::new(0));
         let pending_bytes = Arc::new(AtomicU64::new(0));
-        let (writer_dir, writer_held, writer_counts, writer_pending, writer_bytes) = (
+        let asks = Arc::new(AskLog::open(dir));
+        let (writer_dir, writer_held, writer_counts, writer_pending, writer_bytes, writer_asks) = (
             dir.to_path_buf(),
             held.clone(),
             counts.clone(),
             pending.clone(),
             pending_bytes.clone(),
+            asks.clone(),
         );
+        let writer_names = names.clone();
         std::thread::Builder::new()
             .name("tamis-disk-cache".into())
-            .spawn(move || {
-                for (path, key, held) in entries {
+            .spawn(move || loop {
+                // The asks are appended when the writer is idle a moment (or flushed), so a
+                // process that ends without a flush still leaves most of them.
+                let (path, key, held) = match entries.recv_timeout(ASKS_EVERY) {
+                    Ok(queued) => queued,
+                    Err(RecvTimeoutError::Timeout) => {
+                        writer_asks.write();
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                };
+                {
                     writer_bytes.fetch_sub(held.len(), Relaxed);
                     // Encoded here, not on the scan's thread: a miss costs the scan a queue push.
                     let entry = encode(&held, &key);
@@ -186,11 +213,13 @@ impl DiskTier {
                         continue; // an encoding entries do not number, or a page too large
                     };
                     if write_entry(&writer_dir, &path, &entry).is_ok() {
+                        writer_names.insert(&path);
                         writer_counts.written.fetch_add(1, Relaxed);
                         let now =
                             writer_held.fetch_add(entry.len() as u64, Relaxed) + entry.len() as u64;
                         if now > budget {
-                            let (left, removed) = evict(&writer_dir, budget / 10 * 9);
+                            let (left, removed) =
+                                evict(&writer_dir, budget / 10 * 9, &writer_names);
                             writer_held.store(left, Relaxed);
                             writer_counts.evicted.fetch_add(removed, Relaxed);
                         }
@@ -206,6 +235,8 @@ impl DiskTier {
             pending,
             pending_bytes,
             waits: AtomicBool::new(false),
+            asks,
+            names,
             counts,
         })
     }
@@ -222,6 +253,7 @@ impl DiskTier {
         while self.pending.load(Relaxed) > 0 && start.elapsed() < limit {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
+        self.asks.write();
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -241,19 +273,31 @@ impl DiskTier {
     /// two tamis versions sharing a directory never read (and remove as damaged) each other's
     /// entries; the older ones age out under the budget.
     fn path(&self, key: &[u8]) -> PathBuf {
-        let hash = |seed| {
-            let mut h = XxHash64::with_seed(seed);
-            h.write(MAGIC);
-            h.write(key);
-            h.finish()
-        };
-        self.dir
-            .join(format!("{:016x}{:016x}.{EXTENSION}", hash(0), hash(1)))
+        self.dir.join(names::file_name(name(key), EXTENSION))
+    }
+
+    /// The entry named `key`, opened, when the directory holds it (as far as [`Names`] knows:
+    /// no file system call for an entry it does not hold).
+    fn open_entry(&self, key: &[u8]) -> Option<(fs::File, PathBuf)> {
+        if !self.names.has(name(key)) {
+            return None;
+        }
+        let path = self.path(key);
+        let f = fs::File::open(&path).ok()?;
+        Some((f, path))
+    }
+
+    /// Removes a damaged entry.
+    fn remove(&self, path: &Path) {
+        self.counts.corrupt.fetch_add(1, Relaxed);
+        let _ = fs::remove_file(path);
+        self.names.remove(path);
     }
 
     /// Whether an entry for the page exists (not read or checked: for planning reads).
     pub(crate) fn contains(&self, file: &FileKey, offset: u64) -> bool {
-        self.path(&entry_key(file, offset)).is_file()
+        let key = entry_key(file, offset);
+        self.names.has(name(&key)) && self.path(&key).is_file()
     }
 
     /// The page of `file` at `offset` from its entry, when one exists and is whole, with what
@@ -272,13 +316,11 @@ impl DiskTier {
     /// removed. The head and the payload are read, not the offset table (a page read whole
     /// does not need it).
     fn read(&self, key: &[u8]) -> Option<Held> {
-        let path = self.path(key);
-        let f = fs::File::open(&path).ok()?;
+        let (f, path) = self.open_entry(key)?;
         match read_payload(&f, key) {
             Some(held) => Some(held),
             None => {
-                self.counts.corrupt.fetch_add(1, Relaxed);
-                let _ = fs::remove_file(&path);
+                self.remove(&path);
                 None
             }
         }
@@ -293,7 +335,7 @@ impl DiskTier {
         #[cfg(target_os = "linux")]
         for (offset, payload_len, ranges) in pages {
             let key = entry_key(file, *offset);
-            let Ok(f) = fs::File::open(self.path(&key)) else {
+            let Some((f, _)) = self.open_entry(&key) else {
                 continue;
             };
             // Advice only: a file system that ignores it reads when asked, as before.
@@ -330,7 +372,7 @@ impl DiskTier {
     /// the device. Ask once: the probe itself starts reading the entry's first block, so a
     /// second probe soon after may find it loaded.
     pub(crate) fn entry_cold(&self, file: &FileKey, offset: u64) -> Option<bool> {
-        let f = fs::File::open(self.path(&entry_key(file, offset))).ok()?;
+        let (f, _) = self.open_entry(&entry_key(file, offset))?;
         #[cfg(target_os = "linux")]
         return Some(cold(&f));
         #[cfg(not(target_os = "linux"))]
@@ -353,8 +395,7 @@ impl DiskTier {
         let opened: Vec<Option<(fs::File, PathBuf, u64)>> = offsets
             .iter()
             .map(|&o| {
-                let path = self.path(&entry_key(file, o));
-                let f = fs::File::open(&path).ok()?;
+                let (f, path) = self.open_entry(&entry_key(file, o))?;
                 let len = f.metadata().ok()?.len();
                 Some((f, path, len))
             })
@@ -382,8 +423,7 @@ impl DiskTier {
                         counts: self.counts.clone(),
                     }),
                     None => {
-                        self.counts.corrupt.fetch_add(1, Relaxed);
-                        let _ = fs::remove_file(&path);
+                        self.remove(&path);
                         None
                     }
                 }
@@ -399,7 +439,7 @@ impl DiskTier {
     pub(crate) fn will_need(&self, file: &FileKey, offsets: &[u64]) {
         let mut entries = offsets
             .iter()
-            .filter_map(|&o| fs::File::open(self.path(&entry_key(file, o))).ok());
+            .filter_map(|&o| self.open_entry(&entry_key(file, o)).map(|(f, _)| f));
         let Some(first) = entries.next() else {
             return;
         };
@@ -415,7 +455,9 @@ impl DiskTier {
     pub(crate) fn will_need(&self, _file: &FileKey, _offsets: &[u64]) {}
 
     /// Queues `page` of `file` at `offset` for writing: the page itself (its buffer shared,
-    /// not copied), encoded by the writer. Dropped when the queue is full or holds
+    /// not copied), encoded by the writer. A page of a local file is written on its second
+    /// miss ([`AskLog`]), unless `first_miss` or writes wait (the cache is being filled); a
+    /// remote page on its first. Dropped when the queue is full or holds
     /// [`MAX_PENDING_BYTES`] already (unless writes wait), when one page would take a tenth of
     /// the budget, or when its encoding is one entries do not number.
     /// A PLAIN page of a column of `byte_arrays` is written with its offset table (when its
@@ -428,9 +470,16 @@ impl DiskTier {
         page: &Page,
         inflate_ns: u64,
         byte_arrays: Option<ByteArrays>,
+        first_miss: bool,
     ) {
+        let key = entry_key(file, offset);
+        let local = file.identity().stamp.is_some();
+        if local && !first_miss && !self.waits.load(Relaxed) && !self.asks.ask(key_hash(&key, 0)) {
+            self.counts.first_misses.fetch_add(1, Relaxed);
+            return;
+        }
         let held = Held::Page(page.clone(), inflate_ns, byte_arrays);
-        self.queue_entry(entry_key(file, offset), held);
+        self.queue_entry(key, held);
     }
 
     /// Queues an entry named `key` (see [`Self::put`]).
@@ -528,8 +577,12 @@ fn sweep_temporaries(dir: &Path, age: std::time::Duration) {
     }
 }
 
-/// Removes the entries and temporary files of a cache directory; returns the entries removed.
+/// Removes the entries, temporary files and ask logs of a cache directory; returns the entries
+/// removed.
 pub(crate) fn clear_dir(dir: &Path) -> u64 {
+    for log in [asked::LOG, asked::OLD_LOG] {
+        let _ = fs::remove_file(dir.join(log));
+    }
     let mut removed = 0;
     for (path, _, _) in listing(dir) {
         if fs::remove_file(path).is_ok() {
@@ -565,7 +618,7 @@ pub(crate) fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> 
 }
 
 /// Removes the oldest entries until at most `keep` bytes are left: (bytes left, removed).
-fn evict(dir: &Path, keep: u64) -> (u64, u64) {
+fn evict(dir: &Path, keep: u64, names: &Names) -> (u64, u64) {
     let entries = listing(dir);
     let mut left: u64 = entries.iter().map(|e| e.1).sum();
     let mut removed = 0;
@@ -574,6 +627,7 @@ fn evict(dir: &Path, keep: u64) -> (u64, u64) {
             break;
         }
         if fs::remove_file(&path).is_ok() {
+            names.remove(&path);
             left -= len;
             removed += 1;
         }
@@ -607,6 +661,19 @@ fn write_entry(dir: &Path, path: &Path, entry: &[u8]) -> std::io::Result<()> {
             Err(e)
         }
     }
+}
+
+/// The name of the entry of `key` (two of its hashes).
+fn name(key: &[u8]) -> Name {
+    (u128::from(key_hash(key, 0)) << 64) | u128::from(key_hash(key, 1))
+}
+
+/// A 64-bit hash of an entry's key (and of the layout's version), by seed.
+fn key_hash(key: &[u8], seed: u64) -> u64 {
+    let mut h = XxHash64::with_seed(seed);
+    h.write(MAGIC);
+    h.write(key);
+    h.finish()
 }
 
 /// The bytes that name a page: its file's location and identity, and its offset.
@@ -1219,7 +1286,7 @@ mod tests {
         let tier = DiskTier::open(dir.path(), 1 << 20).unwrap();
         let f = file(1);
         for (i, p) in pages().iter().enumerate() {
-            tier.put(&f, i as u64 * 100, p, 1000 + i as u64, None);
+            tier.put(&f, i as u64 * 100, p, 1000 + i as u64, None, false);
         }
         written(&tier, 3);
         for (i, p) in pages().iter().enumerate() {
@@ -1234,6 +1301,56 @@ mod tests {
         let other = DiskTier::open(dir.path(), 1 << 20).unwrap();
         assert!(other.get(&f, 100).is_some());
         assert!(other.held() > 0);
+    }
+
+    #[test]
+    fn a_local_page_is_written_on_its_second_miss_in_any_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = |changed_ns| {
+            FileKey::new(
+                "/data/local.parquet",
+                &Identity {
+                    len: 100,
+                    etag: None,
+                    modified_ns: Some(1),
+                    stamp: Some(crate::io::FileStamp {
+                        device: 1,
+                        inode: 2,
+                        changed_ns,
+                    }),
+                },
+            )
+        };
+        let page = &pages()[0];
+        let tier = DiskTier::open(dir.path(), 1 << 20).unwrap();
+        tier.put(&local(1), 0, page, 5, None, false);
+        tier.flush(std::time::Duration::from_secs(10));
+        assert!(!tier.contains(&local(1), 0), "written on a first miss");
+        assert_eq!(tier.counts.first_misses.load(Relaxed), 1);
+        // Missed again in this process: written.
+        tier.put(&local(1), 0, page, 5, None, false);
+        written(&tier, 1);
+        assert!(tier.get(&local(1), 0).is_some());
+        // Another page, first missed by one process, is written on its miss by the next.
+        tier.put(&local(1), 100, page, 5, None, false);
+        tier.flush(std::time::Duration::from_secs(10));
+        let next = DiskTier::open(dir.path(), 1 << 20).unwrap();
+        next.put(&local(1), 100, page, 5, None, false);
+        written(&next, 1);
+        assert!(next.get(&local(1), 100).is_some());
+        // The file changed: another key, a first miss again.
+        next.put(&local(2), 100, page, 5, None, false);
+        next.flush(std::time::Duration::from_secs(10));
+        assert!(!next.contains(&local(2), 100));
+        // Asked to (a process that reads everything again), or filling the cache: the first.
+        next.put(&local(3), 0, page, 5, None, true);
+        next.set_waits(true);
+        next.put(&local(4), 0, page, 5, None, false);
+        written(&next, 3);
+        assert!(next.contains(&local(3), 0) && next.contains(&local(4), 0));
+        // Emptied: the asks go with the entries.
+        clear_dir(dir.path());
+        assert!(!dir.path().join(asked::LOG).exists());
     }
 
     #[test]
@@ -1280,7 +1397,7 @@ mod tests {
         for at in places {
             for damage in ["flip", "truncate"] {
                 let before = tier.counts.written.load(Relaxed);
-                tier.put(&f, 0, page, 0, None);
+                tier.put(&f, 0, page, 0, None, false);
                 written(&tier, before + 1);
                 let path = tier.path(&entry_key(&f, 0));
                 let mut bytes = fs::read(&path).unwrap();
@@ -1316,7 +1433,7 @@ mod tests {
             is_compressed: false,
             statistics: None,
         };
-        tier.put(&f, 7, &page, 55, None);
+        tier.put(&f, 7, &page, 55, None, false);
         written(&tier, 1);
         let mut opened = tier.open_entries(&f, &[7, 8], false);
         assert!(opened[1].is_none(), "no entry at offset 8");
@@ -1363,7 +1480,7 @@ mod tests {
         assert!(!path.exists());
         assert_eq!(tier.counts.corrupt.load(Relaxed), 1);
         // A damaged head: no entry, removed.
-        tier.put(&f, 7, &page, 55, None);
+        tier.put(&f, 7, &page, 55, None, false);
         written(&tier, 2);
         let mut bytes = fs::read(&path).unwrap();
         bytes[60] ^= 1;
@@ -1413,8 +1530,8 @@ mod tests {
             statistics: None,
         };
         let column = Some(ByteArrays { max_def: 1 });
-        tier.put(&f, 1, &v1, 9, column);
-        tier.put(&f, 2, &v2, 9, column);
+        tier.put(&f, 1, &v1, 9, column, false);
+        tier.put(&f, 2, &v2, 9, column, false);
         written(&tier, 2);
         for (offset, page, values_at) in [(1u64, &v1, 7u64), (2, &v2, 5)] {
             // Read whole, the page comes back as it went in (without its table).
@@ -1516,7 +1633,7 @@ mod tests {
             is_sorted: false,
         };
         for i in 0..40u64 {
-            tier.put(&f, i, &page, 0, None);
+            tier.put(&f, i, &page, 0, None, false);
             written(&tier, i + 1);
             // Modification times tick with the kernel's coarse clock (1–10 ms): one tick apart
             // so that first in is first out here.
@@ -1535,7 +1652,7 @@ mod tests {
             encoding: Encoding::PLAIN,
             is_sorted: false,
         };
-        tier.put(&f, 1 << 30, &big, 0, None);
+        tier.put(&f, 1 << 30, &big, 0, None, false);
         assert!(!tier.contains(&f, 1 << 30));
         let entries = listing(dir.path()).len();
         assert_eq!(clear_dir(dir.path()) as usize, entries);

@@ -46,9 +46,13 @@
 //! **On disk too.** With a cache directory ([`set_disk_cache`], or [`DISK_CACHE_ENV`]) a page
 //! missed in memory is looked up there before it is read and decompressed, and a page
 //! decompressed is also written there, by a background thread (`cache/disk.rs`): the next process
-//! reading it pays one positioned read and no decompression.
+//! reading it pays one positioned read and no decompression. A local file's page is written on
+//! its second miss, which the directory remembers across processes (`cache/asked.rs`); a remote
+//! file's on its first, as its next read would cost a round trip.
 
+mod asked;
 pub(crate) mod disk;
+mod names;
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -213,7 +217,8 @@ impl Claim<'_> {
             admitted,
         } = self;
         if let Some(d) = &cache.disk {
-            d.put(&file, offset, &page, inflate_ns, byte_arrays);
+            let first_miss = FIRST_READS_KEPT.load(Relaxed);
+            d.put(&file, offset, &page, inflate_ns, byte_arrays, first_miss);
         }
         let Some(m) = &cache.memory else {
             return page;
@@ -569,7 +574,8 @@ impl PageCache {
         first_read: bool,
     ) -> Page {
         if let Some(d) = &self.disk {
-            d.put(file, offset, &page, inflate_ns, byte_arrays);
+            let first_miss = FIRST_READS_KEPT.load(Relaxed);
+            d.put(file, offset, &page, inflate_ns, byte_arrays, first_miss);
         }
         let Some(m) = &self.memory else {
             return page;
@@ -608,9 +614,10 @@ pub fn set_page_cache_bytes(bytes: u64) {
 }
 
 /// Has the memory tier keep every missed page on its first read (`true`), as a scan does that
-/// asks for it ([`crate::Scan::keep_pages_on_first_read`]), instead of on its second (`false`,
-/// the default; or [`PAGE_CACHE_ADMIT_ENV`]). For a process that reads the same data again
-/// and again, and would rather pay the memory on the first read than decompress twice.
+/// asks for it ([`crate::Scan::keep_pages_on_first_read`]), and the disk tier write a local
+/// file's page on its first miss, instead of on their second (`false`, the default; or
+/// [`PAGE_CACHE_ADMIT_ENV`]). For a process that reads the same data again and again, and
+/// would rather pay the memory and the writes on the first read than decompress twice.
 pub fn set_page_cache_keeps_first_reads(keep: bool) {
     configure();
     FIRST_READS_KEPT.store(keep, Relaxed);
@@ -706,9 +713,9 @@ pub fn disk_cache_contents(dir: &Path) -> (u64, u64) {
 /// Unset, empty or unreadable: [`default_page_cache_bytes`].
 pub const PAGE_CACHE_ENV: &str = "TAMIS_PAGE_CACHE";
 
-/// The environment variable that sets when the memory tier keeps a missed page, for a process
-/// that does not ([`set_page_cache_keeps_first_reads`]): `first` (on its first read) or
-/// `second` (on its second, the default).
+/// The environment variable that sets when the memory tier keeps a missed page and the disk
+/// tier writes a local one, for a process that does not ([`set_page_cache_keeps_first_reads`]):
+/// `first` (on its first read) or `second` (on its second, the default).
 pub const PAGE_CACHE_ADMIT_ENV: &str = "TAMIS_PAGE_CACHE_ADMIT";
 
 /// The environment variable naming the cache directory of a process that does not
@@ -744,6 +751,9 @@ pub struct PageCacheStats {
     pub disk_metadata_hits: u64,
     /// Pages written to disk.
     pub disk_written: u64,
+    /// Pages of local files not written: their first miss (a local page is written on its
+    /// second miss, remembered across processes in the directory).
+    pub disk_first_misses: u64,
     /// Pages not written because the writer was behind.
     pub disk_dropped: u64,
     /// Entries found damaged (torn, flipped, another key's), removed and read again.
@@ -775,6 +785,7 @@ pub fn page_cache_stats() -> PageCacheStats {
         stats.disk_hits = d.counts.hits.load(Relaxed);
         stats.disk_metadata_hits = d.counts.metadata_hits.load(Relaxed);
         stats.disk_written = d.counts.written.load(Relaxed);
+        stats.disk_first_misses = d.counts.first_misses.load(Relaxed);
         stats.disk_dropped = d.counts.dropped.load(Relaxed);
         stats.disk_corrupt = d.counts.corrupt.load(Relaxed);
         stats.disk_evicted = d.counts.evicted.load(Relaxed);
