@@ -712,13 +712,32 @@ fn gather_fixed(width: u64, present: usize, indexes: &[u64], values: &Placed<'_>
     }
     let mut missing = Vec::new();
     let mut gathered = Vec::with_capacity(indexes.len() * width as usize);
-    for &i in indexes {
-        let at = start + i * width;
-        match fetched.slice(at..at + width) {
+    // By runs of consecutive values: a selection dense in places (a scan's batch ending inside
+    // the page selects a run of its values) is copied a run at a time, not a value at a time.
+    let mut k = 0;
+    while k < indexes.len() {
+        let first = indexes[k];
+        let run = indexes[k..]
+            .iter()
+            .enumerate()
+            .take_while(|&(n, &i)| i == first + n as u64)
+            .count();
+        let at = start + first * width;
+        match fetched.slice(at..at + run as u64 * width) {
             Some(b) if missing.is_empty() => gathered.extend_from_slice(&b),
             Some(_) => {}
-            None => push_blocks(&mut missing, at..at + width, within),
+            // Not in one fetched piece: value by value, each found or its blocks asked for.
+            None => {
+                for a in (0..run as u64).map(|n| at + n * width) {
+                    match fetched.slice(a..a + width) {
+                        Some(b) if missing.is_empty() => gathered.extend_from_slice(&b),
+                        Some(_) => {}
+                        None => push_blocks(&mut missing, a..a + width, within),
+                    }
+                }
+            }
         }
+        k += run;
     }
     match missing.is_empty() {
         true => Gathered::Bytes(gathered),
@@ -914,6 +933,86 @@ mod tests {
             }
         }
         panic!("more than two rounds of reads");
+    }
+
+    /// The bytes of the values `indexes` of `width` bytes at `start`, one by one (the
+    /// reference for [`gather_fixed`]'s copies by runs).
+    fn fixed_reference(buf: &[u8], start: u64, width: u64, indexes: &[u64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &i in indexes {
+            let at = (start + i * width) as usize;
+            out.extend_from_slice(&buf[at..at + width as usize]);
+        }
+        out
+    }
+
+    #[test]
+    fn fixed_width_values_are_gathered_by_runs_as_one_by_one() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(41);
+        for _ in 0..300 {
+            let width = [1u64, 2, 4, 8, 12, 16][rng.random_range(0..6)];
+            let present = rng.random_range(1..5000usize);
+            let start = rng.random_range(0..300u64);
+            let end = start + present as u64 * width;
+            let buf: Vec<u8> = (0..end + 17).map(|i| (i * 31 % 251) as u8).collect();
+            // Runs of consecutive values, isolated ones, all, none.
+            let mut indexes = Vec::new();
+            let mut i = 0u64;
+            let dense = rng.random_range(0..4);
+            while i < present as u64 {
+                if dense == 0 || rng.random_range(0..4) == 0 {
+                    let run = rng.random_range(1..200u64).min(present as u64 - i);
+                    indexes.extend(i..i + run);
+                    i += run;
+                }
+                i += rng.random_range(1..300);
+            }
+            if dense == 3 {
+                indexes.clear();
+            }
+            let within = 0..end;
+            // Fetched in pieces of random lengths (runs cross piece edges), or block by block
+            // as asked (up to three rounds).
+            let mut fetched = FetchedRanges::from_pieces(Vec::new(), buf.len() as u64);
+            if rng.random_range(0..2) == 0 {
+                let mut at = 0;
+                while at < end {
+                    let len = rng.random_range(1..3 * BLOCK).min(end - at);
+                    let piece = Bytes::copy_from_slice(&buf[at as usize..(at + len) as usize]);
+                    fetched.extend([(at, piece)]);
+                    at += len;
+                }
+            }
+            let want = fixed_reference(&buf, start, width, &indexes);
+            let mut rounds = 0;
+            loop {
+                let placed = Placed {
+                    start,
+                    within: &within,
+                    fetched: &fetched,
+                };
+                match gather_fixed(width, present, &indexes, &placed) {
+                    Gathered::Bytes(got) => {
+                        assert_eq!(got, want, "width {width}, {} values", indexes.len());
+                        break;
+                    }
+                    Gathered::Need(ranges) => {
+                        rounds += 1;
+                        assert!(rounds < 3, "asked twice for blocks");
+                        let pieces: Vec<(u64, Bytes)> = ranges
+                            .iter()
+                            .map(|r| {
+                                let bytes = &buf[r.start as usize..r.end as usize];
+                                (r.start, Bytes::copy_from_slice(bytes))
+                            })
+                            .collect();
+                        fetched.extend(pieces);
+                    }
+                    Gathered::Whole => panic!("values inside the page read whole"),
+                }
+            }
+        }
     }
 
     #[test]
