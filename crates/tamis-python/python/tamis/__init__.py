@@ -545,8 +545,9 @@ def page_cache_stats() -> Dict[str, int]:
     (``pages``), and lookups since the process started (``hits``, ``misses``); for the disk
     tier ``disk_dir``, ``disk_budget_bytes``, ``disk_bytes``, ``disk_hits``,
     ``disk_metadata_hits`` (remote files' footers, page indexes, Bloom filters and sidecars
-    read from the directory), ``disk_written``, ``disk_dropped``, ``disk_corrupt`` and
-    ``disk_evicted``."""
+    read from the directory), ``disk_written``, ``disk_first_misses`` (local pages not
+    written: a local page is written on its second miss), ``disk_dropped``, ``disk_corrupt``
+    and ``disk_evicted``."""
     return json.loads(_tamis.page_cache_stats_json())
 
 

@@ -203,29 +203,26 @@ impl DiskTier {
                     }
                     Err(RecvTimeoutError::Disconnected) => break,
                 };
-                {
-                    writer_bytes.fetch_sub(held.len(), Relaxed);
-                    // Encoded here, not on the scan's thread: a miss costs the scan a queue push.
-                    let entry = encode(&held, &key);
-                    drop(held);
-                    let Some(entry) = entry.filter(|e| (e.len() as u64) <= budget / 10) else {
-                        writer_pending.fetch_sub(1, Relaxed);
-                        continue; // an encoding entries do not number, or a page too large
-                    };
-                    if write_entry(&writer_dir, &path, &entry).is_ok() {
-                        writer_names.insert(&path);
-                        writer_counts.written.fetch_add(1, Relaxed);
-                        let now =
-                            writer_held.fetch_add(entry.len() as u64, Relaxed) + entry.len() as u64;
-                        if now > budget {
-                            let (left, removed) =
-                                evict(&writer_dir, budget / 10 * 9, &writer_names);
-                            writer_held.store(left, Relaxed);
-                            writer_counts.evicted.fetch_add(removed, Relaxed);
-                        }
-                    }
+                writer_bytes.fetch_sub(held.len(), Relaxed);
+                // Encoded here, not on the scan's thread: a miss costs the scan a queue push.
+                let entry = encode(&held, &key);
+                drop(held);
+                let Some(entry) = entry.filter(|e| (e.len() as u64) <= budget / 10) else {
                     writer_pending.fetch_sub(1, Relaxed);
+                    continue; // an encoding entries do not number, or a page too large
+                };
+                if write_entry(&writer_dir, &path, &entry).is_ok() {
+                    writer_names.insert(&path);
+                    writer_counts.written.fetch_add(1, Relaxed);
+                    let now =
+                        writer_held.fetch_add(entry.len() as u64, Relaxed) + entry.len() as u64;
+                    if now > budget {
+                        let (left, removed) = evict(&writer_dir, budget / 10 * 9, &writer_names);
+                        writer_held.store(left, Relaxed);
+                        writer_counts.evicted.fetch_add(removed, Relaxed);
+                    }
                 }
+                writer_pending.fetch_sub(1, Relaxed);
             })?;
         Ok(DiskTier {
             dir: dir.to_path_buf(),

@@ -635,8 +635,8 @@ impl FetchedRanges {
     }
 
     /// A piece holding `start..end` (pieces may overlap: later fetches add to earlier ones).
-    /// No error is built for a miss: scans ask for pages the page cache holds and were never
-    /// fetched, once a page, and formatting one took a third of such a scan.
+    /// No error is built for a miss: sparse reads of disk-tier entries ask for ranges never
+    /// fetched, down to one a value, and formatting an error for each took a third of a scan.
     fn piece(&self, start: u64, end: u64) -> Option<(u64, &Bytes)> {
         let i = self.pieces.partition_point(|(s, _)| *s <= start);
         self.pieces[..i]
