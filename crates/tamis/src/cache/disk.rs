@@ -270,16 +270,21 @@ impl DiskTier {
     /// two tamis versions sharing a directory never read (and remove as damaged) each other's
     /// entries; the older ones age out under the budget.
     fn path(&self, key: &[u8]) -> PathBuf {
-        self.dir.join(names::file_name(name(key), EXTENSION))
+        self.path_of(name(key))
+    }
+
+    fn path_of(&self, name: Name) -> PathBuf {
+        self.dir.join(names::file_name(name, EXTENSION))
     }
 
     /// The entry named `key`, opened, when the directory holds it (as far as [`Names`] knows:
     /// no file system call for an entry it does not hold).
     fn open_entry(&self, key: &[u8]) -> Option<(fs::File, PathBuf)> {
-        if !self.names.has(name(key)) {
+        let name = name(key);
+        if !self.names.has(name) {
             return None;
         }
-        let path = self.path(key);
+        let path = self.path_of(name);
         let f = fs::File::open(&path).ok()?;
         Some((f, path))
     }
@@ -293,8 +298,8 @@ impl DiskTier {
 
     /// Whether an entry for the page exists (not read or checked: for planning reads).
     pub(crate) fn contains(&self, file: &FileKey, offset: u64) -> bool {
-        let key = entry_key(file, offset);
-        self.names.has(name(&key)) && self.path(&key).is_file()
+        let name = name(&entry_key(file, offset));
+        self.names.has(name) && self.path_of(name).is_file()
     }
 
     /// The page of `file` at `offset` from its entry, when one exists and is whole, with what

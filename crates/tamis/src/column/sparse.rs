@@ -894,6 +894,19 @@ mod tests {
         (values, table)
     }
 
+    /// The bytes of `buf` at `ranges`, as a read of them returns them.
+    fn pieces_of(buf: &[u8], ranges: &[Range<u64>]) -> Vec<(u64, Bytes)> {
+        ranges
+            .iter()
+            .map(|r| {
+                (
+                    r.start,
+                    Bytes::copy_from_slice(&buf[r.start as usize..r.end as usize]),
+                )
+            })
+            .collect()
+    }
+
     /// Runs [`gather_by_table`] to the end, fetching what it asks for, over `present` values at
     /// `values_at` and the table at `table_at` of a buffer; the rounds it took.
     fn gather_all(
@@ -917,18 +930,7 @@ mod tests {
                 fetched: &fetched,
             };
             match gather_by_table(&table_range, present, indexes, &placed) {
-                Gathered::Need(ranges) => {
-                    let pieces: Vec<(u64, Bytes)> = ranges
-                        .iter()
-                        .map(|r| {
-                            (
-                                r.start,
-                                Bytes::copy_from_slice(&buf[r.start as usize..r.end as usize]),
-                            )
-                        })
-                        .collect();
-                    fetched.extend(pieces);
-                }
+                Gathered::Need(ranges) => fetched.extend(pieces_of(&buf, &ranges)),
                 done => return (done, round),
             }
         }
@@ -1000,14 +1002,7 @@ mod tests {
                     Gathered::Need(ranges) => {
                         rounds += 1;
                         assert!(rounds < 3, "asked twice for blocks");
-                        let pieces: Vec<(u64, Bytes)> = ranges
-                            .iter()
-                            .map(|r| {
-                                let bytes = &buf[r.start as usize..r.end as usize];
-                                (r.start, Bytes::copy_from_slice(bytes))
-                            })
-                            .collect();
-                        fetched.extend(pieces);
+                        fetched.extend(pieces_of(&buf, &ranges));
                     }
                     Gathered::Whole => panic!("values inside the page read whole"),
                 }
