@@ -146,7 +146,7 @@ def main():
         try:
             subprocess.run([args.tamis, "cache", "warm", path, "--where", where, "--select", select,
                             "--cache-dir", cache], check=True, capture_output=True)
-            held = sum(e.stat().st_size for e in os.scandir(cache) if e.name.endswith(".page"))
+            held = sum(e.stat().st_size for e in os.scandir(cache) if e.name.endswith(".pack"))
             result = {}
             for mode in ("source", "disk"):
                 runs = []

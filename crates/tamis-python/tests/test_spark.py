@@ -441,9 +441,9 @@ def test_session_settings_configure_the_executors_page_cache(spark, tmp_path):
         assert len(ours) == 2000 and same(ours, rows(query(spark.read.format("parquet"))))
         assert same(rows(query(spark.read.format("tamis"))), ours)
         deadline = time.monotonic() + 30
-        while not list(cache.glob("*.page")) and time.monotonic() < deadline:
+        while not list(cache.glob("*.pack")) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert list(cache.glob("*.page")), "the executor wrote no page to the directory"
+        assert list(cache.glob("*.pack")), "the executor wrote no page to the directory"
         spark.conf.set("spark.tamis.pageCache", "lots")
         with pytest.raises(Exception, match="spark.tamis.pageCache"):
             query(spark.read.format("tamis")).collect()

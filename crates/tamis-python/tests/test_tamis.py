@@ -532,17 +532,19 @@ def test_disk_cache_serves_the_next_process_never_a_changed_file_or_a_damaged_en
     time.sleep(1.1)  # a file changed less than a second ago is not cached
     first = child("v < 0")
     assert first["misses"] > 0 and first["hits"] == 0 and first["rows"] == negative
-    entries = sorted(cache.glob("*.page"))
-    assert entries
+    packs = sorted(cache.glob("*.pack"))
+    assert packs
     second = child("v < 0")
     assert second["misses"] == 0 and second["hits"] > 0 and second["read"] == 0
     assert second["rows"] == negative
 
-    # Every entry damaged: all misses, counted, the rows unchanged.
-    for entry in entries:
-        data = bytearray(entry.read_bytes())
-        data[len(data) // 2] ^= 0x01
-        entry.write_bytes(bytes(data))
+    # Every entry damaged (a byte flipped in every block past a pack's index, the first; each
+    # entry starts on a block boundary): all misses, counted, the rows unchanged.
+    for pack in packs:
+        data = bytearray(pack.read_bytes())
+        for at in range(4096 + 100, len(data), 4096):
+            data[at] ^= 0x01
+        pack.write_bytes(bytes(data))
     damaged = child("v < 0")
     assert damaged["hits"] == 0 and damaged["corrupt"] > 0 and damaged["rows"] == negative
 

@@ -538,8 +538,8 @@ fn a_warm_disk_cache_is_read_by_the_blocks_of_the_selected_values() {
     }
     assert!(partial > 0);
     // A flipped byte in every block of every entry's payload: the scan reads those pages from
-    // the file (the payload's blocks fail their checksums after the heads passed), the same
-    // rows, and the damaged entries are gone.
+    // the file (the payload's blocks fail their checksums after the heads passed, and their
+    // packs are removed), the same rows.
     let damaged = damage_entries(&cache);
     assert!(damaged > 0);
     disk_tier_on(&cache);
@@ -573,17 +573,23 @@ fn check_whole_bytes(path: &Path, filter: &str, mask: &Mask) -> u64 {
 }
 
 /// Flips a byte in every 4 KiB block past the first of every entry of `dir` (a data page's
-/// head is its first block here); returns how many entries.
+/// head is its first block here), found by its pack's index (block 0: 16 bytes, then a row of
+/// name u128, start u64, length u64 per entry); returns how many entries.
 fn damage_entries(dir: &Path) -> usize {
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap().flatten() {
-        if e.path().extension().is_some_and(|x| x == "page") {
+        if e.path().extension().is_some_and(|x| x == "pack") {
             let mut bytes = std::fs::read(e.path()).unwrap();
-            for at in (4096 + 100..bytes.len()).step_by(4096) {
-                bytes[at] ^= 0x40;
+            let count = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+            for row in (16..16 + 32 * count).step_by(32) {
+                let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+                let (at, len) = (u64_at(row + 16) as usize, u64_at(row + 24) as usize);
+                for b in (at + 4096 + 100..at + len).step_by(4096) {
+                    bytes[b] ^= 0x40;
+                }
+                n += 1;
             }
             std::fs::write(e.path(), &bytes).unwrap();
-            n += 1;
         }
     }
     n

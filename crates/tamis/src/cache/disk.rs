@@ -4,10 +4,11 @@
 //!
 //! ```text
 //! miss   ─► read, decompress ─► handed on ─► a local page's first miss? remembered (cache/asked.rs)
-//!                                         └► queued ─► writer thread: temporary file, rename
-//! get    ─► name held? (cache/names.rs; no: a miss, no file system call)
-//!        ─► <dir>/<hash of key>.page ─► head, key and every block's checksum ─► the page
-//!                                     └► anything wrong: the file is removed, a miss
+//!                                         └► queued ─► writer thread: what is queued, as one
+//!                                                      pack (cache/pack.rs): temporary file, rename
+//! get    ─► name held? where? (cache/names.rs; no: a miss, no file system call)
+//!        ─► <dir>/<pack>.pack at the entry's spot ─► head, key, every block's checksum ─► page
+//!                                     └► anything wrong: the pack is removed, a miss
 //! blocks ─► open_entries: the heads ─► EntryFile::read: the 4 KiB blocks asked for, each
 //!           checked against its own checksum (column/sparse.rs: a selective scan's values)
 //! ```
@@ -19,28 +20,32 @@
 //! byte arrays carries an offset table after its payload (paper 000's section 5.1.6): where
 //! each value starts, so that its blocks are found without reading the values before it.
 //!
-//! **Never stale, never torn.** A page's file name is a 128-bit hash of its key (the file's
-//! location and [`Identity`], and the page's offset), and the file repeats the whole key: a
-//! changed source file is another key, and a hash collision reads as a miss. An entry is
-//! written to a temporary file and renamed into place, so a reader sees a whole entry or none,
-//! and two processes sharing the directory never see each other's partial writes; an entry
-//! torn or flipped anyway (a crash before the data reached the disk, a bad sector) fails an
-//! xxHash64 checksum (its head's, or a block's) and is removed. Entries are read into memory, never mapped: a file
-//! truncated under a mapping would crash the process.
+//! **Packs.** Entries are written a batch at a time, as packs (`cache/pack.rs`): the entries
+//! the writer found queued, behind an index of where each lies. A file a page cost a second
+//! process 2–3x its scan in inode allocations; a pack a batch, tens of files a scan.
+//!
+//! **Never stale, never torn.** An entry is named by a 128-bit hash of its key (the file's
+//! location and [`Identity`], and the page's offset), and repeats the whole key: a changed
+//! source file is another key, and a hash collision reads as a miss. A pack is written to a
+//! temporary file and renamed into place, so a reader sees a whole pack or none, and two
+//! processes sharing the directory never see each other's partial writes; an entry torn or
+//! flipped anyway (a crash before the data reached the disk, a bad sector) fails an xxHash64
+//! checksum (its head's, or a block's) and its pack is removed. Entries are read into memory,
+//! never mapped: a file truncated under a mapping would crash the process.
 //!
 //! **Remote metadata too.** Beside pages, entries hold byte ranges of remote files' metadata
 //! (footers, page indexes, Bloom filters, sidecar blobs) under the object's ETag: the disk
 //! tier is the `io::MetadataStore`, so a repeated remote query reads them from here.
 //!
-//! **Bounded.** A byte budget over the directory's entries: past it, the writer removes the
-//! oldest entries (first in, first out, by modification time) until 90% of it is left. The
+//! **Bounded.** A byte budget over the directory's packs: past it, the writer removes the
+//! oldest packs (first in, first out, by modification time) until 90% of it is left. The
 //! count starts from a listing of the directory and is recounted at each eviction, so processes
 //! sharing it converge on the same view. A write that finds the queue full is dropped: a miss
 //! never waits for the disk.
 
+use std::collections::HashSet;
 use std::fs;
 use std::hash::Hasher;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender, TrySendError};
@@ -53,6 +58,7 @@ use twox_hash::XxHash64;
 
 use super::asked::{self, AskLog};
 use super::names::{self, Name, Names};
+use super::pack::{self, Spot};
 use super::FileKey;
 use crate::io::{Identity, MetadataStore};
 use std::ops::Range;
@@ -106,10 +112,14 @@ impl Held {
     }
 }
 
-/// What the writer is handed: the entry's path, its key, what it holds.
-type Queued = (PathBuf, Vec<u8>, Held);
-/// The extension of entries (anything else in the directory is left alone).
-pub(crate) const EXTENSION: &str = "page";
+/// What the writer is handed: the entry's name, its key, what it holds.
+type Queued = (Name, Vec<u8>, Held);
+/// The extension of packs (anything else in the directory is left alone, but for
+/// [`LEGACY_EXTENSION`]).
+pub(crate) const EXTENSION: &str = "pack";
+/// The extension of the entries of earlier versions, a page a file: never read, counted
+/// against the budget and evicted (oldest first, so before any pack) and cleared.
+const LEGACY_EXTENSION: &str = "page";
 
 /// Encodings as entries number them (an encoding not listed is not written to disk).
 /// `BIT_PACKED` is deprecated, but old files still encode levels with it.
@@ -175,7 +185,8 @@ impl DiskTier {
         sweep_temporaries(dir, std::time::Duration::from_secs(3600));
         let entries = listing(dir);
         let held = Arc::new(AtomicU64::new(entries.iter().map(|e| e.1).sum()));
-        let names = Arc::new(Names::new(dir, entries.into_iter().map(|e| e.0)));
+        let packs = entries.into_iter().map(|e| e.0);
+        let names = Arc::new(Names::new(dir, packs.filter(|p| is_pack(p))));
         let counts = Arc::new(DiskCounts::default());
         let (queue, entries) = sync_channel::<Queued>(QUEUE);
         let pending = Arc::new(AtomicU64::new(0));
@@ -195,7 +206,7 @@ impl DiskTier {
             .spawn(move || loop {
                 // The asks are appended when the writer is idle a moment (or flushed), so a
                 // process that ends without a flush still leaves most of them.
-                let (path, key, held) = match entries.recv_timeout(ASKS_EVERY) {
+                let first = match entries.recv_timeout(ASKS_EVERY) {
                     Ok(queued) => queued,
                     Err(RecvTimeoutError::Timeout) => {
                         writer_asks.write();
@@ -203,26 +214,43 @@ impl DiskTier {
                     }
                     Err(RecvTimeoutError::Disconnected) => break,
                 };
-                writer_bytes.fetch_sub(held.len(), Relaxed);
+                // What else is queued goes into the same pack: one file for the batch.
+                let mut batch = vec![first];
+                let mut bytes = batch[0].2.len();
+                while batch.len() < pack::MAX_ENTRIES && bytes < pack::MAX_BYTES {
+                    let Ok(queued) = entries.try_recv() else {
+                        break;
+                    };
+                    bytes += queued.2.len();
+                    batch.push(queued);
+                }
+                let taken = batch.len() as u64;
+                writer_bytes.fetch_sub(bytes, Relaxed);
                 // Encoded here, not on the scan's thread: a miss costs the scan a queue push.
-                let entry = encode(&held, &key);
-                drop(held);
-                let Some(entry) = entry.filter(|e| (e.len() as u64) <= budget / 10) else {
-                    writer_pending.fetch_sub(1, Relaxed);
-                    continue; // an encoding entries do not number, or a page too large
+                let encoded: Vec<(Name, Vec<u8>)> = batch
+                    .into_iter()
+                    .filter_map(|(name, key, held)| {
+                        let entry = encode(&held, &key)?;
+                        // An encoding entries do not number, or a page too large: not written.
+                        ((entry.len() as u64) <= budget / 10).then_some((name, entry))
+                    })
+                    .collect();
+                let name = pack::new_name();
+                let written = match encoded.is_empty() {
+                    true => None,
+                    false => pack::write(&writer_dir, name, &encoded).ok(),
                 };
-                if write_entry(&writer_dir, &path, &entry).is_ok() {
-                    writer_names.insert(&path);
-                    writer_counts.written.fetch_add(1, Relaxed);
-                    let now =
-                        writer_held.fetch_add(entry.len() as u64, Relaxed) + entry.len() as u64;
+                if let Some((spots, len)) = written {
+                    writer_names.insert(name, &spots);
+                    writer_counts.written.fetch_add(spots.len() as u64, Relaxed);
+                    let now = writer_held.fetch_add(len, Relaxed) + len;
                     if now > budget {
                         let (left, removed) = evict(&writer_dir, budget / 10 * 9, &writer_names);
                         writer_held.store(left, Relaxed);
                         writer_counts.evicted.fetch_add(removed, Relaxed);
                     }
                 }
-                writer_pending.fetch_sub(1, Relaxed);
+                writer_pending.fetch_sub(taken, Relaxed);
             })?;
         Ok(DiskTier {
             dir: dir.to_path_buf(),
@@ -266,40 +294,28 @@ impl DiskTier {
         self.held.load(Relaxed)
     }
 
-    /// The entry's file: a hash of the layout's version and the key, so that processes of
-    /// two tamis versions sharing a directory never read (and remove as damaged) each other's
-    /// entries; the older ones age out under the budget.
-    fn path(&self, key: &[u8]) -> PathBuf {
-        self.path_of(name(key))
-    }
-
-    fn path_of(&self, name: Name) -> PathBuf {
-        self.dir.join(names::file_name(name, EXTENSION))
+    /// The pack `pack`'s file.
+    fn path_of(&self, pack: Name) -> PathBuf {
+        self.dir.join(names::file_name(pack, EXTENSION))
     }
 
     /// The entry named `key`, opened, when the directory holds it (as far as [`Names`] knows:
     /// no file system call for an entry it does not hold).
-    fn open_entry(&self, key: &[u8]) -> Option<(fs::File, PathBuf)> {
-        let name = name(key);
-        if !self.names.has(name) {
-            return None;
-        }
-        let path = self.path_of(name);
-        let f = fs::File::open(&path).ok()?;
-        Some((f, path))
+    fn open_entry(&self, key: &[u8]) -> Option<Opened> {
+        let spot = self.names.spot(name(key))?;
+        let file = fs::File::open(self.path_of(spot.pack)).ok()?;
+        Some(Opened { file, spot })
     }
 
-    /// Removes a damaged entry.
-    fn remove(&self, path: &Path) {
-        self.counts.corrupt.fetch_add(1, Relaxed);
-        let _ = fs::remove_file(path);
-        self.names.remove(path);
+    /// Removes the pack of a damaged entry (a damaged byte makes the whole file suspect).
+    fn remove(&self, spot: &Spot) {
+        remove_pack(&self.dir, &self.names, &self.counts, spot.pack);
     }
 
     /// Whether an entry for the page exists (not read or checked: for planning reads).
     pub(crate) fn contains(&self, file: &FileKey, offset: u64) -> bool {
-        let name = name(&entry_key(file, offset));
-        self.names.has(name) && self.path_of(name).is_file()
+        let spot = self.names.spot(name(&entry_key(file, offset)));
+        spot.is_some_and(|s| self.path_of(s.pack).is_file())
     }
 
     /// The page of `file` at `offset` from its entry, when one exists and is whole, with what
@@ -318,11 +334,11 @@ impl DiskTier {
     /// removed. The head and the payload are read, not the offset table (a page read whole
     /// does not need it).
     fn read(&self, key: &[u8]) -> Option<Held> {
-        let (f, path) = self.open_entry(key)?;
-        match read_payload(&f, key) {
+        let entry = self.open_entry(key)?;
+        match read_payload(&entry, key) {
             Some(held) => Some(held),
             None => {
-                self.remove(&path);
+                self.remove(&entry.spot);
                 None
             }
         }
@@ -337,14 +353,11 @@ impl DiskTier {
         #[cfg(target_os = "linux")]
         for (offset, payload_len, ranges) in pages {
             let key = entry_key(file, *offset);
-            let Some((f, _)) = self.open_entry(&key) else {
+            let Some(entry) = self.open_entry(&key) else {
                 continue;
             };
             // Advice only: a file system that ignores it reads when asked, as before.
-            let advise = |r: Range<u64>| {
-                let len = std::num::NonZeroU64::new(r.end - r.start);
-                let _ = rustix::fs::fadvise(&f, r.start, len, rustix::fs::Advice::WillNeed);
-            };
+            let advise = |r: Range<u64>| entry.advise(r);
             advise(0..BLOCK);
             // The ranges are guessed for entries without an offset table (fixed-width values):
             // what is stored is the payload.
@@ -374,12 +387,12 @@ impl DiskTier {
     /// the device. Ask once: the probe itself starts reading the entry's first block, so a
     /// second probe soon after may find it loaded.
     pub(crate) fn entry_cold(&self, file: &FileKey, offset: u64) -> Option<bool> {
-        let (f, _) = self.open_entry(&entry_key(file, offset))?;
+        let entry = self.open_entry(&entry_key(file, offset))?;
         #[cfg(target_os = "linux")]
-        return Some(cold(&f));
+        return Some(cold(&entry));
         #[cfg(not(target_os = "linux"))]
         {
-            drop(f);
+            drop(entry);
             None
         }
     }
@@ -394,38 +407,35 @@ impl DiskTier {
         offsets: &[u64],
         cold: bool,
     ) -> Vec<Option<EntryFile>> {
-        let opened: Vec<Option<(fs::File, PathBuf, u64)>> = offsets
+        let opened: Vec<Option<Opened>> = offsets
             .iter()
-            .map(|&o| {
-                let (f, path) = self.open_entry(&entry_key(file, o))?;
-                let len = f.metadata().ok()?.len();
-                Some((f, path, len))
-            })
+            .map(|&o| self.open_entry(&entry_key(file, o)))
             .collect();
         #[cfg(target_os = "linux")]
         if cold {
-            for (f, _, len) in opened.iter().flatten() {
-                // Advice only: no read-ahead past the blocks asked for; the heads now.
-                let _ = rustix::fs::fadvise(f, 0, None, rustix::fs::Advice::Random);
-                let len = std::num::NonZeroU64::new(BLOCK.min(*len));
-                let _ = rustix::fs::fadvise(f, 0, len, rustix::fs::Advice::WillNeed);
+            for entry in opened.iter().flatten() {
+                // Advice only: no read-ahead past the blocks asked for (this open of the
+                // pack's only); the heads now.
+                let _ = rustix::fs::fadvise(&entry.file, 0, None, rustix::fs::Advice::Random);
+                entry.advise(0..BLOCK.min(entry.spot.len));
             }
         }
         offsets
             .iter()
             .zip(opened)
             .map(|(&o, opened)| {
-                let (f, path, len) = opened?;
-                match read_head(&f, &entry_key(file, o), len) {
+                let entry = opened?;
+                match read_head(&entry, &entry_key(file, o)) {
                     Some((head, _)) => Some(EntryFile {
-                        file: f,
-                        path,
+                        entry,
                         head,
                         cold,
+                        dir: self.dir.clone(),
+                        names: self.names.clone(),
                         counts: self.counts.clone(),
                     }),
                     None => {
-                        self.remove(&path);
+                        self.remove(&entry.spot);
                         None
                     }
                 }
@@ -441,14 +451,13 @@ impl DiskTier {
     pub(crate) fn will_need(&self, file: &FileKey, offsets: &[u64]) {
         let mut entries = offsets
             .iter()
-            .filter_map(|&o| self.open_entry(&entry_key(file, o)).map(|(f, _)| f));
+            .filter_map(|&o| self.open_entry(&entry_key(file, o)));
         let Some(first) = entries.next() else {
             return;
         };
         if cold(&first) {
-            for f in std::iter::once(first).chain(entries) {
-                // Advice only: a file system that ignores it reads when asked, as before.
-                let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::WillNeed);
+            for entry in std::iter::once(first).chain(entries) {
+                entry.advise(0..entry.spot.len);
             }
         }
     }
@@ -497,7 +506,7 @@ impl DiskTier {
         }
         self.pending.fetch_add(1, Relaxed);
         self.pending_bytes.fetch_add(len, Relaxed);
-        let item = (self.path(&key), key, held);
+        let item = (name(&key), key, held);
         let sent = if waits {
             self.queue.send(item).is_ok()
         } else {
@@ -514,15 +523,60 @@ impl DiskTier {
     }
 }
 
-/// Whether the first byte of `f` is not in the OS page cache (a one-byte `RWF_NOWAIT` read).
+/// Whether the first byte of `entry` is not in the OS page cache (a one-byte `RWF_NOWAIT`
+/// read).
 #[cfg(target_os = "linux")]
-fn cold(f: &fs::File) -> bool {
+fn cold(entry: &Opened) -> bool {
     let mut byte = [0u8; 1];
     let mut bufs = [std::io::IoSliceMut::new(&mut byte)];
+    let at = entry.spot.at;
     matches!(
-        rustix::io::preadv2(f, &mut bufs, 0, rustix::io::ReadWriteFlags::NOWAIT),
+        rustix::io::preadv2(
+            &entry.file,
+            &mut bufs,
+            at,
+            rustix::io::ReadWriteFlags::NOWAIT
+        ),
         Err(rustix::io::Errno::AGAIN)
     )
+}
+
+/// An entry opened: its pack's file and where the entry lies in it. Offsets given to its
+/// methods are the entry's own (0 is its first byte).
+struct Opened {
+    file: fs::File,
+    spot: Spot,
+}
+
+impl Opened {
+    /// Fills `buf` from the entry at `offset`; an error past the entry's end.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let end = offset.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > self.spot.len) {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        pack::read_exact_at(&self.file, buf, self.spot.at + offset)
+    }
+
+    /// Asks the kernel to load `range` of the entry in the background. Advice only: a file
+    /// system that ignores it reads when asked, as before.
+    fn advise(&self, range: Range<u64>) {
+        #[cfg(target_os = "linux")]
+        {
+            let len = std::num::NonZeroU64::new(range.end.saturating_sub(range.start));
+            let advice = rustix::fs::Advice::WillNeed;
+            let _ = rustix::fs::fadvise(&self.file, self.spot.at + range.start, len, advice);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = range;
+    }
+}
+
+/// Removes the pack `pack` of `dir` (found damaged) and forgets its entries.
+fn remove_pack(dir: &Path, names: &Names, counts: &DiskCounts, pack: Name) {
+    counts.corrupt.fetch_add(1, Relaxed);
+    let _ = fs::remove_file(dir.join(names::file_name(pack, EXTENSION)));
+    names.remove(&HashSet::from([pack]));
 }
 
 /// A remote file's metadata kept beside its pages: a repeated query over an object store reads
@@ -579,7 +633,7 @@ fn sweep_temporaries(dir: &Path, age: std::time::Duration) {
     }
 }
 
-/// Removes the entries, temporary files and ask logs of a cache directory; returns the entries
+/// Removes the packs, temporary files and ask logs of a cache directory; returns the entries
 /// removed.
 pub(crate) fn clear_dir(dir: &Path) -> u64 {
     for log in [asked::LOG, asked::OLD_LOG] {
@@ -587,8 +641,9 @@ pub(crate) fn clear_dir(dir: &Path) -> u64 {
     }
     let mut removed = 0;
     for (path, _, _) in listing(dir) {
+        let entries = entries_in(&path);
         if fs::remove_file(path).is_ok() {
-            removed += 1;
+            removed += entries;
         }
     }
     if let Ok(entries) = fs::read_dir(dir) {
@@ -601,13 +656,32 @@ pub(crate) fn clear_dir(dir: &Path) -> u64 {
     removed
 }
 
-/// A cache directory's entries: path, bytes and modification time, oldest first.
+/// How many entries the file at `path` holds: a pack's count (none when its index is not
+/// whole), one for an earlier version's entry.
+pub(crate) fn entries_in(path: &Path) -> u64 {
+    if !is_pack(path) {
+        return 1;
+    }
+    let pack = names::name_of(path).and_then(|name| pack::read_index(path, name));
+    pack.map_or(0, |entries| entries.len() as u64)
+}
+
+/// Whether `path` is a pack (not an earlier version's entry).
+fn is_pack(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == EXTENSION)
+}
+
+/// A cache directory's packs (and earlier versions' entries): path, bytes and modification
+/// time, oldest first.
 pub(crate) fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
     let mut out = Vec::new();
     if let Ok(entries) = fs::read_dir(dir) {
         for e in entries.flatten() {
             let path = e.path();
-            if path.extension().is_some_and(|x| x == EXTENSION) {
+            let ours = path
+                .extension()
+                .is_some_and(|x| x == EXTENSION || x == LEGACY_EXTENSION);
+            if ours {
                 if let Ok(m) = e.metadata() {
                     let when = m.modified().unwrap_or(std::time::UNIX_EPOCH);
                     out.push((path, m.len(), when));
@@ -619,50 +693,27 @@ pub(crate) fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> 
     out
 }
 
-/// Removes the oldest entries until at most `keep` bytes are left: (bytes left, removed).
+/// Removes the oldest packs until at most `keep` bytes are left: (bytes left, entries
+/// removed, as far as this process held them; an earlier version's entry counts one).
 fn evict(dir: &Path, keep: u64, names: &Names) -> (u64, u64) {
     let entries = listing(dir);
     let mut left: u64 = entries.iter().map(|e| e.1).sum();
-    let mut removed = 0;
+    let (mut packs, mut legacy) = (HashSet::new(), 0);
     for (path, len, _) in entries {
         if left <= keep {
             break;
         }
         if fs::remove_file(&path).is_ok() {
-            names.remove(&path);
             left -= len;
-            removed += 1;
+            match names::name_of(&path).filter(|_| is_pack(&path)) {
+                Some(pack) => {
+                    packs.insert(pack);
+                }
+                None => legacy += 1,
+            }
         }
     }
-    (left, removed)
-}
-
-/// Writes `entry` to a temporary file of `dir` and renames it to `path`: readers, in this
-/// process or another, see the whole entry or none.
-fn write_entry(dir: &Path, path: &Path, entry: &[u8]) -> std::io::Result<()> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    // Unique across processes of other hosts or containers sharing the directory (same pid):
-    // the clock's nanoseconds too, and never opened over another writer's file.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let tmp = dir.join(format!(
-        ".tmp-{}-{nanos}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Relaxed)
-    ));
-    let written = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(entry));
-    match written.and_then(|()| fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    (left, names.remove(&packs) + legacy)
 }
 
 /// The name of the entry of `key` (two of its hashes).
@@ -920,7 +971,7 @@ struct Head {
     /// How many offsets the table after the payload holds (0: none).
     offsets: u32,
     inflate_ns: u64,
-    /// Where the payload starts in the entry's file (a multiple of [`BLOCK`] for data pages).
+    /// Where the payload starts in the entry (from its first byte) (a multiple of [`BLOCK`] for data pages).
     payload_start: u64,
     /// The checksum of each block stored (payload, then the offset table's blocks).
     sums: Vec<u64>,
@@ -1005,18 +1056,18 @@ fn blocks_whole(head: &Head, at: u64, bytes: &[u8]) -> bool {
         .all(|(i, block)| head.sums.get(first + i) == Some(&checksum(block)))
 }
 
-/// The head of the entry in `f` (`file_len` bytes) naming `key`, checked, and the bytes read
-/// for it (its first block, or more for a longer head); `None` when it cannot be read or is
-/// not a whole head for `key`.
-fn read_head(f: &fs::File, key: &[u8], file_len: u64) -> Option<(Head, Vec<u8>)> {
-    let mut buf = vec![0u8; BLOCK.min(file_len) as usize];
-    read_at(f, &mut buf, 0).ok()?;
-    let mut parsed = parse_head(&buf, key, file_len);
+/// The head of `entry` naming `key`, checked, and the bytes read for it (its first block, or
+/// more for a longer head); `None` when it cannot be read or is not a whole head for `key`.
+fn read_head(entry: &Opened, key: &[u8]) -> Option<(Head, Vec<u8>)> {
+    let len = entry.spot.len;
+    let mut buf = vec![0u8; BLOCK.min(len) as usize];
+    entry.read_at(&mut buf, 0).ok()?;
+    let mut parsed = parse_head(&buf, key, len);
     if let Parsed::Short(n) = parsed {
         let have = buf.len();
         buf.resize(n, 0);
-        read_at(f, &mut buf[have..], have as u64).ok()?;
-        parsed = parse_head(&buf, key, file_len);
+        entry.read_at(&mut buf[have..], have as u64).ok()?;
+        parsed = parse_head(&buf, key, len);
     }
     match parsed {
         Parsed::Head(head) => Some((head, buf)),
@@ -1024,17 +1075,16 @@ fn read_head(f: &fs::File, key: &[u8], file_len: u64) -> Option<(Head, Vec<u8>)>
     }
 }
 
-/// What the entry in `f` holds, when it is whole and names `key`, read by its head and its
-/// payload's blocks (not its offset table); `None` otherwise.
-fn read_payload(f: &fs::File, key: &[u8]) -> Option<Held> {
-    let file_len = f.metadata().ok()?.len();
-    let (head, mut buf) = read_head(f, key, file_len)?;
+/// What `entry` holds, when it is whole and names `key`, read by its head and its payload's
+/// blocks (not its offset table); `None` otherwise.
+fn read_payload(entry: &Opened, key: &[u8]) -> Option<Held> {
+    let (head, mut buf) = read_head(entry, key)?;
     let start = head.payload_start as usize;
-    // The head's length and the payload's are checked against the file's by `parse_head`.
+    // The head's length and the payload's are checked against the entry's by `parse_head`.
     let end = start + head.payload_blocks_len() as usize;
     let have = buf.len().min(end);
     buf.resize(end, 0);
-    read_at(f, &mut buf[have..], have as u64).ok()?;
+    entry.read_at(&mut buf[have..], have as u64).ok()?;
     if !blocks_whole(&head, 0, &buf[start..]) {
         return None;
     }
@@ -1100,11 +1150,13 @@ pub(crate) enum DataLevels {
 /// An entry opened to be read by blocks ([`DiskTier::open_entries`]): its head, read and
 /// checked, and its file.
 pub(crate) struct EntryFile {
-    file: fs::File,
-    path: PathBuf,
+    entry: Opened,
     head: Head,
     /// Whether the entries opened with it were found outside the OS page cache.
     cold: bool,
+    /// The directory and its names, to remove the pack when a block is damaged.
+    dir: PathBuf,
+    names: Arc<Names>,
     counts: Arc<DiskCounts>,
 }
 
@@ -1115,12 +1167,12 @@ impl EntryFile {
         self.cold
     }
 
-    /// Where the payload is in the entry's file.
+    /// Where the payload is in the entry (from its first byte).
     pub(crate) fn payload(&self) -> Range<u64> {
         self.head.payload_start..self.head.payload_start + self.head.payload_len
     }
 
-    /// Where the offset table of the page's values is in the entry's file, when it has one:
+    /// Where the offset table of the page's values is in the entry (from its first byte), when it has one:
     /// u32 offsets from the values' start, one per value and one past the last.
     pub(crate) fn offset_table(&self) -> Option<Range<u64>> {
         let start = self.head.payload_start + align_up(self.head.payload_len);
@@ -1152,18 +1204,17 @@ impl EntryFile {
         })
     }
 
-    /// The blocks covering `ranges` (offsets in the entry's file, inside the payload or the
+    /// The blocks covering `ranges` (offsets in the entry (from its first byte), inside the payload or the
     /// offset table, ascending), read and each checked: `(offset, bytes)` pieces. `None` when a
     /// read fails or a block does not match its checksum: the entry is then removed.
     pub(crate) fn read(&self, ranges: &[Range<u64>]) -> Option<Vec<(u64, Bytes)>> {
         let mut out = Vec::with_capacity(ranges.len());
         for r in self.blocks(ranges) {
             let mut buf = vec![0u8; (r.end - r.start) as usize];
-            let whole = read_at(&self.file, &mut buf, r.start).is_ok()
+            let whole = self.entry.read_at(&mut buf, r.start).is_ok()
                 && blocks_whole(&self.head, r.start - self.head.payload_start, &buf);
             if !whole {
-                self.counts.corrupt.fetch_add(1, Relaxed);
-                let _ = fs::remove_file(&self.path);
+                remove_pack(&self.dir, &self.names, &self.counts, self.entry.spot.pack);
                 return None;
             }
             out.push((r.start, Bytes::from(buf)));
@@ -1174,15 +1225,9 @@ impl EntryFile {
     /// Asks the kernel to load the blocks covering `ranges` in the background (see
     /// [`Self::read`]): the reads of many entries then wait for the device together.
     pub(crate) fn advise(&self, ranges: &[Range<u64>]) {
-        #[cfg(target_os = "linux")]
         for r in self.blocks(ranges) {
-            let len = std::num::NonZeroU64::new(r.end - r.start);
-            let advice = rustix::fs::Advice::WillNeed;
-            // Advice only: a file system that ignores it reads when asked, as before.
-            let _ = rustix::fs::fadvise(&self.file, r.start, len, advice);
+            self.entry.advise(r);
         }
-        #[cfg(not(target_os = "linux"))]
-        let _ = ranges;
     }
 
     /// `ranges` widened to whole blocks of what is stored, clipped to it, merged when they
@@ -1204,20 +1249,6 @@ impl EntryFile {
         }
         out
     }
-}
-
-/// Fills `buf` from `file` at `offset`.
-#[cfg(unix)]
-fn read_at(file: &fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
-}
-
-#[cfg(not(unix))]
-fn read_at(file: &fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::io::{Read, Seek};
-    let mut f = file;
-    f.seek(std::io::SeekFrom::Start(offset))?;
-    f.read_exact(buf)
 }
 
 #[cfg(test)]
@@ -1269,6 +1300,12 @@ mod tests {
 
     fn same(a: &Page, b: &Page) -> bool {
         format!("{a:?}") == format!("{b:?}")
+    }
+
+    /// The pack holding the entry named `key`, and where the entry starts in it.
+    fn spot(tier: &DiskTier, key: &[u8]) -> (PathBuf, usize) {
+        let spot = tier.names.spot(name(key)).expect("an entry");
+        (tier.path_of(spot.pack), spot.at as usize)
     }
 
     /// Waits until the writer has written `n` entries in all.
@@ -1373,7 +1410,7 @@ mod tests {
         assert_eq!(tier.counts.metadata_hits.load(Relaxed), 1);
         assert_eq!(tier.counts.hits.load(Relaxed), 0);
         // A flipped byte: a miss, and the entry is removed.
-        let path = tier.path(&metadata_key(loc, id, &(100..116)));
+        let (path, _) = spot(&tier, &metadata_key(loc, id, &(100..116)));
         let mut bytes = fs::read(&path).unwrap();
         let at = bytes.len() - 20;
         bytes[at] ^= 1;
@@ -1401,12 +1438,12 @@ mod tests {
                 let before = tier.counts.written.load(Relaxed);
                 tier.put(&f, 0, page, 0, None, false);
                 written(&tier, before + 1);
-                let path = tier.path(&entry_key(&f, 0));
+                let (path, base) = spot(&tier, &entry_key(&f, 0));
                 let mut bytes = fs::read(&path).unwrap();
                 if damage == "flip" {
-                    bytes[at] ^= 0x10;
+                    bytes[base + at] ^= 0x10;
                 } else {
-                    bytes.truncate(at);
+                    bytes.truncate(base + at);
                 }
                 fs::write(&path, &bytes).unwrap();
                 assert!(tier.get(&f, 0).is_none(), "{damage} at {at}");
@@ -1471,9 +1508,9 @@ mod tests {
         }
         // A flipped byte in the third block: reading the first still works, the third fails
         // and removes the entry.
-        let path = tier.path(&entry_key(&f, 7));
+        let (path, base) = spot(&tier, &entry_key(&f, 7));
         let mut bytes = fs::read(&path).unwrap();
-        bytes[(p + 2 * BLOCK + 5) as usize] ^= 1;
+        bytes[base + (p + 2 * BLOCK + 5) as usize] ^= 1;
         fs::write(&path, &bytes).unwrap();
         let entry = tier.open_entries(&f, &[7], false).remove(0).unwrap();
         assert!(entry.read(std::slice::from_ref(&(p..p + 1))).is_some());
@@ -1484,8 +1521,9 @@ mod tests {
         // A damaged head: no entry, removed.
         tier.put(&f, 7, &page, 55, None, false);
         written(&tier, 2);
+        let (path, base) = spot(&tier, &entry_key(&f, 7));
         let mut bytes = fs::read(&path).unwrap();
-        bytes[60] ^= 1;
+        bytes[base + 60] ^= 1;
         fs::write(&path, &bytes).unwrap();
         assert!(tier.open_entries(&f, &[7], false)[0].is_none());
         assert!(!path.exists());
@@ -1572,9 +1610,9 @@ mod tests {
         // A flipped byte in the table: reading its block fails and removes the entry.
         let entry = tier.open_entries(&f, &[1], false).remove(0).unwrap();
         let table = entry.offset_table().unwrap();
-        let path = tier.path(&entry_key(&f, 1));
+        let (path, base) = spot(&tier, &entry_key(&f, 1));
         let mut bytes = fs::read(&path).unwrap();
-        bytes[table.start as usize + 9] ^= 1;
+        bytes[base + table.start as usize + 9] ^= 1;
         fs::write(&path, &bytes).unwrap();
         assert!(entry
             .read(std::slice::from_ref(&(table.start..table.start + 4)))
@@ -1620,6 +1658,51 @@ mod tests {
             statistics: None,
         };
         assert_eq!(offset_table(&bit_packed, ByteArrays { max_def: 1 }), None);
+    }
+
+    #[test]
+    fn pages_queued_together_share_a_pack_and_a_damaged_one_takes_only_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let tier = DiskTier::open(dir.path(), 64 << 20).unwrap();
+        tier.set_waits(true);
+        let f = file(1);
+        let page = |i: u64| Page::DataPage {
+            buf: Bytes::from(vec![i as u8; 1000 + 3000 * (i as usize % 3)]),
+            num_values: i as u32,
+            encoding: Encoding::PLAIN,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        };
+        let n = 3 * pack::MAX_ENTRIES as u64;
+        for i in 0..n {
+            tier.put(&f, i, &page(i), i, None, false);
+        }
+        tier.flush(std::time::Duration::from_secs(30));
+        assert_eq!(tier.counts.written.load(Relaxed), n);
+        let packs = listing(dir.path()).len();
+        // The writer takes what is queued (up to MAX_ENTRIES a pack): far fewer files than
+        // pages, however fast it drains the queue.
+        assert!((3..n as usize / 4).contains(&packs), "{packs} packs");
+        let (entries, _) = crate::cache::disk_cache_contents(dir.path());
+        assert_eq!(entries, n);
+        // A new process finds every page, each as it went in.
+        let other = DiskTier::open(dir.path(), 64 << 20).unwrap();
+        for i in 0..n {
+            let (back, inflate_ns) = other.get(&f, i).expect("cached");
+            assert!(same(&back, &page(i)), "{i}");
+            assert_eq!(inflate_ns, i);
+        }
+        // A flipped byte in one entry: that entry's pack goes, the others stay.
+        let (path, base) = spot(&other, &entry_key(&f, 5));
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[base + BLOCK as usize + 1] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert!(other.get(&f, 5).is_none());
+        assert!(!path.exists());
+        let left = (0..n).filter(|&i| other.get(&f, i).is_some()).count();
+        assert_eq!(listing(dir.path()).len(), packs - 1);
+        assert!(left > 0 && left < n as usize, "{left}");
     }
 
     #[test]

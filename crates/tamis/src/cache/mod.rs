@@ -53,6 +53,7 @@
 mod asked;
 pub(crate) mod disk;
 mod names;
+mod pack;
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -701,10 +702,11 @@ pub fn clear_disk_cache(dir: &Path) -> u64 {
     disk::clear_dir(dir)
 }
 
-/// What the cache directory `dir` holds: entries and bytes.
+/// What the cache directory `dir` holds: entries (pages and metadata ranges) and bytes.
 pub fn disk_cache_contents(dir: &Path) -> (u64, u64) {
-    let entries = disk::listing(dir);
-    (entries.len() as u64, entries.iter().map(|e| e.1).sum())
+    let files = disk::listing(dir);
+    let entries = files.iter().map(|e| disk::entries_in(&e.0)).sum();
+    (entries, files.iter().map(|e| e.1).sum())
 }
 
 /// The environment variable that sets the budget of a process that does not

@@ -1,25 +1,29 @@
-//! The names of a cache directory's entries, held in memory, so that looking up a page that
-//! has no entry costs a hash lookup, not failed `open`s and `stat`s.
+//! The names of a cache directory's entries and where each lies ([`Spot`]: its pack), held in
+//! memory, so that looking up a page that has no entry costs a hash lookup, not failed `open`s
+//! and `stat`s, and one that has costs no search.
 //!
 //! A first scan through an empty directory looked each page up on disk two to three times (the
 //! I/O plan's `contains`, the read's `open`, the block reads' `open`): 4 000 failed path
 //! lookups on Q6, 10–15 % of the scan (BENCHMARKS.md, issue 40, eighth step). The names come
-//! from the listing the tier makes when it opens, and this process's writes and evictions
-//! keep them; entries other processes write later are found when the directory is listed
-//! again, at most once every [`RELIST`] and only when its modification time moved. A name
-//! held for an entry that is gone reads as a miss when its `open` fails, as before: the index
-//! only decides whether to look, never what a read returns.
+//! from the indexes of the packs the tier finds when it opens (one read each), and this
+//! process's writes and evictions keep them; packs other processes write later are found when
+//! the directory is listed again, at most once every [`RELIST`] and only when its modification
+//! time moved. A name held for an entry that is gone reads as a miss when its pack's `open`
+//! fails: the index only decides where to look, never what a read returns (each entry repeats
+//! its whole key and carries its checksums).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::pack::{self, Spot};
+
 /// How long a listing stands before a lookup that misses may list the directory again.
 const RELIST: Duration = Duration::from_secs(1);
 
-/// An entry's name: the 128-bit hash its file is named by.
+/// An entry's or a pack's name: a 128-bit hash (a pack's file is named by its own).
 pub(crate) type Name = u128;
 
 pub(crate) struct Names {
@@ -28,70 +32,107 @@ pub(crate) struct Names {
 }
 
 struct State {
-    names: HashSet<Name>,
+    /// Every entry of the packs held, and where it lies.
+    entries: HashMap<Name, Spot>,
+    /// The packs whose entries are held.
+    packs: HashSet<Name>,
     listed: Instant,
     /// The directory's modification time when it was listed.
     modified: Option<SystemTime>,
 }
 
 impl Names {
-    /// The names of `entries` (paths of `dir`'s entries, as the tier's listing found them).
-    pub(crate) fn new(dir: &Path, entries: impl IntoIterator<Item = PathBuf>) -> Names {
-        let modified = modified(dir);
+    /// The entries of `packs` (paths of `dir`'s packs, as the tier's listing found them),
+    /// from their indexes.
+    pub(crate) fn new(dir: &Path, packs: impl IntoIterator<Item = PathBuf>) -> Names {
+        let mut state = State {
+            entries: HashMap::new(),
+            packs: HashSet::new(),
+            listed: Instant::now(),
+            modified: modified(dir),
+        };
+        for path in packs {
+            if let Some(name) = name_of(&path) {
+                state.add(&path, name);
+            }
+        }
         Names {
             dir: dir.to_path_buf(),
-            state: Mutex::new(State {
-                names: entries.into_iter().filter_map(|p| name_of(&p)).collect(),
-                listed: Instant::now(),
-                modified,
-            }),
+            state: Mutex::new(state),
         }
     }
 
-    /// Whether the directory may hold the entry `name`: held, or found by a new listing when
+    /// Where the directory may hold the entry `name`: held, or found by a new listing when
     /// the last is [`RELIST`] old and the directory changed since.
-    pub(crate) fn has(&self, name: Name) -> bool {
+    pub(crate) fn spot(&self, name: Name) -> Option<Spot> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.names.contains(&name) {
-            return true;
+        if let Some(spot) = state.entries.get(&name) {
+            return Some(*spot);
         }
         if state.listed.elapsed() < RELIST {
-            return false;
+            return None;
         }
         state.listed = Instant::now();
         let now = modified(&self.dir);
         if now.is_some() && now == state.modified {
-            return false;
+            return None;
         }
         state.modified = now;
-        state.names = list(&self.dir);
-        state.names.contains(&name)
+        // Packs are written whole and never changed: only new ones are read, gone ones
+        // forgotten.
+        let listed = list(&self.dir);
+        let gone: HashSet<Name> = state.packs.difference(&listed).copied().collect();
+        state.forget(&gone);
+        let new: Vec<Name> = listed.difference(&state.packs).copied().collect();
+        for pack in new {
+            let path = self.dir.join(file_name(pack, super::disk::EXTENSION));
+            state.add(&path, pack);
+        }
+        state.entries.get(&name).copied()
     }
 
-    /// Holds the entry at `path` (just written).
-    pub(crate) fn insert(&self, path: &Path) {
-        if let Some(name) = name_of(path) {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.names.insert(name);
-        }
+    /// Holds the entries of a pack just written.
+    pub(crate) fn insert(&self, pack: Name, entries: &[(Name, Spot)]) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.packs.insert(pack);
+        state.entries.extend(entries.iter().copied());
     }
 
-    /// Forgets the entry at `path` (removed).
-    pub(crate) fn remove(&self, path: &Path) {
-        if let Some(name) = name_of(path) {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.names.remove(&name);
-        }
+    /// Forgets the entries of `packs` (removed); returns how many were held.
+    pub(crate) fn remove(&self, packs: &HashSet<Name>) -> u64 {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.forget(packs)
     }
 }
 
-/// The file name of the entry `name`, with its extension.
+impl State {
+    /// Holds the entries of the pack at `path`, when its index is whole.
+    fn add(&mut self, path: &Path, pack: Name) {
+        if let Some(entries) = pack::read_index(path, pack) {
+            self.packs.insert(pack);
+            self.entries.extend(entries);
+        }
+    }
+
+    /// Forgets the entries of `packs`; returns how many.
+    fn forget(&mut self, packs: &HashSet<Name>) -> u64 {
+        if packs.is_empty() {
+            return 0;
+        }
+        self.packs.retain(|p| !packs.contains(p));
+        let held = self.entries.len();
+        self.entries.retain(|_, spot| !packs.contains(&spot.pack));
+        (held - self.entries.len()) as u64
+    }
+}
+
+/// The file name of the pack `name`, with its extension.
 pub(crate) fn file_name(name: Name, extension: &str) -> String {
     format!("{name:032x}.{extension}")
 }
 
-/// The name of the entry at `path` (`None` for a file not named as entries are).
-fn name_of(path: &Path) -> Option<Name> {
+/// The name of the pack at `path` (`None` for a file not named as packs are).
+pub(crate) fn name_of(path: &Path) -> Option<Name> {
     let stem = path.file_stem()?.to_str()?;
     if stem.len() != 32 {
         return None;
@@ -103,7 +144,7 @@ fn modified(dir: &Path) -> Option<SystemTime> {
     fs::metadata(dir).and_then(|m| m.modified()).ok()
 }
 
-/// The names of the entries in `dir` (the names alone: no `stat` of each).
+/// The names of the packs in `dir` (the names alone: no `stat` of each).
 fn list(dir: &Path) -> HashSet<Name> {
     let Ok(entries) = fs::read_dir(dir) else {
         return HashSet::new();
@@ -121,36 +162,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_other_files_are_not_entries() {
+    fn names_round_trip_and_other_files_are_not_packs() {
         let n: Name = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210;
-        let path = Path::new("/d").join(file_name(n, "page"));
+        let path = Path::new("/d").join(file_name(n, "pack"));
         assert_eq!(name_of(&path), Some(n));
         assert_eq!(name_of(Path::new("/d/asked")), None);
         assert_eq!(name_of(Path::new("/d/.tmp-1-2-3")), None);
         assert_eq!(
-            name_of(Path::new("/d/zz23456789abcdef0123456789abcdef.page")),
+            name_of(Path::new("/d/zz23456789abcdef0123456789abcdef.pack")),
             None
         );
     }
 
     #[test]
-    fn entries_written_by_another_process_are_found_after_a_relisting() {
+    fn packs_written_by_another_process_are_found_after_a_relisting() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(file_name(1, "page")), b"x").unwrap();
-        let names = Names::new(dir.path(), [dir.path().join(file_name(1, "page"))]);
-        assert!(names.has(1));
-        assert!(!names.has(2));
-        names.insert(&dir.path().join(file_name(3, "page")));
-        assert!(names.has(3));
-        // Another process writes entry 2: found once the listing is old enough.
-        fs::write(dir.path().join(file_name(2, "page")), b"x").unwrap();
-        assert!(!names.has(2));
+        let write = |entries: &[(Name, Vec<u8>)]| {
+            let pack = pack::new_name();
+            (pack, pack::write(dir.path(), pack, entries).unwrap().0)
+        };
+        let (first, spots) = write(&[(1, vec![1; 10]), (2, vec![2; 10])]);
+        let path = |p| dir.path().join(file_name(p, "pack"));
+        let names = Names::new(dir.path(), [path(first)]);
+        assert_eq!(names.spot(1), Some(spots[0].1));
+        assert_eq!(names.spot(2).map(|s| s.pack), Some(first));
+        assert_eq!(names.spot(3), None);
+        // This process's own pack is held as it is written.
+        let (mine, spots) = write(&[(3, vec![3; 5000])]);
+        names.insert(mine, &spots);
+        assert_eq!(names.spot(3), Some(spots[0].1));
+        // Another process writes entry 4 and removes the first pack: found and forgotten
+        // once the listing is old enough.
+        let (_, spots) = write(&[(4, vec![4; 10])]);
+        fs::remove_file(path(first)).unwrap();
+        assert_eq!(names.spot(4), None);
+        assert_eq!(names.spot(1).map(|s| s.pack), Some(first));
         names.state.lock().unwrap().listed -= RELIST;
         names.state.lock().unwrap().modified = None;
-        assert!(names.has(2));
-        // The relisting replaced what was held: 3 was never on disk.
-        assert!(!names.has(3));
-        names.remove(&dir.path().join(file_name(2, "page")));
-        assert!(!names.has(2));
+        assert_eq!(names.spot(4), Some(spots[0].1));
+        assert_eq!(names.spot(1), None);
+        assert_eq!(names.spot(3).map(|s| s.pack), Some(mine));
+        names.remove(&HashSet::from([mine]));
+        assert_eq!(names.spot(3), None);
     }
 }
