@@ -14,6 +14,7 @@ boolean expression over the file's columns. Scans release the GIL and stop on Ct
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import datetime
 import json
@@ -538,6 +539,11 @@ def flush_disk_cache(seconds: float = 60.0) -> None:
     """Waits (at most ``seconds``) until the pages queued for the cache directory are written:
     a process about to exit calls it so that what it decompressed is there for the next one."""
     _tamis.flush_disk_cache(seconds)
+
+
+# At exit, the cache directory's log of first misses gets this process's last ones (no wait for
+# queued pages: call flush_disk_cache for that), so the next process writes those pages.
+atexit.register(_tamis.flush_disk_cache, 0.0)
 
 
 def page_cache_stats() -> Dict[str, int]:

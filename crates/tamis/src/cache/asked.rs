@@ -29,6 +29,9 @@ pub(crate) const OLD_LOG: &str = "asked.old";
 /// values of a typical page, 2^17 pages are about 2.6 billion values of one column.
 const GENERATION: u64 = 1 << 17;
 
+/// Asks waiting to be appended beyond which the asking scan appends them itself (4 KiB).
+const WRITE_AT: usize = 512;
+
 /// The asks of a cache directory: those its logs held when opened and this process's.
 pub(crate) struct AskLog {
     dir: PathBuf,
@@ -64,10 +67,15 @@ impl AskLog {
         }
         seen.insert(hash);
         drop(seen);
-        self.unwritten
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(hash);
+        let mut unwritten = self.unwritten.lock().unwrap_or_else(|e| e.into_inner());
+        unwritten.push(hash);
+        let many = unwritten.len() >= WRITE_AT;
+        drop(unwritten);
+        if many {
+            // One append of 4 KiB to the OS page cache: a process without a writer thread
+            // (it has written no entry) still leaves its asks.
+            self.write();
+        }
         false
     }
 
@@ -128,6 +136,20 @@ mod tests {
         let next = AskLog::open(dir.path());
         assert!(next.ask(7) && next.ask(8));
         assert!(!next.ask(9));
+    }
+
+    #[test]
+    fn many_asks_are_appended_by_the_asking_scan_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AskLog::open(dir.path());
+        for h in 0..WRITE_AT as u64 - 1 {
+            log.ask(h);
+        }
+        assert!(!dir.path().join(LOG).exists());
+        log.ask(1000);
+        let len = fs::metadata(dir.path().join(LOG)).unwrap().len();
+        assert_eq!(len, 8 * WRITE_AT as u64);
+        assert!(AskLog::open(dir.path()).ask(1000));
     }
 
     #[test]

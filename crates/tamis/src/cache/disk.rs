@@ -29,7 +29,7 @@
 //! source file is another key, and a hash collision reads as a miss. A pack is written to a
 //! temporary file and renamed into place, so a reader sees a whole pack or none, and two
 //! processes sharing the directory never see each other's partial writes; an entry torn or
-//! flipped anyway (a crash before the data reached the disk, a bad sector) fails an xxHash64
+//! flipped anyway (a crash before the data reached the disk, a bad sector) fails an XXH3-64
 //! checksum (its head's, or a block's) and its pack is removed. Entries are read into memory,
 //! never mapped: a file truncated under a mapping would crash the process.
 //!
@@ -48,8 +48,8 @@ use std::fs;
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use parquet::basic::Encoding;
@@ -64,7 +64,7 @@ use crate::io::{Identity, MetadataStore};
 use std::ops::Range;
 
 /// The first bytes of every entry (the last is the layout's version).
-const MAGIC: &[u8; 8] = b"TAMISPG\x04";
+const MAGIC: &[u8; 8] = b"TAMISPG\x05";
 /// Magic, u32 key length, 5 × u32 of the page's header, u32 count of the offset table, u64
 /// payload length, u64 decompression nanoseconds, 5 bytes of kind and encodings, 3 reserved.
 /// The key and a checksum of each [`BLOCK`] of what is stored (the payload, and the offset
@@ -77,7 +77,7 @@ const FIXED: usize = 8 + 7 * 4 + 8 + 8 + 8;
 /// that hold its selected values, each checked alone (the page size of file systems and
 /// SSDs: a finer read costs the device the same, see `column/sparse.rs`).
 pub(crate) const BLOCK: u64 = 4096;
-/// Each checksum is an xxHash64.
+/// Each checksum is an XXH3-64 ([`checksum`]).
 const CHECKSUM: usize = 8;
 /// Entries waiting for the writer; beyond this a write is dropped.
 const QUEUE: usize = 256;
@@ -163,7 +163,11 @@ pub(crate) struct DiskTier {
     dir: PathBuf,
     budget: u64,
     held: Arc<AtomicU64>,
-    queue: SyncSender<Queued>,
+    /// The writer thread's queue, made with the thread by the first entry queued: a process
+    /// that writes nothing (a first scan, whose local pages are only asked for) runs no thread.
+    /// A thread that merely waited beside the scan cost a first scan of Q1's columns 8–14 %
+    /// (BENCHMARKS.md, issue 40, ninth step).
+    queue: OnceLock<SyncSender<Queued>>,
     /// Entries queued and not yet written.
     pending: Arc<AtomicU64>,
     /// Bytes of the pages queued (they hold their buffers until written).
@@ -188,81 +192,42 @@ impl DiskTier {
         let packs = entries.into_iter().map(|e| e.0);
         let names = Arc::new(Names::new(dir, packs.filter(|p| is_pack(p))));
         let counts = Arc::new(DiskCounts::default());
-        let (queue, entries) = sync_channel::<Queued>(QUEUE);
         let pending = Arc::new(AtomicU64::new(0));
         let pending_bytes = Arc::new(AtomicU64::new(0));
         let asks = Arc::new(AskLog::open(dir));
-        let (writer_dir, writer_held, writer_counts, writer_pending, writer_bytes, writer_asks) = (
-            dir.to_path_buf(),
-            held.clone(),
-            counts.clone(),
-            pending.clone(),
-            pending_bytes.clone(),
-            asks.clone(),
-        );
-        let writer_names = names.clone();
-        std::thread::Builder::new()
-            .name("tamis-disk-cache".into())
-            .spawn(move || loop {
-                // The asks are appended when the writer is idle a moment (or flushed), so a
-                // process that ends without a flush still leaves most of them.
-                let first = match entries.recv_timeout(ASKS_EVERY) {
-                    Ok(queued) => queued,
-                    Err(RecvTimeoutError::Timeout) => {
-                        writer_asks.write();
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => break,
-                };
-                // What else is queued goes into the same pack: one file for the batch.
-                let mut batch = vec![first];
-                let mut bytes = batch[0].2.len();
-                while batch.len() < pack::MAX_ENTRIES && bytes < pack::MAX_BYTES {
-                    let Ok(queued) = entries.try_recv() else {
-                        break;
-                    };
-                    bytes += queued.2.len();
-                    batch.push(queued);
-                }
-                let taken = batch.len() as u64;
-                writer_bytes.fetch_sub(bytes, Relaxed);
-                // Encoded here, not on the scan's thread: a miss costs the scan a queue push.
-                let encoded: Vec<(Name, Vec<u8>)> = batch
-                    .into_iter()
-                    .filter_map(|(name, key, held)| {
-                        let entry = encode(&held, &key)?;
-                        // An encoding entries do not number, or a page too large: not written.
-                        ((entry.len() as u64) <= budget / 10).then_some((name, entry))
-                    })
-                    .collect();
-                let name = pack::new_name();
-                let written = match encoded.is_empty() {
-                    true => None,
-                    false => pack::write(&writer_dir, name, &encoded).ok(),
-                };
-                if let Some((spots, len)) = written {
-                    writer_names.insert(name, &spots);
-                    writer_counts.written.fetch_add(spots.len() as u64, Relaxed);
-                    let now = writer_held.fetch_add(len, Relaxed) + len;
-                    if now > budget {
-                        let (left, removed) = evict(&writer_dir, budget / 10 * 9, &writer_names);
-                        writer_held.store(left, Relaxed);
-                        writer_counts.evicted.fetch_add(removed, Relaxed);
-                    }
-                }
-                writer_pending.fetch_sub(taken, Relaxed);
-            })?;
         Ok(DiskTier {
             dir: dir.to_path_buf(),
             budget,
             held,
-            queue,
+            queue: OnceLock::new(),
             pending,
             pending_bytes,
             waits: AtomicBool::new(false),
             asks,
             names,
             counts,
+        })
+    }
+
+    /// The writer thread's queue, the thread started on the first call (a queue whose thread
+    /// could not start refuses every entry: dropped, as when it is full).
+    fn queue(&self) -> &SyncSender<Queued> {
+        self.queue.get_or_init(|| {
+            let (queue, entries) = sync_channel::<Queued>(QUEUE);
+            let writer = Writer {
+                dir: self.dir.clone(),
+                budget: self.budget,
+                held: self.held.clone(),
+                pending: self.pending.clone(),
+                pending_bytes: self.pending_bytes.clone(),
+                asks: self.asks.clone(),
+                names: self.names.clone(),
+                counts: self.counts.clone(),
+            };
+            let _ = std::thread::Builder::new()
+                .name("tamis-disk-cache".into())
+                .spawn(move || writer.run(entries));
+            queue
         })
     }
 
@@ -294,16 +259,11 @@ impl DiskTier {
         self.held.load(Relaxed)
     }
 
-    /// The pack `pack`'s file.
-    fn path_of(&self, pack: Name) -> PathBuf {
-        self.dir.join(names::file_name(pack, EXTENSION))
-    }
-
     /// The entry named `key`, opened, when the directory holds it (as far as [`Names`] knows:
     /// no file system call for an entry it does not hold).
     fn open_entry(&self, key: &[u8]) -> Option<Opened> {
         let spot = self.names.spot(name(key))?;
-        let file = fs::File::open(self.path_of(spot.pack)).ok()?;
+        let file = self.names.open(spot.pack)?;
         Some(Opened { file, spot })
     }
 
@@ -312,10 +272,10 @@ impl DiskTier {
         remove_pack(&self.dir, &self.names, &self.counts, spot.pack);
     }
 
-    /// Whether an entry for the page exists (not read or checked: for planning reads).
+    /// Whether an entry for the page exists, as far as [`Names`] knows (not read or checked:
+    /// for planning reads; an entry gone since is read from the source when it misses).
     pub(crate) fn contains(&self, file: &FileKey, offset: u64) -> bool {
-        let spot = self.names.spot(name(&entry_key(file, offset)));
-        spot.is_some_and(|s| self.path_of(s.pack).is_file())
+        self.names.spot(name(&entry_key(file, offset))).is_some()
     }
 
     /// The page of `file` at `offset` from its entry, when one exists and is whole, with what
@@ -508,9 +468,9 @@ impl DiskTier {
         self.pending_bytes.fetch_add(len, Relaxed);
         let item = (name(&key), key, held);
         let sent = if waits {
-            self.queue.send(item).is_ok()
+            self.queue().send(item).is_ok()
         } else {
-            match self.queue.try_send(item) {
+            match self.queue().try_send(item) {
                 Ok(()) => true,
                 Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => false,
             }
@@ -519,6 +479,78 @@ impl DiskTier {
             self.pending.fetch_sub(1, Relaxed);
             self.pending_bytes.fetch_sub(len, Relaxed);
             self.counts.dropped.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// The writer thread: entries queued by scans, written a pack at a time.
+struct Writer {
+    dir: PathBuf,
+    budget: u64,
+    held: Arc<AtomicU64>,
+    pending: Arc<AtomicU64>,
+    pending_bytes: Arc<AtomicU64>,
+    asks: Arc<AskLog>,
+    names: Arc<Names>,
+    counts: Arc<DiskCounts>,
+}
+
+impl Writer {
+    /// Writes what arrives on `entries` until the tier is dropped.
+    fn run(self, entries: Receiver<Queued>) {
+        loop {
+            // The asks are appended when the writer is idle a moment (or flushed, or many
+            // are waiting), so a process that ends without a flush still leaves most of them.
+            let first = match entries.recv_timeout(ASKS_EVERY) {
+                Ok(queued) => queued,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.asks.write();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            // What else is queued goes into the same pack: one file for the batch.
+            let mut batch = vec![first];
+            let mut bytes = batch[0].2.len();
+            while batch.len() < pack::MAX_ENTRIES && bytes < pack::MAX_BYTES {
+                let Ok(queued) = entries.try_recv() else {
+                    break;
+                };
+                bytes += queued.2.len();
+                batch.push(queued);
+            }
+            let taken = batch.len() as u64;
+            self.pending_bytes.fetch_sub(bytes, Relaxed);
+            self.write(batch);
+            self.pending.fetch_sub(taken, Relaxed);
+        }
+    }
+
+    /// Encodes `batch` (here, not on the scans' threads: a miss costs a scan a queue push) and
+    /// writes it as one pack; evicts past the budget.
+    fn write(&self, batch: Vec<Queued>) {
+        let encoded: Vec<(Name, Vec<u8>)> = batch
+            .into_iter()
+            .filter_map(|(name, key, held)| {
+                let entry = encode(&held, &key)?;
+                // An encoding entries do not number, or a page too large: not written.
+                ((entry.len() as u64) <= self.budget / 10).then_some((name, entry))
+            })
+            .collect();
+        if encoded.is_empty() {
+            return;
+        }
+        let name = pack::new_name();
+        let Ok((spots, len)) = pack::write(&self.dir, name, &encoded) else {
+            return;
+        };
+        self.names.insert(name, &spots);
+        self.counts.written.fetch_add(spots.len() as u64, Relaxed);
+        let now = self.held.fetch_add(len, Relaxed) + len;
+        if now > self.budget {
+            let (left, removed) = evict(&self.dir, self.budget / 10 * 9, &self.names);
+            self.held.store(left, Relaxed);
+            self.counts.evicted.fetch_add(removed, Relaxed);
         }
     }
 }
@@ -544,7 +576,8 @@ fn cold(entry: &Opened) -> bool {
 /// An entry opened: its pack's file and where the entry lies in it. Offsets given to its
 /// methods are the entry's own (0 is its first byte).
 struct Opened {
-    file: fs::File,
+    /// Shared by the entries of the pack (held open by [`Names`]).
+    file: Arc<fs::File>,
     spot: Spot,
 }
 
@@ -744,10 +777,11 @@ fn metadata_key(location: &str, identity: &Identity, range: &Range<u64>) -> Vec<
     .into_bytes()
 }
 
+/// An XXH3-64 of `bytes`: a warm scan checksums every byte it reads from the directory, and
+/// XXH3 (AVX2 when the CPU has it, detected at run time by `twox-hash`) does it at a third of
+/// xxHash64's cost, which was 10 % of a warm Q6 (BENCHMARKS.md, issue 40, ninth step).
 fn checksum(bytes: &[u8]) -> u64 {
-    let mut h = XxHash64::with_seed(0);
-    h.write(bytes);
-    h.finish()
+    twox_hash::XxHash3_64::oneshot(bytes)
 }
 
 /// An entry: header, key, the page's (decompressed) bytes or the metadata's, checksum.
@@ -1305,7 +1339,10 @@ mod tests {
     /// The pack holding the entry named `key`, and where the entry starts in it.
     fn spot(tier: &DiskTier, key: &[u8]) -> (PathBuf, usize) {
         let spot = tier.names.spot(name(key)).expect("an entry");
-        (tier.path_of(spot.pack), spot.at as usize)
+        (
+            tier.dir.join(names::file_name(spot.pack, EXTENSION)),
+            spot.at as usize,
+        )
     }
 
     /// Waits until the writer has written `n` entries in all.
@@ -1366,6 +1403,10 @@ mod tests {
         tier.flush(std::time::Duration::from_secs(10));
         assert!(!tier.contains(&local(1), 0), "written on a first miss");
         assert_eq!(tier.counts.first_misses.load(Relaxed), 1);
+        assert!(
+            tier.queue.get().is_none(),
+            "a writer thread before anything to write"
+        );
         // Missed again in this process: written.
         tier.put(&local(1), 0, page, 5, None, false);
         written(&tier, 1);

@@ -15,13 +15,16 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::pack::{self, Spot};
 
 /// How long a listing stands before a lookup that misses may list the directory again.
 const RELIST: Duration = Duration::from_secs(1);
+/// Packs held open at most (all closed when more are wanted): a scan's pages lie in tens of
+/// packs, each opened once instead of once a page.
+const OPEN_PACKS: usize = 128;
 
 /// An entry's or a pack's name: a 128-bit hash (a pack's file is named by its own).
 pub(crate) type Name = u128;
@@ -36,6 +39,8 @@ struct State {
     entries: HashMap<Name, Spot>,
     /// The packs whose entries are held.
     packs: HashSet<Name>,
+    /// Packs opened by lookups, kept open until forgotten (or too many are).
+    open: HashMap<Name, Arc<fs::File>>,
     listed: Instant,
     /// The directory's modification time when it was listed.
     modified: Option<SystemTime>,
@@ -48,6 +53,7 @@ impl Names {
         let mut state = State {
             entries: HashMap::new(),
             packs: HashSet::new(),
+            open: HashMap::new(),
             listed: Instant::now(),
             modified: modified(dir),
         };
@@ -91,6 +97,27 @@ impl Names {
         state.entries.get(&name).copied()
     }
 
+    /// The pack `pack` of the directory, opened (or held open since an earlier call); `None`
+    /// when it cannot be opened (gone: its entries read as misses until forgotten).
+    pub(crate) fn open(&self, pack: Name) -> Option<Arc<fs::File>> {
+        let held = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = held.open.get(&pack) {
+            return Some(f.clone());
+        }
+        drop(held);
+        let path = self.dir.join(file_name(pack, super::disk::EXTENSION));
+        let f = Arc::new(fs::File::open(path).ok()?);
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // A pack forgotten meanwhile (removed) is not held open: its file's space is freed.
+        if state.packs.contains(&pack) {
+            if state.open.len() >= OPEN_PACKS {
+                state.open.clear();
+            }
+            state.open.insert(pack, f.clone());
+        }
+        Some(f)
+    }
+
     /// Holds the entries of a pack just written.
     pub(crate) fn insert(&self, pack: Name, entries: &[(Name, Spot)]) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -120,6 +147,7 @@ impl State {
             return 0;
         }
         self.packs.retain(|p| !packs.contains(p));
+        self.open.retain(|p, _| !packs.contains(p));
         let held = self.entries.len();
         self.entries.retain(|_, spot| !packs.contains(&spot.pack));
         (held - self.entries.len()) as u64
@@ -202,7 +230,13 @@ mod tests {
         assert_eq!(names.spot(4), Some(spots[0].1));
         assert_eq!(names.spot(1), None);
         assert_eq!(names.spot(3).map(|s| s.pack), Some(mine));
+        // A pack is opened once and held open until it is forgotten.
+        let f = names.open(mine).expect("the pack opens");
+        assert!(Arc::ptr_eq(&f, &names.open(mine).unwrap()));
         names.remove(&HashSet::from([mine]));
         assert_eq!(names.spot(3), None);
+        assert!(names.state.lock().unwrap().open.is_empty());
+        // A pack gone opens as nothing.
+        assert!(names.open(first).is_none());
     }
 }

@@ -72,9 +72,7 @@ pub(crate) fn new_name() -> Name {
 }
 
 fn checksum(bytes: &[u8]) -> u64 {
-    let mut h = XxHash64::with_seed(0);
-    h.write(bytes);
-    h.finish()
+    twox_hash::XxHash3_64::oneshot(bytes)
 }
 
 fn align_up(x: u64) -> u64 {
