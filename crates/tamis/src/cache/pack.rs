@@ -43,6 +43,10 @@ pub(crate) const MAX_ENTRIES: usize = (BLOCK as usize - FIXED - CHECKSUM) / ROW;
 /// eviction removes a pack at a time, so it stays a small part of any budget worth having.
 pub(crate) const MAX_BYTES: u64 = 8 << 20;
 
+/// The bytes the writer gathers in a pack before it writes one, when entries keep coming
+/// (it waits a few milliseconds for them): a scan's 66 MiB then takes tens of files.
+pub(crate) const MIN_BYTES: u64 = 2 << 20;
+
 /// Where an entry lies: its pack and its bytes there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Spot {
