@@ -777,7 +777,11 @@ fn key_hash(key: &[u8], seed: u64) -> u64 {
 
 /// The bytes that name a page: its file's location and identity, and its offset.
 fn entry_key(file: &FileKey, offset: u64) -> Vec<u8> {
-    format!("{}\0{:?}\0{offset}", file.location(), file.identity()).into_bytes()
+    use std::io::Write as _;
+    let mut key = Vec::with_capacity(file.key_prefix().len() + 20);
+    key.extend_from_slice(file.key_prefix().as_bytes());
+    let _ = write!(key, "{offset}"); // into a Vec: cannot fail
+    key
 }
 
 /// The bytes that name a range of a file's metadata (four parts where a page's key has three,
@@ -1383,6 +1387,9 @@ mod tests {
             assert!(same(&back, p), "{back:?} != {p:?}");
             assert_eq!(inflate_ns, 1000 + i as u64);
         }
+        // A page's key: the file's location and identity, then the offset.
+        let want = format!("{}\0{:?}\0{}", f.location(), f.identity(), 200);
+        assert_eq!(entry_key(&f, 200), want.into_bytes());
         // Another version of the file, or another offset: a miss.
         assert!(tier.get(&file(2), 0).is_none());
         assert!(tier.get(&f, 1).is_none());

@@ -74,6 +74,10 @@ use disk::{DiskTier, EntryFile};
 pub(crate) struct FileKey {
     location: String,
     identity: Identity,
+    /// The location and identity as the disk tier's keys begin (`disk.rs`, `entry_key`):
+    /// formatted once, not once a page lookup (a `Debug` of the identity each time was a few
+    /// per cent of a first scan through a cache directory).
+    key_prefix: String,
 }
 
 /// A local file changed less than this long ago is not cached: file systems stamp ctime from a
@@ -83,6 +87,7 @@ pub(crate) struct FileKey {
 const RACY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl FileKey {
+    #[cfg(test)]
     pub(crate) fn location(&self) -> &str {
         &self.location
     }
@@ -91,10 +96,16 @@ impl FileKey {
         &self.identity
     }
 
+    /// See `key_prefix`.
+    pub(crate) fn key_prefix(&self) -> &str {
+        &self.key_prefix
+    }
+
     pub(crate) fn new(location: &str, identity: &Identity) -> Arc<FileKey> {
         Arc::new(FileKey {
             location: location.to_string(),
             identity: identity.clone(),
+            key_prefix: format!("{location}\0{identity:?}\0"),
         })
     }
 
