@@ -283,7 +283,8 @@ impl DiskTier {
     }
 
     /// The page of `file` at `offset` from its entry, when one exists and is whole, with what
-    /// decompressing it cost; an entry that is not (torn, flipped, another key's) is removed.
+    /// decompressing it cost; an entry that is not (torn, flipped, another key's) is removed
+    /// with its pack.
     pub(crate) fn get(&self, file: &FileKey, offset: u64) -> Option<(Page, u64)> {
         match self.read(&entry_key(file, offset))? {
             Held::Page(page, inflate_ns, _) => {
@@ -295,7 +296,7 @@ impl DiskTier {
     }
 
     /// What the entry named `key` holds, when it exists and is whole; one that is not is
-    /// removed. The head and the payload are read, not the offset table (a page read whole
+    /// removed with its pack. The head and the payload are read, not the offset table (a page read whole
     /// does not need it).
     fn read(&self, key: &[u8]) -> Option<Held> {
         let entry = self.open_entry(key)?;
@@ -362,7 +363,7 @@ impl DiskTier {
     }
 
     /// Opens the entries of `file`'s pages at `offsets` to be read by blocks, their heads read
-    /// and checked (`None` for a page with no whole entry; a damaged one is removed). `cold`
+    /// and checked (`None` for a page with no whole entry; a damaged one is removed with its pack). `cold`
     /// entries ([`Self::entry_cold`]) have their heads asked of the device together, as
     /// [`Self::will_need`] does for whole entries, and no read-ahead past what is read.
     pub(crate) fn open_entries(
@@ -609,9 +610,13 @@ impl Opened {
     fn advise(&self, range: Range<u64>) {
         #[cfg(target_os = "linux")]
         {
-            let len = std::num::NonZeroU64::new(range.end.saturating_sub(range.start));
+            // An empty range asks for nothing (no length would mean the rest of the pack).
+            let Some(len) = std::num::NonZeroU64::new(range.end.saturating_sub(range.start)) else {
+                return;
+            };
             let advice = rustix::fs::Advice::WillNeed;
-            let _ = rustix::fs::fadvise(&self.file, self.spot.at + range.start, len, advice);
+            let at = self.spot.at + range.start;
+            let _ = rustix::fs::fadvise(&self.file, at, Some(len), advice);
         }
         #[cfg(not(target_os = "linux"))]
         let _ = range;
@@ -1199,7 +1204,7 @@ pub(crate) enum DataLevels {
 }
 
 /// An entry opened to be read by blocks ([`DiskTier::open_entries`]): its head, read and
-/// checked, and its file.
+/// checked, and its pack's file.
 pub(crate) struct EntryFile {
     entry: Opened,
     head: Head,
@@ -1257,7 +1262,7 @@ impl EntryFile {
 
     /// The blocks covering `ranges` (offsets in the entry (from its first byte), inside the payload or the
     /// offset table, ascending), read and each checked: `(offset, bytes)` pieces. `None` when a
-    /// read fails or a block does not match its checksum: the entry is then removed.
+    /// read fails or a block does not match its checksum: the entry's pack is then removed.
     pub(crate) fn read(&self, ranges: &[Range<u64>]) -> Option<Vec<(u64, Bytes)>> {
         let mut out = Vec::with_capacity(ranges.len());
         for r in self.blocks(ranges) {
@@ -1470,7 +1475,7 @@ mod tests {
         assert!(tier.get(&v1, 100).is_none());
         assert_eq!(tier.counts.metadata_hits.load(Relaxed), 1);
         assert_eq!(tier.counts.hits.load(Relaxed), 0);
-        // A flipped byte: a miss, and the entry is removed.
+        // A flipped byte: a miss, and the entry's pack is removed.
         let (path, _) = spot(&tier, &metadata_key(loc, id, &(100..116)));
         let mut bytes = fs::read(&path).unwrap();
         let at = bytes.len() - 20;
@@ -1508,7 +1513,7 @@ mod tests {
                 }
                 fs::write(&path, &bytes).unwrap();
                 assert!(tier.get(&f, 0).is_none(), "{damage} at {at}");
-                assert!(!path.exists(), "{damage} at {at}: the entry is removed");
+                assert!(!path.exists(), "{damage} at {at}: its pack is removed");
             }
         }
         assert_eq!(tier.counts.corrupt.load(Relaxed), 2 * tried);

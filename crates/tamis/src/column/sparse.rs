@@ -439,7 +439,7 @@ pub(crate) fn advise_cached(chunk: &ColumnChunk<'_>, selection: &Selection) {
 /// the pages' reads of a round asked of the device together. Pages without a whole entry, or
 /// whose entry says otherwise (not PLAIN, rows that disagree with the offset index, byte
 /// arrays without an offset table), are returned for the whole-page path; so is a page whose
-/// entry fails a block's checksum (the entry is removed, and the page is read from the file).
+/// entry fails a block's checksum (its pack is removed, and the page is read from the file).
 pub(crate) fn read_cached(
     chunk: &ColumnChunk<'_>,
     pages: &[SparsePage],
