@@ -802,7 +802,7 @@ fn metadata_key(location: &str, identity: &Identity, range: &Range<u64>) -> Vec<
 /// An XXH3-64 of `bytes`: a warm scan checksums every byte it reads from the directory, and
 /// XXH3 (AVX2 when the CPU has it, detected at run time by `twox-hash`) does it at a third of
 /// xxHash64's cost, which was 10 % of a warm Q6 (BENCHMARKS.md, issue 40, ninth step).
-fn checksum(bytes: &[u8]) -> u64 {
+pub(super) fn checksum(bytes: &[u8]) -> u64 {
     twox_hash::XxHash3_64::oneshot(bytes)
 }
 
@@ -1014,7 +1014,7 @@ fn aligned(kind: u8) -> bool {
     kind <= 1
 }
 
-fn align_up(x: u64) -> u64 {
+pub(super) fn align_up(x: u64) -> u64 {
     x.div_ceil(BLOCK).saturating_mul(BLOCK)
 }
 

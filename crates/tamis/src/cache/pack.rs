@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use twox_hash::XxHash64;
 
-use super::disk::BLOCK;
+use super::disk::{align_up, checksum, BLOCK};
 use super::names::Name;
 
 /// The first bytes of every pack (the last is the layout's version).
@@ -73,14 +73,6 @@ pub(crate) fn new_name() -> Name {
         h.finish()
     };
     (u128::from(hash(0)) << 64) | u128::from(hash(1))
-}
-
-fn checksum(bytes: &[u8]) -> u64 {
-    twox_hash::XxHash3_64::oneshot(bytes)
-}
-
-fn align_up(x: u64) -> u64 {
-    x.div_ceil(BLOCK) * BLOCK
 }
 
 /// Writes `entries` (at most [`MAX_ENTRIES`]: name and bytes) as the pack `pack` of `dir`,
