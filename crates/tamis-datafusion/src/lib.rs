@@ -22,6 +22,7 @@
 
 pub mod convert;
 pub mod cross;
+pub mod decimal;
 pub mod dynamic;
 mod exec;
 pub mod rules;

@@ -10,6 +10,7 @@ use datafusion::prelude::{DataFrame, SQLOptions, SessionConfig, SessionContext};
 use tamis_arrow::array::RecordBatch;
 use tamis_arrow::datatypes::SchemaRef;
 
+use crate::decimal::NarrowDecimalArithmetic;
 use crate::rules::{KeepSharedPages, ProbeAggregates, TapBuildKeys};
 use crate::TamisTable;
 
@@ -85,12 +86,13 @@ pub fn config(threads: usize, runtime_filters: bool) -> SessionConfig {
 
 /// A session `threads` partitions wide, with runtime join filters or not, and tamis's own
 /// physical rules ([`crate::rules`]): [`ProbeAggregates`] and [`TapBuildKeys`] right after
-/// DataFusion's join selection, [`KeepSharedPages`] last.
+/// DataFusion's join selection, [`KeepSharedPages`] last; and decimal arithmetic in 64-bit
+/// lanes ([`NarrowDecimalArithmetic`]) after DataFusion's logical rules.
 pub fn session(threads: usize, runtime_filters: bool) -> SessionContext {
     session_with(config(threads, runtime_filters))
 }
 
-/// A session with `config` (see [`config`]) and tamis's physical rules.
+/// A session with `config` (see [`config`]) and tamis's rules.
 pub fn session_with(config: SessionConfig) -> SessionContext {
     let mut rules = PhysicalOptimizer::new().rules;
     let at = rules
@@ -104,6 +106,7 @@ pub fn session_with(config: SessionConfig) -> SessionContext {
         .with_config(config)
         .with_default_features()
         .with_physical_optimizer_rules(rules)
+        .with_optimizer_rule(Arc::new(NarrowDecimalArithmetic))
         .build();
     SessionContext::new_with_state(state)
 }
