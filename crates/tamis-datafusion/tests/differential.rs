@@ -361,6 +361,7 @@ async fn decimal_arithmetic_matches_datafusion() {
          FROM t GROUP BY s"
             .to_string(),
         "SELECT sum(m * m) FROM t WHERE i > 3".to_string(),
+        "SELECT m * 2, count(*) FROM t GROUP BY m * 2".to_string(),
     ] {
         let names = |ctx: &SessionContext| {
             let q = q.clone();

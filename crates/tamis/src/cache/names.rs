@@ -6,11 +6,13 @@
 //! I/O plan's `contains`, the read's `open`, the block reads' `open`): 4 000 failed path
 //! lookups on Q6, 10–15 % of the scan (BENCHMARKS.md, issue 40, eighth step). The names come
 //! from the indexes of the packs the tier finds when it opens (one read each), and this
-//! process's writes and evictions keep them; packs other processes write later are found when
-//! the directory is listed again, at most once every [`RELIST`] and only when its modification
-//! time moved. A name held for an entry that is gone reads as a miss when its pack's `open`
-//! fails: the index only decides where to look, never what a read returns (each entry repeats
-//! its whole key and carries its checksums).
+//! process's writes and evictions keep them; packs other processes write or remove later are
+//! found when the directory is listed again, at most once every [`RELIST`] and only when its
+//! modification time moved. Both a lookup that misses and the open of a pack may list it
+//! again, so a process that only hits still lets go of packs another process removed (held
+//! open, their space would stay taken). A name held for an entry that is gone reads as a miss
+//! when its pack's `open` fails: the index only decides where to look, never what a read
+//! returns (each entry repeats its whole key and carries its checksums).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -75,32 +77,15 @@ impl Names {
         if let Some(spot) = state.entries.get(&name) {
             return Some(*spot);
         }
-        if state.listed.elapsed() < RELIST {
-            return None;
-        }
-        state.listed = Instant::now();
-        let now = modified(&self.dir);
-        if now.is_some() && now == state.modified {
-            return None;
-        }
-        state.modified = now;
-        // Packs are written whole and never changed: only new ones are read, gone ones
-        // forgotten.
-        let listed = list(&self.dir);
-        let gone: HashSet<Name> = state.packs.difference(&listed).copied().collect();
-        state.forget(&gone);
-        let new: Vec<Name> = listed.difference(&state.packs).copied().collect();
-        for pack in new {
-            let path = self.dir.join(file_name(pack, super::disk::EXTENSION));
-            state.add(&path, pack);
-        }
+        state.relist_when_due(&self.dir);
         state.entries.get(&name).copied()
     }
 
     /// The pack `pack` of the directory, opened (or held open since an earlier call); `None`
     /// when it cannot be opened (gone: its entries read as misses until forgotten).
     pub(crate) fn open(&self, pack: Name) -> Option<Arc<fs::File>> {
-        let held = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        held.relist_when_due(&self.dir);
         if let Some(f) = held.open.get(&pack) {
             return Some(f.clone());
         }
@@ -133,6 +118,28 @@ impl Names {
 }
 
 impl State {
+    /// Lists `dir` again when the last listing is [`RELIST`] old and the directory changed
+    /// since. Packs are written whole and never changed: only new ones are read, and gone
+    /// ones are forgotten (closed, when held open).
+    fn relist_when_due(&mut self, dir: &Path) {
+        if self.listed.elapsed() < RELIST {
+            return;
+        }
+        self.listed = Instant::now();
+        let now = modified(dir);
+        if now.is_some() && now == self.modified {
+            return;
+        }
+        self.modified = now;
+        let listed = list(dir);
+        let gone: HashSet<Name> = self.packs.difference(&listed).copied().collect();
+        self.forget(&gone);
+        let new: Vec<Name> = listed.difference(&self.packs).copied().collect();
+        for pack in new {
+            self.add(&dir.join(file_name(pack, super::disk::EXTENSION)), pack);
+        }
+    }
+
     /// Holds the entries of the pack at `path`, when its index is whole.
     fn add(&mut self, path: &Path, pack: Name) {
         if let Some(entries) = pack::read_index(path, pack) {
@@ -238,5 +245,43 @@ mod tests {
         assert!(names.state.lock().unwrap().open.is_empty());
         // A pack gone opens as nothing.
         assert!(names.open(first).is_none());
+    }
+
+    /// A process that only hits still closes a pack another process removed, once the
+    /// listing is old enough: held open, the removed file's space would stay taken.
+    #[test]
+    fn a_pack_removed_by_another_process_is_closed_by_a_later_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |entries: &[(Name, Vec<u8>)]| {
+            let pack = pack::new_name();
+            (pack, pack::write(dir.path(), pack, entries).unwrap().0)
+        };
+        let (a, _) = write(&[(1, vec![1; 10])]);
+        let (b, _) = write(&[(2, vec![2; 10])]);
+        let path = |p| dir.path().join(file_name(p, "pack"));
+        let names = Names::new(dir.path(), [path(a), path(b)]);
+        let held = names.open(a).expect("a opens");
+        assert!(names.open(b).is_some());
+        fs::remove_file(path(a)).unwrap();
+        // Within the listing's time, both stay held (no listing per open).
+        assert!(Arc::ptr_eq(&held, &names.open(a).unwrap()));
+        {
+            let mut state = names.state.lock().unwrap();
+            state.listed -= RELIST;
+            state.modified = None;
+        }
+        // Opening the other pack lists the directory again: `a` is forgotten and closed.
+        assert!(names.open(b).is_some());
+        let state = names.state.lock().unwrap();
+        assert!(!state.open.contains_key(&a) && state.open.contains_key(&b));
+        assert!(!state.packs.contains(&a) && !state.entries.contains_key(&1));
+        drop(state);
+        assert_eq!(
+            Arc::strong_count(&held),
+            1,
+            "only the test holds the removed pack"
+        );
+        assert!(names.open(a).is_none());
+        assert_eq!(names.spot(1), None);
     }
 }
