@@ -48,7 +48,11 @@
 //! decompressed is also written there, by a background thread (`cache/disk.rs`): the next process
 //! reading it pays one positioned read and no decompression. A local file's page is written on
 //! its second miss, which the directory remembers across processes (`cache/asked.rs`); a remote
-//! file's on its first, as its next read would cost a round trip.
+//! file's on its first, as its next read would cost a round trip. A program should call
+//! [`flush_disk_cache`] before it exits, as the CLI and the Python package do: a library's
+//! statics are not dropped at exit, so pages still queued and the first misses not yet
+//! recorded would be lost. Nothing read is ever wrong for it; the next process writes them
+//! later.
 
 mod asked;
 pub(crate) mod disk;
