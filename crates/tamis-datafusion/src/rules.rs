@@ -153,8 +153,8 @@ fn scan_rows(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
 
 /// Taps the build side of a hash join whose unmatched probe rows are dropped, on one key
 /// column, so that the probe side's tamis scan can probe the build side's keys even when they
-/// are too many for the join's dynamic filter to list (see [`crate::tap`]). Runs after
-/// [`ProbeAggregates`].
+/// are too many for the join's dynamic filter to list, or the join is on several keys (see
+/// [`crate::tap`]). Runs after [`ProbeAggregates`].
 #[derive(Debug, Default)]
 pub struct TapBuildKeys;
 
@@ -179,28 +179,29 @@ impl PhysicalOptimizerRule for TapBuildKeys {
             {
                 return Ok(None);
             }
-            let [(build_key, probe_key)] = join.on() else {
-                return Ok(None);
-            };
-            let (Some(build), Some(probe)) = (
-                build_key.downcast_ref::<Column>(),
-                probe_key.downcast_ref::<Column>(),
-            ) else {
-                return Ok(None);
-            };
+            // The first key pair whose build column can be tapped and whose probe column
+            // comes from a tamis scan. With more than one key, filtering on one of them keeps
+            // every probe row that can match (TPC-H Q20 joins on part and supplier keys).
             let build_schema = join.left().schema();
-            if !tappable(build_schema.field(build.index()).data_type()) {
-                return Ok(None);
-            }
-            let Some((scan, column)) = probe_scan(join.right(), probe.index()) else {
+            let tapped = join.on().iter().find_map(|(build_key, probe_key)| {
+                let build = build_key.downcast_ref::<Column>()?;
+                let probe = probe_key.downcast_ref::<Column>()?;
+                if !tappable(build_schema.field(build.index()).data_type()) {
+                    return None;
+                }
+                let (scan, column) = probe_scan(join.right(), probe.index())?;
+                Some((build.index(), scan, column))
+            });
+            let Some((build, scan, column)) = tapped else {
                 return Ok(None);
             };
-            let tap = Arc::new(KeyTap::default());
-            let left: Arc<dyn ExecutionPlan> = Arc::new(KeyTapExec::new(
-                join.left().clone(),
-                build.index(),
-                tap.clone(),
-            ));
+            let tap = Arc::new(if join.on().len() > 1 {
+                KeyTap::one_of_several_keys()
+            } else {
+                KeyTap::default()
+            });
+            let left: Arc<dyn ExecutionPlan> =
+                Arc::new(KeyTapExec::new(join.left().clone(), build, tap.clone()));
             let right = join.right().clone();
             scan.add_tap(column, tap);
             let keep = ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute);
@@ -220,8 +221,10 @@ impl PhysicalOptimizerRule for TapBuildKeys {
 }
 
 /// The tamis scan that output column `index` of `plan` comes from, unchanged, through operators
-/// that only drop, move or rename rows (projections of columns, filters, repartitions), and the
-/// scan's output column.
+/// that only drop, move or rename rows (projections of columns, filters, repartitions) or
+/// group them by that column (an aggregate without grouping sets: a join that drops unmatched
+/// probe rows drops whole groups, so filtering the aggregate's input on its group key leaves
+/// every group it keeps whole, as [`ProbeAggregates`] relies on), and the scan's output column.
 fn probe_scan(plan: &Arc<dyn ExecutionPlan>, index: usize) -> Option<(&TamisExec, usize)> {
     if let Some(scan) = plan.downcast_ref::<TamisExec>() {
         return Some((scan, index));
@@ -236,6 +239,15 @@ fn probe_scan(plan: &Arc<dyn ExecutionPlan>, index: usize) -> Option<(&TamisExec
             None => index,
         };
         return probe_scan(f.input(), column);
+    }
+    if let Some(a) = plan.downcast_ref::<AggregateExec>() {
+        let group = a.group_expr();
+        // Not through a limited aggregate: which groups a top-k keeps depends on the others.
+        if group.has_grouping_set() || index >= group.expr().len() || a.limit_options().is_some() {
+            return None;
+        }
+        let column = group.expr()[index].0.downcast_ref::<Column>()?.index();
+        return probe_scan(a.input(), column);
     }
     let passes = plan.downcast_ref::<RepartitionExec>().is_some()
         || plan.downcast_ref::<CoalescePartitionsExec>().is_some()

@@ -15,6 +15,11 @@
 //! all its input (a partitioned join whose other build partitions are still running, a stream
 //! cut short) or that grew past [`TAP_MAX_ROWS`] gives no filter: the scan reads as without it.
 //! The join still does the exact work, so results never depend on it.
+//!
+//! A join on several keys is tapped on one of them (a superset of what can match), and the
+//! scan may lie below an aggregate grouped by that key (`rules::TapBuildKeys`): DataFusion's
+//! own filter lists no single column's keys there, so such a tap filters however few keys
+//! it holds.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -62,6 +67,9 @@ pub fn tappable(dt: &DataType) -> bool {
 #[derive(Default)]
 pub struct KeyTap {
     state: Mutex<TapState>,
+    /// Keys of one column of a join on several: the join's own filter lists none of them, so
+    /// the tap gives its filter however few they are.
+    one_of_several: bool,
 }
 
 #[derive(Default)]
@@ -89,8 +97,17 @@ impl fmt::Debug for KeyTap {
 }
 
 impl KeyTap {
+    /// A tap on one key column of a join on several (see [`KeyTap::filter`]).
+    pub fn one_of_several_keys() -> Self {
+        KeyTap {
+            one_of_several: true,
+            ..KeyTap::default()
+        }
+    }
+
     /// The build side's keys as a filter, if the tap saw all of it and it has more keys than a
-    /// key list would have carried (`more_than`); made once, then shared.
+    /// key list would have carried (`more_than`), or it taps one key of several; made once,
+    /// then shared.
     pub fn filter(&self, column: &str, more_than: usize) -> Option<Arc<KeyFilter>> {
         let mut s = self.state.lock().ok()?;
         if s.given_up || s.partitions != Some(s.ended) {
@@ -111,7 +128,7 @@ impl KeyTap {
             s.filter = Some(Arc::new(f));
         }
         let f = s.filter.clone()?;
-        (f.keys() > more_than).then_some(f)
+        (self.one_of_several || f.keys() > more_than).then_some(f)
     }
 
     fn expect(&self, partitions: usize) {

@@ -209,13 +209,16 @@ mod tests {
         );
     }
 
+    /// A new pack of `entries` in `dir`: its name and where each entry lies.
+    fn write_pack(dir: &Path, entries: &[(Name, Vec<u8>)]) -> (Name, Vec<(Name, Spot)>) {
+        let pack = pack::new_name();
+        (pack, pack::write(dir, pack, entries).unwrap().0)
+    }
+
     #[test]
     fn packs_written_by_another_process_are_found_after_a_relisting() {
         let dir = tempfile::tempdir().unwrap();
-        let write = |entries: &[(Name, Vec<u8>)]| {
-            let pack = pack::new_name();
-            (pack, pack::write(dir.path(), pack, entries).unwrap().0)
-        };
+        let write = |entries: &[(Name, Vec<u8>)]| write_pack(dir.path(), entries);
         let (first, spots) = write(&[(1, vec![1; 10]), (2, vec![2; 10])]);
         let path = |p| dir.path().join(file_name(p, "pack"));
         let names = Names::new(dir.path(), [path(first)]);
@@ -252,10 +255,7 @@ mod tests {
     #[test]
     fn a_pack_removed_by_another_process_is_closed_by_a_later_open() {
         let dir = tempfile::tempdir().unwrap();
-        let write = |entries: &[(Name, Vec<u8>)]| {
-            let pack = pack::new_name();
-            (pack, pack::write(dir.path(), pack, entries).unwrap().0)
-        };
+        let write = |entries: &[(Name, Vec<u8>)]| write_pack(dir.path(), entries);
         let (a, _) = write(&[(1, vec![1; 10])]);
         let (b, _) = write(&[(2, vec![2; 10])]);
         let path = |p| dir.path().join(file_name(p, "pack"));
