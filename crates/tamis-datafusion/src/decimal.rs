@@ -79,12 +79,27 @@ impl DecimalOp {
         }
     }
 
-    /// arrow's kernel for this operation (the one DataFusion's `BinaryExpr` calls).
-    fn arrow(self, l: &dyn Datum, r: &dyn Datum) -> Result<ArrayRef, ArrowError> {
+    /// arrow's kernel for this operation (the one DataFusion's `BinaryExpr` calls), a side
+    /// marked scalar taken as a constant.
+    fn arrow(
+        self,
+        l: &ArrayRef,
+        l_scalar: bool,
+        r: &ArrayRef,
+        r_scalar: bool,
+    ) -> Result<ArrayRef, ArrowError> {
+        let datum = |a: &ArrayRef, scalar: bool| -> Box<dyn Datum> {
+            if scalar {
+                Box::new(Scalar::new(Arc::clone(a)))
+            } else {
+                Box::new(Arc::clone(a))
+            }
+        };
+        let (l, r) = (datum(l, l_scalar), datum(r, r_scalar));
         match self {
-            Self::Add => numeric::add_wrapping(l, r),
-            Self::Sub => numeric::sub_wrapping(l, r),
-            Self::Mul => numeric::mul_wrapping(l, r),
+            Self::Add => numeric::add_wrapping(l.as_ref(), r.as_ref()),
+            Self::Sub => numeric::sub_wrapping(l.as_ref(), r.as_ref()),
+            Self::Mul => numeric::mul_wrapping(l.as_ref(), r.as_ref()),
         }
     }
 }
@@ -189,9 +204,9 @@ fn narrow(
 /// computes it, in 64-bit lanes where the values allow.
 pub fn compute(
     op: DecimalOp,
-    l: &dyn Array,
+    l: &ArrayRef,
     l_scalar: bool,
-    r: &dyn Array,
+    r: &ArrayRef,
     r_scalar: bool,
 ) -> Result<ArrayRef, ArrowError> {
     let fast = match (l.data_type(), r.data_type()) {
@@ -210,15 +225,7 @@ pub fn compute(
     if let Some(array) = fast {
         return Ok(Arc::new(array));
     }
-    let datum = |a: &dyn Array, scalar: bool| -> Box<dyn Datum> {
-        let a = arrow::array::make_array(a.to_data());
-        if scalar {
-            Box::new(Scalar::new(a))
-        } else {
-            Box::new(a)
-        }
-    };
-    op.arrow(datum(l, l_scalar).as_ref(), datum(r, r_scalar).as_ref())
+    op.arrow(l, l_scalar, r, r_scalar)
 }
 
 /// A scalar function computing one [`DecimalOp`] on two `Decimal128` arguments.
@@ -288,7 +295,7 @@ impl ScalarUDFImpl for DecimalArithmetic {
             })
         };
         let ((la, ls), (ra, rs)) = (array(l)?, array(r)?);
-        let out = compute(self.op, la.as_ref(), ls, ra.as_ref(), rs)?;
+        let out = compute(self.op, &la, ls, &ra, rs)?;
         Ok(if both_scalar {
             ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
         } else {
@@ -432,24 +439,6 @@ mod tests {
         )
     }
 
-    /// arrow's kernel, a one-row side taken as a constant.
-    fn arrow_kernel(
-        op: DecimalOp,
-        l: &ArrayRef,
-        ls: bool,
-        r: &ArrayRef,
-        rs: bool,
-    ) -> Result<ArrayRef, ArrowError> {
-        let wrap = |a: &ArrayRef, s: bool| -> Box<dyn Datum> {
-            if s {
-                Box::new(Scalar::new(Arc::clone(a)))
-            } else {
-                Box::new(Arc::clone(a))
-            }
-        };
-        op.arrow(wrap(l, ls).as_ref(), wrap(r, rs).as_ref())
-    }
-
     /// The kernel against arrow's own, over random arrays and constants on either side,
     /// with and without nulls, narrow and wide values, every precision-scale pair class.
     #[test]
@@ -471,8 +460,8 @@ mod tests {
             let nulls = rng.random_bool(0.5);
             let l = array(&mut rng, if ls { 1 } else { len }, wide, nulls, p1, s1);
             let r = array(&mut rng, if rs { 1 } else { len }, wide, nulls, p2, s2);
-            let ours = compute(op, l.as_ref(), ls, r.as_ref(), rs);
-            let theirs = arrow_kernel(op, &l, ls, &r, rs);
+            let ours = compute(op, &l, ls, &r, rs);
+            let theirs = op.arrow(&l, ls, &r, rs);
             match (&ours, &theirs) {
                 (Ok(a), Ok(b)) => {
                     assert_eq!(a.data_type(), b.data_type(), "case {case} {op:?}");
@@ -526,7 +515,7 @@ mod tests {
         let lo = Operand::Array(l.as_primitive());
         let ro = Operand::Array(r.as_primitive());
         assert!(narrow(DecimalOp::Add, &lo, (38, 0), &ro, (38, 30)).is_none());
-        let ours = compute(DecimalOp::Add, l.as_ref(), false, r.as_ref(), false).unwrap();
+        let ours = compute(DecimalOp::Add, &l, false, &r, false).unwrap();
         let theirs = numeric::add_wrapping(&l, &r).unwrap();
         assert_eq!(ours.as_ref(), theirs.as_ref());
     }

@@ -128,16 +128,22 @@ fn grouped_scan_rows(plan: &Arc<dyn ExecutionPlan>, index: usize) -> Option<usiz
         return grouped_scan_rows(plan.children().first()?, index);
     }
     let aggregate = plan.downcast_ref::<AggregateExec>()?;
-    let group = aggregate.group_expr();
-    if group.has_grouping_set() || index >= group.expr().len() {
-        return None;
-    }
-    let column = group.expr()[index].0.downcast_ref::<Column>()?.index();
+    let column = group_key_input(aggregate, index)?;
     // A two-phase aggregate: the partial one below groups by the same key.
     if let Some(rows) = grouped_scan_rows(aggregate.input(), column) {
         return Some(rows);
     }
     scan_rows(aggregate.input())
+}
+
+/// The input column of `aggregate` that its output column `index` groups by: `None` unless
+/// that output is a plain column key of an aggregate without grouping sets.
+fn group_key_input(aggregate: &AggregateExec, index: usize) -> Option<usize> {
+    let group = aggregate.group_expr();
+    if group.has_grouping_set() || index >= group.expr().len() {
+        return None;
+    }
+    Some(group.expr()[index].0.downcast_ref::<Column>()?.index())
 }
 
 /// The rows of the tamis scan that `plan` reads through row-preserving or filtering operators.
@@ -241,13 +247,11 @@ fn probe_scan(plan: &Arc<dyn ExecutionPlan>, index: usize) -> Option<(&TamisExec
         return probe_scan(f.input(), column);
     }
     if let Some(a) = plan.downcast_ref::<AggregateExec>() {
-        let group = a.group_expr();
         // Not through a limited aggregate: which groups a top-k keeps depends on the others.
-        if group.has_grouping_set() || index >= group.expr().len() || a.limit_options().is_some() {
+        if a.limit_options().is_some() {
             return None;
         }
-        let column = group.expr()[index].0.downcast_ref::<Column>()?.index();
-        return probe_scan(a.input(), column);
+        return probe_scan(a.input(), group_key_input(a, index)?);
     }
     let passes = plan.downcast_ref::<RepartitionExec>().is_some()
         || plan.downcast_ref::<CoalescePartitionsExec>().is_some()

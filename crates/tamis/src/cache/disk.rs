@@ -296,8 +296,8 @@ impl DiskTier {
     }
 
     /// What the entry named `key` holds, when it exists and is whole; one that is not is
-    /// removed with its pack. The head and the payload are read, not the offset table (a page read whole
-    /// does not need it).
+    /// removed with its pack. The head and the payload are read, not the offset table (a page
+    /// read whole does not need it).
     fn read(&self, key: &[u8]) -> Option<Held> {
         let entry = self.open_entry(key)?;
         match read_payload(&entry, key) {
@@ -363,9 +363,10 @@ impl DiskTier {
     }
 
     /// Opens the entries of `file`'s pages at `offsets` to be read by blocks, their heads read
-    /// and checked (`None` for a page with no whole entry; a damaged one is removed with its pack). `cold`
-    /// entries ([`Self::entry_cold`]) have their heads asked of the device together, as
-    /// [`Self::will_need`] does for whole entries, and no read-ahead past what is read.
+    /// and checked (`None` for a page with no whole entry; a damaged one is removed with its
+    /// pack). `cold` entries ([`Self::entry_cold`]) have their heads asked of the device
+    /// together, as [`Self::will_need`] does for whole entries, and no read-ahead past what is
+    /// read.
     pub(crate) fn open_entries(
         &self,
         file: &FileKey,
