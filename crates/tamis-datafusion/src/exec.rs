@@ -1,7 +1,7 @@
-//! The physical scan: partitions of whole row groups, each a tamis scan on its own thread.
+//! The physical scan: partitions of about equal bytes (`split.rs`), each a tamis scan on its own
+//! thread.
 
 use std::fmt;
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +27,7 @@ use datafusion::physical_plan::{
 
 use crate::df_error;
 use crate::dynamic::{convert_dynamic, KeyFilters};
+use crate::split::{split, Part};
 use crate::stats::TableStats;
 use crate::tap::KeyTap;
 
@@ -35,9 +36,6 @@ use crate::tap::KeyTap;
 /// only once the operators ask for it, one busy thread per partition) was slower on 16 cores:
 /// TPC-H SF 10 Q1 0.83 s against 0.74 s at 16 threads, 2.44 against 2.16 s at 4.
 const CHANNEL_BATCHES: usize = 2;
-
-/// Row groups of some files, read by one partition.
-type Part = Vec<(String, Range<usize>)>;
 
 /// DataFusion's `FilterExec` default selectivity (percent of rows kept) for a predicate its
 /// interval analysis cannot bound.
@@ -133,11 +131,14 @@ impl TamisExec {
         let dataset = table.dataset.clone();
         let table_schema = table.schema.clone();
         let schema = Arc::new(table_schema.project(&projection)?);
-        let files: Vec<(String, Vec<u64>)> = (dataset.plan().files.iter())
+        let files: Vec<crate::split::FileGroups> = (dataset.plan().files.iter())
             .map(|f| {
-                let sizes = f.metadata.row_groups().iter();
-                let bytes = sizes.map(|rg| rg.compressed_size().max(0) as u64);
-                (f.location.clone(), bytes.collect())
+                let groups = f.metadata.row_groups().iter();
+                let sizes = groups.map(|rg| {
+                    let bytes = rg.compressed_size().max(0) as u64;
+                    (bytes, rg.num_rows().max(0) as usize)
+                });
+                (f.location.clone(), sizes.collect())
             })
             .collect();
         let partitions = split(&files, target_partitions);
@@ -247,60 +248,10 @@ impl TamisExec {
             .collect()
     }
 
-    /// How many partitions (row-group ranges) the scan has.
+    /// How many partitions (runs of rows of about equal bytes) the scan has.
     pub fn partition_count(&self) -> usize {
         self.partitions.len()
     }
-}
-
-/// Splits the files' row groups into at most `target` contiguous ranges of about equal
-/// compressed bytes (`files`: each file's row-group sizes), so that partitions finish
-/// together even where row groups differ in size (a last, short row group; files written
-/// by different writers). Every range holds at least one row group.
-fn split(files: &[(String, Vec<u64>)], target: usize) -> Vec<Part> {
-    let groups: Vec<(usize, usize, u64)> = (files.iter().enumerate())
-        .flat_map(|(fi, (_, sizes))| {
-            (sizes.iter().enumerate()).map(move |(rg, &b)| (fi, rg, b.max(1)))
-        })
-        .collect();
-    if groups.is_empty() {
-        return vec![Vec::new()];
-    }
-    let n = target.clamp(1, groups.len());
-    // bytes[i]: the bytes of the first i row groups.
-    let bytes: Vec<u64> = std::iter::once(0)
-        .chain(groups.iter().scan(0, |sum, g| {
-            *sum += g.2;
-            Some(*sum)
-        }))
-        .collect();
-    let total = bytes[groups.len()] as f64;
-    let mut out: Vec<Part> = Vec::with_capacity(n);
-    let mut start = 0;
-    for k in 0..n {
-        // Range k ends where the bytes so far come closest to (k + 1) / n of the total,
-        // leaving a row group for each range after it.
-        let goal = total * (k + 1) as f64 / n as f64;
-        let last = groups.len() - (n - k - 1);
-        let off = |end: usize| (bytes[end] as f64 - goal).abs();
-        let mut end = start + 1;
-        while end < last && off(end + 1) <= off(end) {
-            end += 1;
-        }
-        if k == n - 1 {
-            end = groups.len();
-        }
-        let mut part: Part = Vec::new();
-        for &(fi, rg, _) in &groups[start..end] {
-            match part.last_mut() {
-                Some((loc, range)) if *loc == files[fi].0 && range.end == rg => range.end += 1,
-                _ => part.push((files[fi].0.clone(), rg..rg + 1)),
-            }
-        }
-        out.push(part);
-        start = end;
-    }
-    out
 }
 
 impl DisplayAs for TamisExec {
@@ -484,7 +435,7 @@ impl ExecutionPlan for TamisExec {
         let scan = self
             .dataset
             .scan()
-            .row_groups(part)
+            .parts(part)
             .threads(1)
             .range_rows(RANGE_ROWS)
             .string_views(self.string_views)
@@ -786,8 +737,6 @@ impl TamisMetrics {
 
 #[cfg(test)]
 mod tests {
-    use super::split;
-
     #[test]
     fn a_dynamic_filter_is_converted_once_per_generation() {
         use datafusion::physical_expr::expressions::{lit, Column, DynamicFilterPhysicalExpr};
@@ -820,59 +769,5 @@ mod tests {
         assert_eq!(calls.get(), 3, "a new generation is converted again");
         converted.get_or_convert(&dynamic, convert).unwrap();
         assert_eq!(calls.get(), 3);
-    }
-
-    /// Row groups as (file, index), in partition order, and each partition's bytes.
-    fn layout(
-        parts: &[super::Part],
-        files: &[(String, Vec<u64>)],
-    ) -> (Vec<(String, usize)>, Vec<u64>) {
-        let flat = (parts.iter().flatten())
-            .flat_map(|(l, r)| r.clone().map(move |i| (l.clone(), i)))
-            .collect();
-        let bytes = (parts.iter())
-            .map(|p| {
-                (p.iter())
-                    .map(|(l, r)| {
-                        let sizes = &files.iter().find(|f| &f.0 == l).unwrap().1;
-                        r.clone().map(|i| sizes[i]).sum::<u64>()
-                    })
-                    .sum()
-            })
-            .collect();
-        (flat, bytes)
-    }
-
-    #[test]
-    fn splits_row_groups_by_bytes_across_files() {
-        let files = vec![
-            ("a".to_string(), vec![10, 10, 10]),
-            ("b".to_string(), vec![]),
-            ("c".to_string(), vec![10, 10, 10, 10, 10]),
-        ];
-        let parts = split(&files, 3);
-        let (flat, bytes) = layout(&parts, &files);
-        let expected: Vec<(String, usize)> = (0..3)
-            .map(|i| ("a".to_string(), i))
-            .chain((0..5).map(|i| ("c".to_string(), i)))
-            .collect();
-        assert_eq!(flat, expected, "every row group once, in order");
-        assert_eq!(bytes, vec![30, 20, 30]);
-        assert_eq!(split(&files, 100).len(), 8);
-        assert_eq!(split(&files, 1).len(), 1);
-        assert_eq!(split(&[], 4), vec![Vec::new()]);
-
-        // One large row group and many small ones: the large one is a partition of its own.
-        let files = vec![(
-            "a".to_string(),
-            vec![100, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10],
-        )];
-        let (flat, bytes) = layout(&split(&files, 2), &files);
-        assert_eq!(flat.len(), 11);
-        assert_eq!(bytes, vec![100, 100]);
-        // More partitions than a fair share allows: each still gets a row group.
-        let (_, bytes) = layout(&split(&files, 11), &files);
-        assert_eq!(bytes.len(), 11);
-        assert!(bytes.iter().all(|&b| b > 0));
     }
 }

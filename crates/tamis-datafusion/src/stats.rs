@@ -1,8 +1,6 @@
 //! Table and partition statistics from the footers: rows, and per column min, max and nulls,
 //! so DataFusion's optimizer picks join orders and build sides from real numbers.
 
-use std::ops::Range;
-
 use arrow::array::{Array, ArrayRef};
 use arrow::datatypes::Schema;
 use datafusion::common::stats::Precision;
@@ -30,6 +28,8 @@ struct RowGroupStat {
     /// Rows, less those a table deleted (a deletion vector) if they were read already;
     /// otherwise the footer's count (see [`FileStat::deleted`]).
     rows: usize,
+    /// Rows by the footer, deleted ones included.
+    footer_rows: usize,
     /// Whether a table deleted some of its rows: the footer's null counts may count them.
     deletions: bool,
     bytes: usize,
@@ -90,6 +90,7 @@ impl TableStats {
                         first_row += rows;
                         RowGroupStat {
                             rows: rows as usize - deleted,
+                            footer_rows: rows as usize,
                             deletions: deleted > 0 || !matches!(counted, Deleted::Subtracted),
                             bytes: rg.total_byte_size().max(0) as usize,
                             columns: vec![ColumnStat::default(); schema.fields().len()],
@@ -152,12 +153,13 @@ impl TableStats {
         self.merge(schema, None)
     }
 
-    /// Statistics of some row groups (`(file, range)` as a partition names them).
-    pub fn parts(&self, schema: &Schema, parts: &[(String, Range<usize>)]) -> Statistics {
+    /// Statistics of some rows (a partition's parts). A part of a row group counts its share
+    /// of the rows and bytes; its values' bounds are the row group's, its nulls inexact.
+    pub fn parts(&self, schema: &Schema, parts: &[tamis::ScanPart]) -> Statistics {
         self.merge(schema, Some(parts))
     }
 
-    fn merge(&self, schema: &Schema, only: Option<&[(String, Range<usize>)]>) -> Statistics {
+    fn merge(&self, schema: &Schema, only: Option<&[tamis::ScanPart]>) -> Statistics {
         let n = schema.fields().len();
         let mut rows = 0usize;
         let mut bytes = 0usize;
@@ -168,19 +170,32 @@ impl TableStats {
         for file in &self.files {
             let mut selected = 0;
             for (ri, rg) in file.row_groups.iter().enumerate() {
-                let wanted = only.is_none_or(|o| {
-                    (o.iter()).any(|(l, r)| *l == file.location && r.contains(&ri))
-                });
-                if !wanted {
+                let Some(read) = rows_read(only, &file.location, ri, rg.footer_rows) else {
                     continue;
+                };
+                let whole = read == rg.footer_rows;
+                // A part's share of the row group, by rows.
+                let share = |x: usize| match whole {
+                    true => x,
+                    false => (x as u128 * read as u128 / rg.footer_rows.max(1) as u128) as usize,
+                };
+                if whole {
+                    selected += 1;
+                    rows += rg.rows;
+                } else {
+                    rows += read.min(rg.rows);
+                    // Which of its rows a table deleted is not known here.
+                    exact &= !rg.deletions;
                 }
-                selected += 1;
-                rows += rg.rows;
-                bytes += rg.bytes;
-                deletions |= rg.deletions;
+                bytes += share(rg.bytes);
+                deletions |= rg.deletions || !whole;
                 for (ci, c) in rg.columns.iter().enumerate() {
+                    let c = ColumnStat {
+                        bytes: c.bytes.map(share),
+                        ..c.clone()
+                    };
                     cols[ci] = Some(match (&cols[ci], first) {
-                        (_, true) => c.clone(),
+                        (_, true) => c,
                         (None, false) => ColumnStat::default(),
                         (Some(acc), false) => ColumnStat {
                             min: pick(&acc.min, &c.min, true),
@@ -242,6 +257,32 @@ impl TableStats {
             column_statistics,
         }
     }
+}
+
+/// Rows of row group `rg` (of `rows` rows) of file `location` that `only` reads: `None` none,
+/// all of them with no `only`. Parts of one partition do not overlap; where a caller's do, the
+/// sum is capped at the row group's rows.
+fn rows_read(
+    only: Option<&[tamis::ScanPart]>,
+    location: &str,
+    rg: usize,
+    rows: usize,
+) -> Option<usize> {
+    let Some(parts) = only else {
+        return Some(rows);
+    };
+    let mut read = None;
+    for p in parts
+        .iter()
+        .filter(|p| p.file == location && p.row_groups.contains(&rg))
+    {
+        let n = p
+            .rows
+            .as_ref()
+            .map_or(rows, |r| r.end.min(rows).saturating_sub(r.start));
+        read = Some(read.unwrap_or(0usize).saturating_add(n).min(rows));
+    }
+    read
 }
 
 /// A column's bytes in one row group (see [`ColumnStat::bytes`]); `None` when its chunks

@@ -107,4 +107,4 @@ pub use error::{Error, ErrorKind, Result};
 pub use index::BrokenIndex;
 pub use metrics::{FilterStep, ScanMetrics};
 pub use scan::order::FilterOrder;
-pub use scan::{Canceller, Pruning, RowGroupParts, Scan, ScanStream};
+pub use scan::{Canceller, Pruning, RowGroupParts, Scan, ScanPart, ScanStream};

@@ -21,7 +21,7 @@ pub(crate) use partition::{
     discover_partitions, parse_hive_path, partition_leaves, partition_verdict, table_partitions,
     Partitions,
 };
-pub use plan::DatasetPlan;
 #[doc(hidden)]
 pub use plan::KEEP_OPEN;
+pub use plan::{DatasetPlan, ScanPart};
 pub(crate) use plan::{FileOutput, ScanFile};

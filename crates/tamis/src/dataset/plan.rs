@@ -19,6 +19,7 @@
 //! bounded number of file handles and footer tails.
 //! Files pruned by partition values or statistics are never opened again.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
@@ -336,7 +337,7 @@ impl DatasetPlan {
     pub fn bind(
         self,
         predicate: Option<(&Predicate, &Expr)>,
-        only: Option<&[(String, std::ops::Range<usize>)]>,
+        only: Option<&[ScanPart]>,
         projection: &[usize],
         statistics: bool,
         metrics: &MetricsCollector,
@@ -350,13 +351,9 @@ impl DatasetPlan {
             if self.open_files.is_some() {
                 f.check_unchanged()?;
             }
-            let ranges: Option<Vec<&std::ops::Range<usize>>> = only.map(|o| {
-                o.iter()
-                    .filter(|(l, _)| *l == f.location)
-                    .map(|(_, r)| r)
-                    .collect()
-            });
-            if ranges.as_ref().is_some_and(|r| r.is_empty()) {
+            let parts: Option<Vec<&ScanPart>> =
+                only.map(|o| o.iter().filter(|p| p.file == f.location).collect());
+            if parts.as_ref().is_some_and(|p| p.is_empty()) {
                 continue;
             }
             let predicate = match predicate {
@@ -394,25 +391,34 @@ impl DatasetPlan {
                 .map(|o| o.as_slice());
             let mut row_groups = Vec::new();
             let mut verdicts = Vec::new();
+            let mut partial = Vec::new();
             for (rg, meta) in f.metadata.row_groups().iter().enumerate() {
-                if ranges
-                    .as_ref()
-                    .is_some_and(|r| !r.iter().any(|r| r.contains(&rg)))
-                {
-                    continue;
-                }
+                let rows = match &parts {
+                    None => RowsRead::All,
+                    Some(parts) => rows_read(parts, rg, meta.num_rows().max(0) as usize)
+                        .map_err(|e| e.in_row_group(rg).in_file(&f.location))?,
+                };
+                let rows = match rows {
+                    RowsRead::None => continue,
+                    RowsRead::All => None,
+                    RowsRead::Some(ranges) => Some(ranges),
+                };
                 let decided = (predicate.as_ref())
                     .filter(|_| statistics)
                     .map(|p| statistics_verdicts(p, &f.leaves, meta, column_orders));
                 match decided {
                     Some((Predicate::False, _)) => {
-                        add(&metrics.row_groups_total, 1);
-                        add(&metrics.rows_total, meta.num_rows() as u64);
-                        add(&metrics.row_groups_pruned_statistics, 1);
+                        let read = rows.as_deref().map_or(meta.num_rows() as u64, rows_in);
+                        if counts_row_group(rows.as_deref()) {
+                            add(&metrics.row_groups_total, 1);
+                            add(&metrics.row_groups_pruned_statistics, 1);
+                        }
+                        add(&metrics.rows_total, read);
                     }
                     _ => {
                         row_groups.push(rg);
                         verdicts.push(decided.map(|(_, v)| v));
+                        partial.push(rows);
                     }
                 }
             }
@@ -436,6 +442,7 @@ impl DatasetPlan {
                 needed_leaves,
                 row_groups,
                 statistics: verdicts,
+                partial,
                 deleted: f.deleted.clone(),
             });
         }
@@ -712,12 +719,21 @@ pub struct ScanFile {
     /// Per row group of `row_groups`, the statistics' verdicts on `predicate` (`None`: not
     /// evaluated, statistics off or no predicate): the row group's scan replays them.
     pub(crate) statistics: Vec<Option<LeafVerdicts>>,
+    /// Per row group of `row_groups`, the rows read when not all are ([`crate::ScanPart`]):
+    /// ascending, disjoint ranges within the row group.
+    pub(crate) partial: Vec<Option<Vec<Range<usize>>>>,
     /// Rows the table deleted (read when the first of its row groups is scanned): never
     /// selected.
     pub deleted: Option<crate::table::Deletes>,
 }
 
 impl ScanFile {
+    /// The rows of row group `rg` the scan reads when not all (see [`ScanFile::partial`]).
+    pub(crate) fn rows_read(&self, rg: usize) -> Option<&[Range<usize>]> {
+        let at = self.row_groups.binary_search(&rg).ok()?;
+        self.partial.get(at)?.as_deref()
+    }
+
     /// The statistics' verdicts recorded for row group `rg` when the scan was bound.
     pub(crate) fn verdicts(&self, rg: usize) -> Option<&LeafVerdicts> {
         let at = self.row_groups.binary_search(&rg).ok()?;
@@ -869,4 +885,90 @@ fn all_dictionary(chunk: &ColumnChunkMetaData) -> bool {
             .all(|s| dictionary(&s.encoding));
     }
     !chunk.encodings().any(|e| e == Encoding::PLAIN)
+}
+
+/// Rows of one file a scan reads (see [`crate::Scan::parts`]): some row groups, whole or in part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanPart {
+    /// The file, as [`crate::Scan::files`] names it.
+    pub file: String,
+    /// Row groups, by index in the file.
+    pub row_groups: Range<usize>,
+    /// Only these rows of each of those row groups (positions within the row group); `None`:
+    /// all of them.
+    pub rows: Option<Range<usize>>,
+}
+
+impl ScanPart {
+    /// Row groups `row_groups` of `file`, whole.
+    pub fn row_groups(file: impl Into<String>, row_groups: Range<usize>) -> ScanPart {
+        ScanPart {
+            file: file.into(),
+            row_groups,
+            rows: None,
+        }
+    }
+
+    /// Rows `rows` of row group `row_group` of `file`.
+    pub fn rows(file: impl Into<String>, row_group: usize, rows: Range<usize>) -> ScanPart {
+        ScanPart {
+            file: file.into(),
+            row_groups: row_group..row_group + 1,
+            rows: Some(rows),
+        }
+    }
+}
+
+/// Which rows of a row group a scan's parts read.
+#[derive(Debug, PartialEq)]
+enum RowsRead {
+    None,
+    All,
+    /// Ascending, disjoint, non-empty ranges, not the whole row group.
+    Some(Vec<Range<usize>>),
+}
+
+/// The rows of row group `rg` (of `rows` rows) that `parts` (one file's) read: their union.
+/// A range past the row group's end is an error, not a silent clip: the caller planned
+/// against another file.
+fn rows_read(parts: &[&ScanPart], rg: usize, rows: usize) -> Result<RowsRead> {
+    let mut ranges = Vec::new();
+    for part in parts.iter().filter(|p| p.row_groups.contains(&rg)) {
+        match &part.rows {
+            None => return Ok(RowsRead::All),
+            Some(r) if r.end > rows => {
+                return Err(Error::invalid(format!(
+                    "rows {}..{} asked for, but the row group has {rows} rows",
+                    r.start, r.end
+                )))
+            }
+            Some(r) if r.start < r.end => ranges.push(r.clone()),
+            Some(_) => {}
+        }
+    }
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    Ok(match merged.as_slice() {
+        [] => RowsRead::None,
+        [only] if *only == (0..rows) => RowsRead::All,
+        _ => RowsRead::Some(merged),
+    })
+}
+
+/// Rows in `ranges`.
+pub(crate) fn rows_in(ranges: &[Range<usize>]) -> u64 {
+    ranges.iter().map(|r| r.len() as u64).sum()
+}
+
+/// Whether a scan reading `rows` of a row group counts the row group itself in its metrics:
+/// when it reads all of it, or the part holding its first row. Partitions that split a row
+/// group between them then count it once, summed.
+pub(crate) fn counts_row_group(rows: Option<&[Range<usize>]>) -> bool {
+    rows.is_none_or(|r| r.first().is_some_and(|r| r.start == 0))
 }

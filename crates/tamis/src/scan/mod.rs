@@ -60,6 +60,8 @@ const REMOTE_OVERLAP: usize = 8;
 /// Row groups of some files: `(file location, row-group range)` pairs (see [`Scan::row_groups`]).
 pub type RowGroupParts = Vec<(String, Range<usize>)>;
 
+pub use crate::dataset::ScanPart;
+
 /// A scan over Parquet files, configured with a builder:
 ///
 /// ```no_run
@@ -109,8 +111,8 @@ pub struct Scan {
     verify_index: bool,
     /// See [`Scan::keep_pages_on_first_read`].
     first_reads_kept: Arc<[String]>,
-    /// Only these (file location, row-group range) parts are read (see [`Scan::row_groups`]).
-    only: Option<Arc<RowGroupParts>>,
+    /// Only these parts of the files are read (see [`Scan::parts`]).
+    only: Option<Arc<[ScanPart]>>,
     metrics: Arc<MetricsCollector>,
     io: Arc<IoStats>,
 }
@@ -653,8 +655,20 @@ impl Scan {
     /// Reads only the given row groups: `(file, range)` pairs, the file as [`Scan::files`]
     /// names it. Files not named are skipped. For engines that split one scan into partitions
     /// (each partition a scan of its own row groups); pruning and filters apply as usual.
-    pub fn row_groups(mut self, parts: RowGroupParts) -> Scan {
-        self.only = Some(Arc::new(parts));
+    pub fn row_groups(self, parts: RowGroupParts) -> Scan {
+        let parts = parts.into_iter().map(|(f, r)| ScanPart::row_groups(f, r));
+        self.parts(parts.collect())
+    }
+
+    /// Reads only the given parts of the files: row groups, or some rows of row groups (their
+    /// union, where parts overlap). For engines that split one scan into partitions of about
+    /// equal bytes: a table of fewer row groups than partitions (one row group holding a whole
+    /// dimension table) is split inside its row groups, so that every partition has rows. The
+    /// rows outside a part are no candidates: no filter evaluates them and no page holding
+    /// only such rows is read; pruning and filters apply as usual. A row range past the end of
+    /// its row group is an error when the scan starts.
+    pub fn parts(mut self, parts: Vec<ScanPart>) -> Scan {
+        self.only = Some(parts.into());
         self
     }
 
@@ -730,7 +744,7 @@ impl Scan {
         let predicate = self.predicate.as_ref().zip(self.predicate_expr.as_ref());
         plan.bind(
             predicate,
-            self.only.as_deref().map(Vec::as_slice),
+            self.only.as_deref(),
             &self.projection,
             self.pruning.statistics,
             &self.metrics,

@@ -485,6 +485,7 @@ mod tests {
                 verify_index: false,
                 first_row: 0,
                 deleted: &[],
+                rows: None,
             };
             let mut rows = 0;
             scan_row_group(&job, &mut |b| {

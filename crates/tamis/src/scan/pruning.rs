@@ -117,7 +117,9 @@ where
             let p = match level::run(&mut levels, &view, p, &mut by_rows_index)? {
                 Outcome::Left(p) => p,
                 Outcome::Skipped(kind) => {
-                    kind.count_skipped(m);
+                    if job.counts_row_group() {
+                        kind.count_skipped(m);
+                    }
                     add_elapsed(&m.time_prune_ns, t);
                     return Ok(Pruned::Skipped);
                 }
@@ -179,7 +181,9 @@ where
             match outcome {
                 Outcome::Left(p) => p,
                 Outcome::Skipped(kind) => {
-                    kind.count_skipped(m);
+                    if job.counts_row_group() {
+                        kind.count_skipped(m);
+                    }
                     add_elapsed(&m.time_prune_ns, t);
                     return Ok(Pruned::Skipped);
                 }
@@ -191,7 +195,7 @@ where
     let mut by_page_index = None;
     let candidates = match &predicate {
         Predicate::True => {
-            if job.predicate.is_some() && by_rows_index.is_none() {
+            if job.predicate.is_some() && by_rows_index.is_none() && job.counts_row_group() {
                 add(&m.row_groups_fully_matched, 1);
             }
             Bitmap::new_set(rows)
@@ -219,6 +223,10 @@ where
     // decoded for them.
     for &row in job.deleted {
         candidates.unset((row - job.first_row) as usize);
+    }
+    // Rows outside the scan's part of the row group are no candidates either.
+    if let Some(ranges) = job.rows {
+        candidates.and_inplace(&Bitmap::from_ranges(rows, ranges));
     }
     add_elapsed(&m.time_prune_ns, t);
     add(&m.rows_candidate, candidates.count_ones() as u64);

@@ -21,6 +21,7 @@ use crate::column::filter::eval_conjunction;
 use crate::column::project::{project, Projected, Projection};
 use crate::column::repeated::{ListChunk, ListPlan};
 use crate::column::ColumnChunk;
+use crate::dataset::plan::{counts_row_group, rows_in};
 use crate::dataset::FileOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr::compare::{ColumnRows, Comparison};
@@ -82,6 +83,16 @@ pub(crate) struct RowGroupJob<'a> {
     pub first_row: u64,
     /// The rows of this row group a table deleted (positions in the file, ascending).
     pub deleted: &'a [u64],
+    /// Only these rows of the row group are read (ascending, disjoint; see
+    /// [`crate::ScanPart`]); `None`: all.
+    pub rows: Option<&'a [std::ops::Range<usize>]>,
+}
+
+impl RowGroupJob<'_> {
+    /// Whether this job counts its row group in the metrics (see [`counts_row_group`]).
+    pub(crate) fn counts_row_group(&self) -> bool {
+        counts_row_group(self.rows)
+    }
 }
 
 /// Runs the row group; hands the selected rows of the projected columns to `emit`, a range of
@@ -103,8 +114,10 @@ fn run(job: &RowGroupJob<'_>, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Resu
     budget.reserve(rows.div_ceil(8).saturating_mul(4), || {
         format!("selection bitmaps of a row group of {rows} rows")
     })?;
-    add(&m.row_groups_total, 1);
-    add(&m.rows_total, rows as u64);
+    if job.counts_row_group() {
+        add(&m.row_groups_total, 1);
+    }
+    add(&m.rows_total, job.rows.map_or(rows as u64, rows_in));
     let leaves = &file.leaves;
     let use_index = job.pruning.page_index;
     let chunk_index = |c: usize| file.chunk_index(job.rg, c).filter(|_| use_index);

@@ -91,6 +91,7 @@ impl Shared {
             verify_index: self.verify_index,
             first_row,
             deleted,
+            rows: plan.rows_read(rg),
         };
         let result =
             crate::error::quiet::catch(|| scan_row_group(&job, emit)).unwrap_or_else(|panic| {
