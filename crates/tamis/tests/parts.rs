@@ -68,12 +68,12 @@ fn write(dir: &std::path::Path) -> String {
     path.to_string_lossy().to_string()
 }
 
-/// The filters tried, and the same predicate on row `i` of the oracle's batch.
-fn filters() -> Vec<(Option<&'static str>, fn(&RecordBatch, usize) -> bool)> {
-    fn col<T: 'static>(b: &RecordBatch, name: &str) -> T
-    where
-        T: Clone,
-    {
+/// A filter's text, and the same predicate on row `i` of the oracle's batch.
+type Filter = (Option<&'static str>, fn(&RecordBatch, usize) -> bool);
+
+/// The filters tried.
+fn filters() -> Vec<Filter> {
+    fn col<T: Clone + 'static>(b: &RecordBatch, name: &str) -> T {
         let c = b.column_by_name(name).unwrap();
         c.as_any().downcast_ref::<T>().unwrap().clone()
     }
