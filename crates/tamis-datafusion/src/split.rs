@@ -14,8 +14,11 @@ pub type FileGroups = (String, Vec<(u64, usize)>);
 
 /// Cuts inside a row group fall at multiples of this many rows: a smaller slice costs more in
 /// per-part work (the row group's pruning, dictionaries and page index read again) than its
-/// rows save, and a row group of fewer rows is never cut.
-pub const SLICE_ROWS: usize = 16 * 1024;
+/// rows save, and a row group of fewer rows is never cut. 20 000 is the `parquet` crate's
+/// default row limit of a page (`tamis gen`, `tpchgen-cli`, DataFusion and arrow-rs write
+/// it): where pages reach it, cuts fall between pages and no page is decompressed by two
+/// partitions.
+pub const SLICE_ROWS: usize = 20_000;
 
 /// A cut this close to a row-group boundary, as a fraction of a partition's bytes, moves to
 /// the boundary: partitions stay within about twice this of an equal share, and tables of many
@@ -198,7 +201,11 @@ mod tests {
         let parts = split(&files, 16);
         let (got, bytes) = layout(&parts, &files);
         assert_eq!(got, all_rows(&files));
-        assert_eq!(parts.len(), 12, "200 000 rows hold 12 slices of 16 Ki rows");
+        assert_eq!(
+            parts.len(),
+            10,
+            "200 000 rows hold 10 slices of 20 000 rows"
+        );
         for p in &parts {
             let r = p[0].rows.clone().unwrap();
             assert_eq!(r.start % SLICE_ROWS, 0);
@@ -226,12 +233,12 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (seed >> 33) % m
         };
-        for _ in 0..200 {
+        for _ in 0..60 {
             let files: Vec<FileGroups> = (0..1 + next(4))
                 .map(|f| {
                     let groups = (0..next(5))
                         .map(|_| {
-                            let rows = [0, 10, 16_384, 70_000, 300_000][next(5) as usize];
+                            let rows = [0, 10, SLICE_ROWS, 70_000, 300_000][next(5) as usize];
                             (rows as u64 * (1 + next(8)), rows)
                         })
                         .collect();
