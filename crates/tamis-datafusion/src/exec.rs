@@ -141,7 +141,7 @@ impl TamisExec {
                 (f.location.clone(), sizes.collect())
             })
             .collect();
-        let partitions = split(&files, target_partitions);
+        let partitions = split(&files, target_partitions, table.row_group_slices);
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
             Partitioning::UnknownPartitioning(partitions.len()),

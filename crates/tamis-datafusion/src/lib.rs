@@ -58,6 +58,9 @@ pub struct TamisTable {
     /// Whether strings and binaries are views (on by default, see
     /// [`TamisTable::with_string_views`]).
     string_views: bool,
+    /// Whether partitions may cut inside row groups (off by default, see
+    /// [`TamisTable::with_row_group_slices`]).
+    row_group_slices: bool,
 }
 
 impl fmt::Debug for TamisTable {
@@ -98,6 +101,7 @@ impl TamisTable {
             key_filters: Arc::default(),
             runtime_filters: true,
             string_views: true,
+            row_group_slices: false,
         })
     }
 
@@ -123,6 +127,17 @@ impl TamisTable {
     /// are the same either way; only the rows read differ.
     pub fn with_runtime_filters(mut self, on: bool) -> TamisTable {
         self.runtime_filters = on;
+        self
+    }
+
+    /// Lets the scan's partitions cut inside row groups (off by default; `split.rs`): a table
+    /// of fewer row groups than partitions is then read by all of them, not by one per row
+    /// group. Off by default because each slice decodes its row group's dictionaries and reads
+    /// its page index again: at 16 partitions on one CPU (TPC-H SF 1, 1 Mi-row groups) the
+    /// CPU time of Q6 grew 1.5x and of Q13 2.8x over whole row groups (BENCHMARKS.md). Rows are
+    /// the same either way.
+    pub fn with_row_group_slices(mut self, on: bool) -> TamisTable {
+        self.row_group_slices = on;
         self
     }
 

@@ -35,8 +35,10 @@ struct Cut {
 
 /// Splits the files' rows into at most `target` partitions of about equal compressed bytes,
 /// each a contiguous run in file order, every row in exactly one. Fewer partitions when the
-/// table has too few rows to cut (see [`SLICE_ROWS`]); one, possibly empty, at least.
-pub fn split(files: &[FileGroups], target: usize) -> Vec<Part> {
+/// table has too few rows to cut (see [`SLICE_ROWS`]); one, possibly empty, at least. Without
+/// `slices`, every cut is at the nearest row-group boundary (partitions of whole row groups,
+/// at most one a row group).
+pub fn split(files: &[FileGroups], target: usize, slices: bool) -> Vec<Part> {
     // (file, row group in the file, bytes, rows), over all files.
     let groups: Vec<(usize, usize, u64, usize)> = (files.iter().enumerate())
         .flat_map(|(fi, (_, gs))| {
@@ -71,7 +73,7 @@ pub fn split(files: &[FileGroups], target: usize) -> Vec<Part> {
             let (lo, hi) = (starts[g] as f64, starts[g + 1] as f64);
             let rows = groups[g].3;
             let at = |group| Cut { group, row: 0 };
-            if (goal - lo).min(hi - goal) <= SNAP * share {
+            if !slices || (goal - lo).min(hi - goal) <= SNAP * share {
                 at(if goal - lo <= hi - goal { g } else { g + 1 })
             } else {
                 let exact = (goal - lo) / (hi - lo) * rows as f64;
@@ -178,7 +180,7 @@ mod tests {
             file("b", &[]),
             file("c", &[(10, 100); 5]),
         ];
-        let parts = split(&files, 4);
+        let parts = split(&files, 4, true);
         let (rows, bytes) = layout(&parts, &files);
         assert_eq!(rows, all_rows(&files), "every row once, in order");
         assert_eq!(bytes, vec![20.0, 20.0, 20.0, 20.0]);
@@ -190,15 +192,15 @@ mod tests {
                 ScanPart::row_groups("c", 0..1)
             ]
         );
-        assert_eq!(split(&files, 1).len(), 1);
-        assert_eq!(split(&[], 4), vec![Vec::new()]);
+        assert_eq!(split(&files, 1, true).len(), 1);
+        assert_eq!(split(&[], 4, true), vec![Vec::new()]);
     }
 
     #[test]
     fn one_large_row_group_is_cut_into_slices() {
         let rows = 200_000;
         let files = vec![file("part", &[(8 << 20, rows)])];
-        let parts = split(&files, 16);
+        let parts = split(&files, 16, true);
         let (got, bytes) = layout(&parts, &files);
         assert_eq!(got, all_rows(&files));
         assert_eq!(
@@ -215,12 +217,26 @@ mod tests {
     }
 
     #[test]
+    fn without_slices_partitions_are_whole_row_groups() {
+        let files = vec![file("part", &[(8 << 20, 200_000)])];
+        let parts = split(&files, 16, false);
+        assert_eq!(parts, vec![vec![ScanPart::row_groups("part", 0..1)]]);
+        let files = vec![file("a", &[(100, 100_000); 6]), file("b", &[(50, 50_000)])];
+        let parts = split(&files, 16, false);
+        let (rows, _) = layout(&parts, &files);
+        assert_eq!(rows, all_rows(&files));
+        assert_eq!(parts.len(), 7);
+        assert!(parts.iter().flatten().all(|p| p.rows.is_none()));
+        assert_eq!(split(&files, 2, false).len(), 2);
+    }
+
+    #[test]
     fn small_row_groups_are_never_cut() {
         let files = vec![file("nation", &[(2_000, 25)])];
-        let parts = split(&files, 16);
+        let parts = split(&files, 16, true);
         assert_eq!(parts, vec![vec![ScanPart::row_groups("nation", 0..1)]]);
         let files = vec![file("t", &[(100, 1_000); 3])];
-        assert_eq!(split(&files, 16).len(), 3);
+        assert_eq!(split(&files, 16, true).len(), 3);
     }
 
     #[test]
@@ -246,7 +262,8 @@ mod tests {
                 })
                 .collect();
             let target = 1 + next(20) as usize;
-            let parts = split(&files, target);
+            let slices = next(4) != 0;
+            let parts = split(&files, target, slices);
             assert!(!parts.is_empty() && parts.len() <= target);
             let (rows, bytes) = layout(&parts, &files);
             assert_eq!(rows, all_rows(&files), "{files:?} into {target}");
@@ -255,6 +272,7 @@ mod tests {
             }
             for p in parts.iter().flatten() {
                 let n = files.iter().find(|f| f.0 == p.file).unwrap().1[p.row_groups.start].1;
+                assert!(slices || p.rows.is_none());
                 if let Some(r) = &p.rows {
                     assert!(p.row_groups.len() == 1 && r.start < r.end && r.end <= n);
                     assert!(r.start % SLICE_ROWS == 0 && (r.end % SLICE_ROWS == 0 || r.end == n));

@@ -413,8 +413,9 @@ async fn exact_filters_leave_no_filter_above_the_scan_and_metrics_show() {
     assert!(analyzed.contains("bytes_read="), "{analyzed}");
 }
 
-/// A table of one row group of 60 000 rows, as a dimension table is often stored: split into
-/// row slices so that several partitions read it (`split.rs`), each row once. Filters,
+/// A table of one row group of 60 000 rows, as a dimension table is often stored: one
+/// partition by default; with `with_row_group_slices`, split into row slices so that several
+/// partitions read it (`split.rs`), each row once. Filters,
 /// aggregates, joins (their runtime filters probing the slices) and limits select what
 /// DataFusion selects over the `parquet` crate's reader.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -433,7 +434,13 @@ async fn one_row_group_is_read_by_several_partitions() {
     let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
-    let ctx = context(path.to_str().unwrap(), 8).await;
+    let path = path.to_str().unwrap();
+    let ctx = context(path, 8).await;
+    let whole = query(&ctx, "EXPLAIN SELECT l FROM t").await.join("\n");
+    assert!(whole.contains("partitions=1,"), "{whole}");
+    let sliced = TamisTable::open(path).unwrap().with_row_group_slices(true);
+    ctx.deregister_table("t").unwrap();
+    ctx.register_table("t", Arc::new(sliced)).unwrap();
     let plan = query(&ctx, "EXPLAIN SELECT l FROM t WHERE i > 3")
         .await
         .join("\n");
