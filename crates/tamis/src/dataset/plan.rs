@@ -942,18 +942,10 @@ fn rows_read(parts: &[&ScanPart], rg: usize, rows: usize) -> Result<RowsRead> {
                     r.start, r.end
                 )))
             }
-            Some(r) if r.start < r.end => ranges.push(r.clone()),
-            Some(_) => {}
+            Some(r) => ranges.push(r.clone()),
         }
     }
-    ranges.sort_by_key(|r| r.start);
-    let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
-    for r in ranges {
-        match merged.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => merged.push(r),
-        }
-    }
+    let merged = crate::prune::page_index::ranges_normalize(ranges);
     Ok(match merged.as_slice() {
         [] => RowsRead::None,
         [only] if *only == (0..rows) => RowsRead::All,
