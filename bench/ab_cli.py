@@ -7,6 +7,8 @@ and of each process's wall time.
         --file lineitem.parquet --runs 7 --threads 1
     python bench/ab_cli.py --before B --after A --suite tpch --data-dir data --runs 7
     python bench/ab_cli.py --before B --after A --suite tpch-sql --tables data/tpch-sf1
+    python bench/ab_cli.py --before A --before-args=--no-runtime-filters --after A \\
+        --suite tpch-sql --tables data/tpch-sf1      # one build, runtime filters off / on
 
 Suites: ``lineitem`` (default: TPC-H `lineitem` filters from a needle to Q6, on ``--file``),
 and the queries of bench/run.py's ``tpch``, ``lookup`` and ``selectivity`` suites (files in
@@ -18,6 +20,7 @@ import argparse
 import glob
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -95,8 +98,11 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--queries", help="comma-separated query names to run (default: all)")
+    ap.add_argument("--before-args", default="", help="extra arguments of the before build's runs")
+    ap.add_argument("--after-args", default="", help="extra arguments of the after build's runs")
     args = ap.parse_args()
     builds = {"before": args.before, "after": args.after}
+    extra = {"before": shlex.split(args.before_args), "after": shlex.split(args.after_args)}
     stats = os.path.join(tempfile.mkdtemp(), "stats.json")
     if args.suite == "tpch-sql":
         queries_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tpch", "queries")
@@ -104,13 +110,13 @@ def main():
         for f in sorted(glob.glob(os.path.join(queries_dir, "q*.sql"))):
             with open(f) as fh:
                 text = fh.read()
-            jobs.append((os.path.basename(f)[:-4], lambda b, t=text: (
+            jobs.append((os.path.basename(f)[:-4], lambda b, x, t=text: (
                 [b, "sql", "--threads", str(args.threads), "--tables", args.tables,
-                 "--format", "csv", t], None)))
+                 "--format", "csv", *x, t], None)))
     else:
         queries = ([(n, args.file, w, s, {}) for n, w, s in QUERIES]
                    if args.suite == "lineitem" else suite_queries(args))
-        jobs = [(q[0], lambda b, q=q: (scan_command(b, q, args.threads, stats), stats))
+        jobs = [(q[0], lambda b, x, q=q: (scan_command(b, q, args.threads, stats) + x, stats))
                 for q in queries]
     if args.queries:
         wanted = args.queries.split(",")
@@ -125,7 +131,7 @@ def main():
         times = {"before": [], "after": []}
         for i in range(args.runs + 1):
             for b in (["before", "after"] if i % 2 == 0 else ["after", "before"]):
-                t = run(*job(builds[b]))
+                t = run(*job(builds[b], extra[b]))
                 if i > 0:
                     times[b].append(t)
         med = {b: (statistics.median(s for s, _ in v), statistics.median(w for _, w in v))

@@ -313,6 +313,11 @@ pub struct SqlArgs {
     /// Do not push join keys into the scans (runtime filters): same rows, more read.
     #[arg(long)]
     pub no_runtime_filters: bool,
+    /// Let a partition read a slice of a row group, so that a table with fewer row groups
+    /// than threads is still read by every thread (each slice reads its row group's
+    /// dictionaries and page index again).
+    #[arg(long)]
+    pub row_group_slices: bool,
     /// Keep up to SIZE of decompressed pages in memory while the query runs, so that scans of
     /// the same pages (a table scanned twice, as in TPC-H Q17) decompress each once (e.g.
     /// 2GiB; 0: off; default: a sixteenth of the machine's memory, at most 4 GiB, or

@@ -36,6 +36,7 @@ pub fn run(args: &SqlArgs) -> CliResult<()> {
     let mut run = tamis_datafusion::sql::RunOptions {
         runtime_filters: !args.no_runtime_filters,
         allow_statements: args.allow_statements,
+        row_group_slices: args.row_group_slices,
         ..Default::default()
     };
     if let Some(threads) = args.threads {

@@ -111,19 +111,19 @@ pub fn session_with(config: SessionConfig) -> SessionContext {
     SessionContext::new_with_state(state)
 }
 
-/// A session with `tables` (name, path) registered, `threads` partitions wide, with runtime
-/// join filters pushed into the scans or not.
+/// A session with `tables` (name, path) registered, as wide as `run.threads`, with runtime
+/// join filters pushed into the scans or not and row groups sliced or not.
 pub fn context(
     tables: &[(String, String)],
     options: &tamis::io::StorageOptions,
-    threads: usize,
-    runtime_filters: bool,
+    run: &RunOptions,
 ) -> Result<SessionContext, String> {
-    let ctx = session(threads, runtime_filters);
+    let ctx = session(run.threads.max(1), run.runtime_filters);
     for (name, path) in tables {
         let table = TamisTable::open_with(path, options)
             .map_err(|e| format!("table '{name}': {}", one_line(&e)))?
-            .with_runtime_filters(runtime_filters);
+            .with_runtime_filters(run.runtime_filters)
+            .with_row_group_slices(run.row_group_slices);
         ctx.register_table(name.as_str(), Arc::new(table))
             .map_err(|e| format!("table '{name}': {}", one_line(&e)))?;
     }
@@ -176,6 +176,9 @@ pub struct RunOptions {
     /// default: they read and write files the tables do not name, and `tamis sql` /
     /// `tamis.sql` are for querying the tables they are given.
     pub allow_statements: bool,
+    /// Whether a partition may read a slice of a row group, so that every scan has as many
+    /// partitions as threads (see [`TamisTable::with_row_group_slices`]).
+    pub row_group_slices: bool,
 }
 
 impl Default for RunOptions {
@@ -185,6 +188,7 @@ impl Default for RunOptions {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             runtime_filters: true,
             allow_statements: false,
+            row_group_slices: false,
         }
     }
 }
@@ -246,7 +250,7 @@ pub fn run(
         .map_err(|e| format!("cannot start the SQL runtime: {e}"))?;
     precheck(query)?;
     runtime.block_on(async {
-        let ctx = context(tables, options, threads, run.runtime_filters)?;
+        let ctx = context(tables, options, run)?;
         let df = plan(&ctx, query, run.allow_statements).await?;
         let schema =
             crate::cross::schema_to_tamis(df.schema().as_arrow()).map_err(|e| one_line(&e))?;

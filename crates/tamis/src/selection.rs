@@ -340,23 +340,22 @@ impl BitBuilder {
 
 impl Bitmap {
     /// True if any bit in `start..end` is set.
+    /// Whether a bit in `start..end` is set: a word at a time, the two end words masked (a
+    /// dense page's unselected rows used to be walked one bit at a time).
     pub fn any_in(&self, start: usize, end: usize) -> bool {
         let end = end.min(self.len);
-        let mut i = start;
-        while i < end {
-            if i & 63 == 0 && end - i >= 64 {
-                if self.words[i >> 6] != 0 {
-                    return true;
-                }
-                i += 64;
-            } else {
-                if self.get(i) {
-                    return true;
-                }
-                i += 1;
-            }
+        if start >= end {
+            return false;
         }
-        false
+        let (first, last) = (start / 64, (end - 1) / 64);
+        let lo = u64::MAX << (start % 64);
+        let hi = u64::MAX >> (63 - (end - 1) % 64);
+        if first == last {
+            return self.words[first] & lo & hi != 0;
+        }
+        self.words[first] & lo != 0
+            || self.words[first + 1..last].iter().any(|&w| w != 0)
+            || self.words[last] & hi != 0
     }
 
     pub fn and_inplace(&mut self, other: &Bitmap) {
@@ -637,6 +636,35 @@ mod tests {
                         assert_eq!(b.any_in(s, e), (s..e).any(|i| expect[i]));
                         assert_eq!(b.count_range(s, e), (s..e).filter(|&i| expect[i]).count());
                     }
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// `any_in` and `count_range` against a bit-by-bit walk, for every start and end in
+        /// bitmaps across word boundaries (empty, sparse, dense, all-set).
+        #[test]
+        fn any_in_and_count_range_match_a_walk(
+            bits in proptest::collection::vec(proptest::bool::weighted(0.5), 0..200),
+            density in 0usize..4,
+        ) {
+            let bits: Vec<bool> = bits
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| match density {
+                    0 => false,
+                    1 => b && i % 17 == 0,
+                    2 => b,
+                    _ => true,
+                })
+                .collect();
+            let b = Bitmap::from_bools(&bits);
+            for s in 0..=bits.len() {
+                for e in s..=bits.len() + 1 {
+                    let walk = &bits[s..e.min(bits.len())];
+                    proptest::prop_assert_eq!(b.any_in(s, e), walk.iter().any(|&v| v));
+                    proptest::prop_assert_eq!(b.count_range(s, e), walk.iter().filter(|&&v| v).count());
                 }
             }
         }

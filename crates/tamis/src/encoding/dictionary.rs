@@ -581,13 +581,24 @@ pub fn reserve_gather(dict: &Values, codes: &[u32], budget: &Budget) -> Result<u
     let Values::Bytes(d) = dict else {
         return Ok(0);
     };
-    let total = codes.iter().fold(0usize, |t, &c| {
-        let len = match d.offsets.get(c as usize..c as usize + 2) {
-            Some(&[start, end]) => end - start,
-            _ => 0,
-        };
-        t.saturating_add(len)
-    });
+    // Entries of one length (flags, statuses, fixed-width keys): that length per code, without
+    // a walk over the codes (which a dense read of such a column paid on every page).
+    let one_length = (d.len() <= codes.len())
+        .then(|| d.offsets.windows(2).map(|w| w[1] - w[0]))
+        .and_then(|mut lens| {
+            let first = lens.next()?;
+            lens.all(|l| l == first).then_some(first)
+        });
+    let total = match one_length {
+        Some(len) => len.saturating_mul(codes.len()),
+        None => codes.iter().fold(0usize, |t, &c| {
+            let len = match d.offsets.get(c as usize..c as usize + 2) {
+                Some(&[start, end]) => end - start,
+                _ => 0,
+            };
+            t.saturating_add(len)
+        }),
+    };
     budget.reserve(total, what)?;
     Ok(total)
 }
@@ -792,6 +803,33 @@ mod tests {
         // Width 2 against 4 entries: in range by width, only the length is checked.
         check_codes(&[2, 3, 0b1110_0100, 0b1110_0100], 8, 4).unwrap();
         assert!(check_codes(&[2, 3, 0b1110_0100], 8, 4).is_err());
+    }
+
+    proptest! {
+        /// The bytes reserved for a string gather are the entries' lengths summed over the codes,
+        /// whether the entries share one length (counted without a walk) or not, including
+        /// empty entries and empty code lists.
+        #[test]
+        fn string_gather_reserves_the_summed_lengths(
+            lens in proptest::collection::vec(0usize..4, 1..6),
+            one_length in proptest::bool::ANY,
+            picks in proptest::collection::vec(0usize..64, 0..40),
+        ) {
+            let mut b = ByteArrays::new();
+            for (i, &len) in lens.iter().enumerate() {
+                b.push(&vec![b'a' + i as u8; if one_length { lens[0] } else { len }]);
+            }
+            let codes: Vec<u32> = picks.iter().map(|&p| (p % lens.len()) as u32).collect();
+            let want: usize = codes.iter().map(|&c| b.get(c as usize).len()).sum();
+            let dict = Values::Bytes(b);
+            let budget = Budget::new(usize::MAX);
+            prop_assert_eq!(reserve_gather(&dict, &codes, &budget).unwrap(), want);
+            prop_assert_eq!(budget.used(), want + codes.len() * std::mem::size_of::<usize>());
+            let Values::Bytes(got) = gather(&dict, &codes, &Budget::new(usize::MAX)).unwrap() else {
+                panic!("bytes")
+            };
+            prop_assert_eq!(got.data.len(), want);
+        }
     }
 
     /// Gathering strings reserves the summed entry lengths first: a 1 MiB entry behind a million
