@@ -234,20 +234,54 @@ pub async fn plan(
         .map_err(|e| one_line(&e))
 }
 
-/// Runs `query` over `tables` to completion on a runtime of its own (the caller need not be
-/// async): the result's schema and batches (in tamis's arrow), or one line saying what went wrong.
+/// The runtime of [`run`]'s queries at `threads` workers, kept for the next query of that
+/// width (the few most recent widths are kept). A runtime started per query started its
+/// workers per query too, and a new thread starts with an empty allocator heap whose memory
+/// the kernel must zero again (2 MiB at a time where huge pages are on): the cost grows with
+/// the thread count, as the scans' pools did (see `tamis::scan` pools). Queries at once share
+/// the workers, as a DuckDB connection's share its threads. Each runtime carries the id of the
+/// process that started it: a child made by `fork` inherits the list, not the threads.
+fn runtime(threads: usize) -> Result<Arc<tokio::runtime::Runtime>, String> {
+    type Kept = Vec<(u32, usize, Arc<tokio::runtime::Runtime>)>;
+    static KEPT: std::sync::Mutex<Kept> = std::sync::Mutex::new(Vec::new());
+    const WIDTHS: usize = 4;
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let here = std::process::id();
+    if kept.iter().any(|(pid, _, _)| *pid != here) {
+        // A forked child: those workers do not exist here, and dropping a runtime joins them.
+        kept.drain(..).for_each(std::mem::forget);
+    }
+    if let Some(at) = kept.iter().position(|(_, n, _)| *n == threads) {
+        let entry = kept.remove(at);
+        let runtime = Arc::clone(&entry.2);
+        kept.push(entry);
+        return Ok(runtime);
+    }
+    let runtime = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("tamis-sql")
+            .build()
+            .map_err(|e| format!("cannot start the SQL runtime: {e}"))?,
+    );
+    kept.push((here, threads, Arc::clone(&runtime)));
+    let dropped = (kept.len() > WIDTHS).then(|| kept.remove(0));
+    drop(kept);
+    // Outside the lock: the last handle of a runtime joins its workers when dropped.
+    drop(dropped);
+    Ok(runtime)
+}
+
+/// Runs `query` over `tables` to completion on a kept runtime of its width ([`runtime`]; the
+/// caller need not be async): the result's schema and batches (in tamis's arrow), or one line
+/// saying what went wrong.
 pub fn run(
     query: &str,
     tables: &[(String, String)],
     options: &tamis::io::StorageOptions,
     run: &RunOptions,
 ) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
-    let threads = run.threads.max(1);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("tamis-sql")
-        .build()
-        .map_err(|e| format!("cannot start the SQL runtime: {e}"))?;
+    let runtime = runtime(run.threads.max(1))?;
     precheck(query)?;
     runtime.block_on(async {
         let ctx = context(tables, options, run)?;
@@ -267,7 +301,21 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::precheck;
+    use super::{precheck, runtime};
+    use std::sync::Arc;
+
+    /// A width's runtime is kept for its next query; the oldest of more than four widths goes.
+    #[test]
+    fn runtimes_are_kept_per_width() {
+        // Widths no other test uses (tests run in parallel in one process).
+        let a = runtime(97).unwrap();
+        assert!(Arc::ptr_eq(&a, &runtime(97).unwrap()));
+        assert_eq!(a.metrics().num_workers(), 97);
+        for width in 98..102 {
+            runtime(width).unwrap();
+        }
+        assert!(!Arc::ptr_eq(&a, &runtime(97).unwrap()));
+    }
 
     #[test]
     fn precheck_rejects_unclosed_casts_that_datafusion_backtracks_on() {

@@ -72,6 +72,56 @@ def test_sql_joins_and_aggregates(small):
         assert math.isclose(s, expected[k][1], rel_tol=1e-12)
 
 
+def _group_counts(d, low, high, threads):
+    got = tamis.sql(
+        f"SELECT grp, count(*) AS n FROM t WHERE id >= {low} AND id < {high} GROUP BY grp ORDER BY grp",
+        tables={"t": str(d / "t.parquet")}, threads=threads)
+    return list(zip(got.column("grp").to_pylist(), got.column("n").to_pylist()))
+
+
+def _expected_counts(low, high):
+    counts = {}
+    for i in range(low, high):
+        counts[f"g{i % 7}"] = counts.get(f"g{i % 7}", 0) + 1
+    return sorted(counts.items())
+
+
+def test_sql_queries_at_once_share_a_width_and_keep_their_rows(small):
+    """Queries from several Python threads run on the runtime kept for their width: each
+    returns its own rows."""
+    from concurrent.futures import ThreadPoolExecutor
+    d, _ = small
+    bounds = [(i * 37, i * 37 + 400) for i in range(16)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda b: _group_counts(d, *b, threads=3), bounds))
+    for (low, high), got in zip(bounds, results):
+        assert got == _expected_counts(low, high)
+
+
+def _child_counts(d, out):
+    out.put(_group_counts(d, 5, 505, threads=3))
+
+
+def test_sql_in_a_forked_child_after_the_parent_ran_queries(small):
+    """A child made by fork inherits the kept runtimes and scan pools but not their threads:
+    its queries start their own instead of waiting forever."""
+    import multiprocessing
+    d, _ = small
+    assert _group_counts(d, 0, 1000, threads=3) == _expected_counts(0, 1000)
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_child_counts, args=(d, out))
+    child.start()
+    try:
+        got = out.get(timeout=120)
+    finally:
+        child.join(timeout=120)
+        if child.is_alive():
+            child.kill()
+    assert got == _expected_counts(5, 505)
+    assert child.exitcode == 0
+
+
 def test_sql_errors_are_one_line(small):
     d, _ = small
     with pytest.raises(SqlError) as e:

@@ -15,12 +15,22 @@ use rayon::ThreadPool;
 
 use crate::error::{Error, Result};
 
-/// Idle pools, at most [`IDLE_POOLS`]: as many as scans that ran at once, up to that bound.
+/// Idle pools, at most [`idle_pools`]: as many as scans that ran at once, up to that bound.
 /// Each with the id of the process that started its threads: a child made by `fork` (Python's
 /// `multiprocessing`) inherits this list but not the threads, and a scan handed such a pool
 /// would wait forever.
 static IDLE: Mutex<Vec<(u32, ThreadPool)>> = Mutex::new(Vec::new());
-const IDLE_POOLS: usize = 4;
+
+/// How many idle pools are kept: four a core (at least 16). A SQL query reads each table with
+/// as many one-thread scans as it has partitions, several tables at once (TPC-H Q17 at 16
+/// threads: up to 48), so a bound of 4 started most of them anew on every query.
+fn idle_pools() -> usize {
+    static BOUND: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BOUND.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+        (4 * cores).clamp(16, 256)
+    })
+}
 
 /// A pool of `threads` workers for one scan: an idle one if there is one of that size, else a
 /// new one. It goes back to the idle pools when dropped.
@@ -70,7 +80,7 @@ impl Drop for Lease {
         let Some(pool) = self.0.take() else { return };
         let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
         idle.push((std::process::id(), pool));
-        if idle.len() > IDLE_POOLS {
+        if idle.len() > idle_pools() {
             let (_, oldest) = idle.remove(0);
             drop(idle);
             drop(oldest);
