@@ -249,10 +249,7 @@ fn probe_scan(
         return probe_scan(p.input(), column, below_aggregate);
     }
     if let Some(f) = plan.downcast_ref::<FilterExec>() {
-        let column = match f.projection() {
-            Some(p) => *p.get(index)?,
-            None => index,
-        };
+        let column = projected(f.projection().as_deref(), index)?;
         return probe_scan(f.input(), column, below_aggregate);
     }
     if let Some(a) = plan.downcast_ref::<AggregateExec>() {
@@ -270,10 +267,7 @@ fn probe_scan(
         if !below_aggregate || *j.join_type() != JoinType::Inner {
             return None;
         }
-        let column = match &j.projection {
-            Some(p) => *p.get(index)?,
-            None => index,
-        };
+        let column = projected(j.projection.as_deref(), index)?;
         let left = j.left().schema().fields().len();
         return match column.checked_sub(left) {
             None => probe_scan(j.left(), column, true),
@@ -287,6 +281,15 @@ fn probe_scan(
         return probe_scan(plan.children().first()?, index, below_aggregate);
     }
     None
+}
+
+/// The input column of output column `index` of an operator that keeps the columns
+/// `projection` lists (all of them, in order, when it has none).
+fn projected(projection: Option<&[usize]>, index: usize) -> Option<usize> {
+    match projection {
+        Some(p) => p.get(index).copied(),
+        None => Some(index),
+    }
 }
 
 /// Has the scans of a table that one plan reads more than once (TPC-H Q17's two `lineitem`

@@ -193,15 +193,23 @@ impl Bitmap {
         crate::kernels::popcount::count(&self.words)
     }
 
-    /// Number of set bits in `start..end`, a word at a time.
-    pub fn count_range(&self, start: usize, end: usize) -> usize {
+    /// The words holding bits `start..end` (the end clamped to the bitmap): the first and last
+    /// word's indexes and the masks of their bits in the range; `None` for an empty range.
+    fn word_span(&self, start: usize, end: usize) -> Option<(usize, usize, u64, u64)> {
         let end = end.min(self.len);
         if start >= end {
-            return 0;
+            return None;
         }
-        let (first, last) = (start / 64, (end - 1) / 64);
         let lo = u64::MAX << (start % 64);
         let hi = u64::MAX >> (63 - (end - 1) % 64);
+        Some((start / 64, (end - 1) / 64, lo, hi))
+    }
+
+    /// Number of set bits in `start..end`, a word at a time.
+    pub fn count_range(&self, start: usize, end: usize) -> usize {
+        let Some((first, last, lo, hi)) = self.word_span(start, end) else {
+            return 0;
+        };
         if first == last {
             return (self.words[first] & lo & hi).count_ones() as usize;
         }
@@ -339,17 +347,12 @@ impl BitBuilder {
 }
 
 impl Bitmap {
-    /// True if any bit in `start..end` is set.
     /// Whether a bit in `start..end` is set: a word at a time, the two end words masked (a
     /// dense page's unselected rows used to be walked one bit at a time).
     pub fn any_in(&self, start: usize, end: usize) -> bool {
-        let end = end.min(self.len);
-        if start >= end {
+        let Some((first, last, lo, hi)) = self.word_span(start, end) else {
             return false;
-        }
-        let (first, last) = (start / 64, (end - 1) / 64);
-        let lo = u64::MAX << (start % 64);
-        let hi = u64::MAX >> (63 - (end - 1) % 64);
+        };
         if first == last {
             return self.words[first] & lo & hi != 0;
         }
