@@ -29,6 +29,7 @@ pub mod rules;
 mod split;
 pub mod sql;
 mod stats;
+pub mod tables;
 pub mod tap;
 
 use std::fmt;

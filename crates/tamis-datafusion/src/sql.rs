@@ -12,15 +12,19 @@ use tamis_arrow::datatypes::SchemaRef;
 
 use crate::decimal::NarrowDecimalArithmetic;
 use crate::rules::{KeepSharedPages, ProbeAggregates, TapBuildKeys};
-use crate::TamisTable;
+use crate::tables::SessionTables;
 
 /// One clear line from a DataFusion error (its messages may span lines).
 pub fn one_line(e: &datafusion::error::DataFusionError) -> String {
-    let text = match e {
+    match e {
         // A tamis error, as tamis words it.
-        datafusion::error::DataFusionError::External(inner) => inner.to_string(),
-        other => other.to_string(),
-    };
+        datafusion::error::DataFusionError::External(inner) => squeeze(&inner.to_string()),
+        other => squeeze(&other.to_string()),
+    }
+}
+
+/// `text` on one line, its runs of white space one space.
+pub(crate) fn squeeze(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -112,21 +116,22 @@ pub fn session_with(config: SessionConfig) -> SessionContext {
 }
 
 /// A session with `tables` (name, path) registered, as wide as `run.threads`, with runtime
-/// join filters pushed into the scans or not and row groups sliced or not.
+/// join filters pushed into the scans or not and row groups sliced or not. Every table is
+/// located now (a missing path fails here); a table's footers are read when a query names it
+/// ([`SessionTables`]).
 pub fn context(
     tables: &[(String, String)],
     options: &tamis::io::StorageOptions,
     run: &RunOptions,
 ) -> Result<SessionContext, String> {
     let ctx = session(run.threads.max(1), run.runtime_filters);
-    for (name, path) in tables {
-        let table = TamisTable::open_with(path, options)
-            .map_err(|e| format!("table '{name}': {}", one_line(&e)))?
-            .with_runtime_filters(run.runtime_filters)
-            .with_row_group_slices(run.row_group_slices);
-        ctx.register_table(name.as_str(), Arc::new(table))
-            .map_err(|e| format!("table '{name}': {}", one_line(&e)))?;
-    }
+    let tables = SessionTables::locate(tables, options, run)?;
+    let catalog = ctx
+        .catalog("datafusion")
+        .ok_or("the session has no default catalog")?;
+    catalog
+        .register_schema("public", Arc::new(tables))
+        .map_err(|e| one_line(&e))?;
     Ok(ctx)
 }
 
@@ -177,7 +182,7 @@ pub struct RunOptions {
     /// `tamis.sql` are for querying the tables they are given.
     pub allow_statements: bool,
     /// Whether a partition may read a slice of a row group, so that every scan has as many
-    /// partitions as threads (see [`TamisTable::with_row_group_slices`]).
+    /// partitions as threads (see [`crate::TamisTable::with_row_group_slices`]).
     pub row_group_slices: bool,
 }
 
@@ -211,11 +216,41 @@ pub async fn plan(
     query: &str,
     allow_statements: bool,
 ) -> Result<DataFrame, String> {
-    let plan = ctx
-        .state()
-        .create_logical_plan(query)
-        .await
+    let state = ctx.state();
+    let tables = ctx
+        .catalog("datafusion")
+        .and_then(|c| c.schema("public"))
+        .filter(|s| s.is::<SessionTables>());
+    // A table that failed to open, as tamis says it (DataFusion wraps the error).
+    let failed = |e: DataFusionError| {
+        tables
+            .as_ref()
+            .and_then(|t| t.downcast_ref::<SessionTables>()?.failed())
+            .unwrap_or_else(|| one_line(&e))
+    };
+    let dialect = state.config().options().sql_parser.dialect;
+    let statement = state
+        .sql_to_statement(query, &dialect)
         .map_err(|e| one_line(&e))?;
+    // The tables the statement names, opened together before the planner asks for each.
+    if let Some(tables) = tables
+        .as_ref()
+        .and_then(|t| t.downcast_ref::<SessionTables>())
+    {
+        let names: Vec<String> = state
+            .resolve_table_references(&statement)
+            .map_err(|e| one_line(&e))?
+            .iter()
+            .filter(|r| r.catalog().is_none_or(|c| c == "datafusion"))
+            .filter(|r| r.schema().is_none_or(|s| s == "public"))
+            .map(|r| r.table().to_string())
+            .collect();
+        tables.open_all(&names);
+        if let Some(message) = tables.failed() {
+            return Err(message);
+        }
+    }
+    let plan = state.statement_to_plan(statement).await.map_err(failed)?;
     sql_options(allow_statements)
         .verify_plan(&plan)
         .map_err(|e| {
@@ -229,9 +264,7 @@ pub async fn plan(
                 what.split_whitespace().collect::<Vec<_>>().join(" ")
             )
         })?;
-    ctx.execute_logical_plan(plan)
-        .await
-        .map_err(|e| one_line(&e))
+    ctx.execute_logical_plan(plan).await.map_err(failed)
 }
 
 /// The runtime of [`run`]'s queries at `threads` workers, kept for the next query of that

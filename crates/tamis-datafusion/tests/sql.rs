@@ -109,3 +109,61 @@ fn statements_are_refused_with_one_line_unless_allowed() {
     )
     .unwrap();
 }
+
+/// Every table is located (a missing path fails the call), but only the tables a query names
+/// are opened: a corrupt table the query does not read costs nothing and fails nothing; one it
+/// reads fails with tamis's own line, naming the table.
+#[test]
+fn only_the_tables_a_query_names_are_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write_table(dir.path());
+    let bad = dir.path().join("bad.parquet");
+    std::fs::write(&bad, b"PAR1 not a footer PAR1").unwrap();
+    let bad = bad.to_str().unwrap().to_string();
+    let tables = vec![
+        ("t".to_string(), good.clone()),
+        ("u".to_string(), good.clone()),
+        ("bad".to_string(), bad.clone()),
+    ];
+    let storage = Default::default();
+    let q = |sql: &str| run(sql, &tables, &storage, &options(false));
+    let (_, b) = q("SELECT x FROM t WHERE x < 2 ORDER BY x").unwrap();
+    assert_eq!(ints(&b), [0, 1]);
+    // Two tables, opened together; a CTE named like the corrupt table does not open it.
+    let (_, b) = q("WITH bad AS (SELECT x FROM u WHERE x > 97) \
+                    SELECT t.x FROM t JOIN bad ON t.x = bad.x ORDER BY 1")
+    .unwrap();
+    assert_eq!(ints(&b), [98, 99]);
+    for sql in [
+        "SELECT * FROM bad",
+        "SELECT t.x FROM t JOIN bad ON t.x = bad.x",
+    ] {
+        let e = q(sql).unwrap_err();
+        assert!(e.starts_with("table 'bad': "), "{sql}: {e}");
+        assert!(e.contains("bad.parquet") && !e.contains('\n'), "{sql}: {e}");
+    }
+
+    let missing = vec![
+        ("t".to_string(), good.clone()),
+        (
+            "gone".to_string(),
+            dir.path()
+                .join("gone.parquet")
+                .to_str()
+                .unwrap()
+                .to_string(),
+        ),
+    ];
+    let e = run("SELECT 1", &missing, &storage, &options(false)).unwrap_err();
+    assert!(
+        e.starts_with("table 'gone': ") && e.contains("gone.parquet"),
+        "{e}"
+    );
+
+    // Statements see every table, opened or not: a view over one, a dropped one.
+    let sql = "CREATE VIEW v AS SELECT x FROM u WHERE x = 5";
+    run(sql, &tables, &storage, &options(true)).unwrap();
+    run("DROP TABLE u", &tables, &storage, &options(true)).unwrap();
+    let e = run("DROP TABLE nope", &tables, &storage, &options(true)).unwrap_err();
+    assert!(e.contains("nope"), "{e}");
+}

@@ -102,7 +102,7 @@ pub(crate) mod prune;
 pub(crate) mod schema;
 
 pub use column::adapt::Evaluation;
-pub use dataset::Dataset;
+pub use dataset::{Dataset, DatasetLocation};
 pub use error::{Error, ErrorKind, Result};
 pub use index::BrokenIndex;
 pub use metrics::{FilterStep, ScanMetrics};

@@ -68,6 +68,34 @@ pub struct Dataset {
     table: Option<(String, crate::table::TableFormat, u64)>,
 }
 
+/// What a path names, found by [`Dataset::locate`], its footers not read yet.
+#[derive(Debug, Clone)]
+pub struct DatasetLocation {
+    located: Located,
+    options: StorageOptions,
+}
+
+impl DatasetLocation {
+    /// Reads the footers ([`Dataset::open_with`]).
+    pub fn open(&self, metadata_budget: Option<u64>) -> Result<Dataset> {
+        match &self.located {
+            Located::Files(listing) => {
+                let plan = DatasetPlan::open_keeping(listing, MAX_OPEN)?;
+                Ok(Dataset::of(
+                    plan,
+                    listing.root.clone(),
+                    None,
+                    metadata_budget,
+                ))
+            }
+            Located::Table(location, format) => Dataset::open_table(
+                &crate::table::open(location, Some(*format), AsOf::Latest, &self.options)?,
+                metadata_budget,
+            ),
+        }
+    }
+}
+
 impl Dataset {
     /// Opens a file, a directory (hive partitions discovered), a glob or an object-store URL,
     /// reading every footer once.
@@ -82,16 +110,18 @@ impl Dataset {
         options: &StorageOptions,
         metadata_budget: Option<u64>,
     ) -> Result<Dataset> {
-        match locate(path.as_ref(), options)? {
-            Located::Files(listing) => {
-                let plan = DatasetPlan::open_keeping(&listing, MAX_OPEN)?;
-                Ok(Self::of(plan, listing.root, None, metadata_budget))
-            }
-            Located::Table(location, format) => Self::open_table(
-                &crate::table::open(&location, Some(format), AsOf::Latest, options)?,
-                metadata_budget,
-            ),
-        }
+        Self::locate(path, options)?.open(metadata_budget)
+    }
+
+    /// Finds what `path` names (lists a directory, prefix or glob; tells a table's root
+    /// apart) without reading a footer: a missing path fails here, the footers are read by
+    /// [`DatasetLocation::open`]. A SQL session locates every table it is given and opens only
+    /// those its query names.
+    pub fn locate(path: impl AsRef<str>, options: &StorageOptions) -> Result<DatasetLocation> {
+        Ok(DatasetLocation {
+            located: locate(path.as_ref(), options)?,
+            options: options.clone(),
+        })
     }
 
     /// [`Dataset::open_with`], with the table at `path` read at `at` and, given `format`, as

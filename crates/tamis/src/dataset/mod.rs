@@ -16,7 +16,7 @@ pub(crate) mod partition;
 pub(crate) mod plan;
 pub(crate) mod schema;
 
-pub use cache::Dataset;
+pub use cache::{Dataset, DatasetLocation};
 pub(crate) use partition::{
     discover_partitions, parse_hive_path, partition_leaves, partition_verdict, table_partitions,
     Partitions,

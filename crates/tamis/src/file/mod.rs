@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::io::location::FileRef;
 use crate::io::{ByteSource, FetchedRanges, Reader};
 use crate::schema::{leaf_columns, LeafColumn};
-use thrift_guard::{check_footer_in_tail, check_page_index, drop_mistyped_fields, footer_in_tail};
+use thrift_guard::{check_footer_in_tail, check_page_index, footer_in_tail};
 
 pub mod page_header;
 pub mod thrift_guard;
@@ -88,11 +88,16 @@ pub fn validate_footer(metadata: &ParquetMetaData, leaves: usize) -> Result<()> 
     Ok(())
 }
 
-/// Decodes the footer at the end of `tail` (the last bytes of a file of `len` bytes), without
-/// the fields whose Thrift type is not parquet.thrift's (see [`drop_mistyped_fields`]);
-/// `NeedMoreData` when `tail` does not hold all of it.
-fn decode_footer(tail: &bytes::Bytes, len: u64) -> parquet::errors::Result<ParquetMetaData> {
-    if let Some(footer) = footer_in_tail(tail).and_then(drop_mistyped_fields) {
+/// Decodes the footer at the end of `tail` (the last bytes of a file of `len` bytes), or
+/// `fixed`: the footer without the fields whose Thrift type is not parquet.thrift's (from
+/// [`check_footer_in_tail`], see [`thrift_guard::drop_mistyped_fields`]); `NeedMoreData` when `tail` does
+/// not hold all of it.
+fn decode_footer(
+    tail: &bytes::Bytes,
+    len: u64,
+    fixed: Option<Vec<u8>>,
+) -> parquet::errors::Result<ParquetMetaData> {
+    if let Some(footer) = fixed {
         return ParquetMetaDataReader::decode_metadata(&footer);
     }
     let mut reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip);
@@ -318,9 +323,9 @@ impl OpenedFile {
         let mut open_bytes = tail_bytes.len() as u64;
         let mut open_requests = 1;
         let mut tail_bytes = tail_bytes;
-        check_footer_in_tail(&tail_bytes).map_err(ctx)?;
+        let fixed = check_footer_in_tail(&tail_bytes).map_err(ctx)?;
         // The first read was a guess; a larger footer needs exactly one more.
-        let metadata = match decode_footer(&tail_bytes, len) {
+        let metadata = match decode_footer(&tail_bytes, len, fixed) {
             Err(ParquetError::NeedMoreData(needed)) => {
                 let needed = (needed as u64).min(len);
                 let never = std::sync::atomic::AtomicBool::new(false);
@@ -333,8 +338,8 @@ impl OpenedFile {
                     open_bytes += needed;
                     open_requests += 1;
                 }
-                check_footer_in_tail(&tail_bytes).map_err(ctx)?;
-                decode_footer(&tail_bytes, len)
+                let fixed = check_footer_in_tail(&tail_bytes).map_err(ctx)?;
+                decode_footer(&tail_bytes, len, fixed)
             }
             other => other,
         }

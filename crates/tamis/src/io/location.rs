@@ -262,6 +262,7 @@ impl std::str::FromStr for TableFormat {
 
 /// What a location names: files, or a table whose log or metadata says which files hold its
 /// rows.
+#[derive(Debug, Clone)]
 pub(crate) enum Located {
     Files(Listing),
     /// A table: the location, as given (a Delta root holding `_delta_log/`; an Iceberg
