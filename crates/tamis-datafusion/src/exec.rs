@@ -214,6 +214,30 @@ impl TamisExec {
         }
     }
 
+    /// Whether `other` reads the same rows and columns of the same table the same way (both
+    /// as planned, runtime filters aside): [`crate::share`] computes such scans once.
+    pub fn reads_as(&self, other: &TamisExec) -> bool {
+        Arc::ptr_eq(&self.dataset, &other.dataset)
+            && self.projection == other.projection
+            && self.schema == other.schema
+            && self.filter == other.filter
+            && self.limit == other.limit
+            && self.partitions == other.partitions
+            && self.string_views == other.string_views
+    }
+
+    /// The scan without the runtime filters joins pushed into it (DataFusion's dynamic
+    /// filters, tamis's taps): for a scan whose rows several consumers share, none of whose
+    /// joins may filter them for the others.
+    pub fn without_runtime_filters(&self) -> TamisExec {
+        TamisExec {
+            dynamic: Vec::new(),
+            taps: Arc::default(),
+            converted: Arc::default(),
+            ..self.clone()
+        }
+    }
+
     /// The columns whose pages the scan keeps in the page cache on their first read.
     pub fn first_reads_kept(&self) -> &[String] {
         &self.first_reads_kept

@@ -26,6 +26,7 @@ pub mod decimal;
 pub mod dynamic;
 mod exec;
 pub mod rules;
+pub mod share;
 mod split;
 pub mod sql;
 mod stats;

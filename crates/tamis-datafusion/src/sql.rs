@@ -12,6 +12,7 @@ use tamis_arrow::datatypes::SchemaRef;
 
 use crate::decimal::NarrowDecimalArithmetic;
 use crate::rules::{KeepSharedPages, ProbeAggregates, TapBuildKeys};
+use crate::share::ShareRepeatedSubplans;
 use crate::tables::SessionTables;
 
 /// One clear line from a DataFusion error (its messages may span lines).
@@ -90,8 +91,9 @@ pub fn config(threads: usize, runtime_filters: bool) -> SessionConfig {
 
 /// A session `threads` partitions wide, with runtime join filters or not, and tamis's own
 /// physical rules ([`crate::rules`]): [`ProbeAggregates`] and [`TapBuildKeys`] right after
-/// DataFusion's join selection, [`KeepSharedPages`] last; and decimal arithmetic in 64-bit
-/// lanes ([`NarrowDecimalArithmetic`]) after DataFusion's logical rules.
+/// DataFusion's join selection, [`KeepSharedPages`] and [`ShareRepeatedSubplans`] last; and
+/// decimal arithmetic in 64-bit lanes ([`NarrowDecimalArithmetic`]) after DataFusion's logical
+/// rules.
 pub fn session(threads: usize, runtime_filters: bool) -> SessionContext {
     session_with(config(threads, runtime_filters))
 }
@@ -106,6 +108,7 @@ pub fn session_with(config: SessionConfig) -> SessionContext {
     rules.insert(at, Arc::new(ProbeAggregates));
     rules.insert(at + 1, Arc::new(TapBuildKeys));
     rules.push(Arc::new(KeepSharedPages));
+    rules.push(Arc::new(ShareRepeatedSubplans));
     let state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()

@@ -636,3 +636,88 @@ async fn a_partitioned_join_filters_as_one_union_of_its_partitions() {
         }
     }
 }
+
+/// The nodes of `plan` named `name`, counted once per place in the plan.
+fn count_nodes(plan: &Arc<dyn ExecutionPlan>, name: &str) -> usize {
+    let own = usize::from(plan.name() == name);
+    own + plan
+        .children()
+        .into_iter()
+        .map(|c| count_nodes(c, name))
+        .sum::<usize>()
+}
+
+/// A view named twice (TPC-H Q15's shape) is computed once: both places read one
+/// `SharedExec`, `fact` is scanned once. The join above one of them pushes `dim`'s few keys
+/// into its scan when the plans are made; the shared scan must drop them, or the other place
+/// (`max` over every key) would see only the joined keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_named_twice_is_computed_once_without_either_places_join_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    tables(dir.path());
+    let c = contexts(dir.path(), "fact").await;
+    let shared = [
+        // The max lies outside the joined keys: a tap left in the shared scan changes `m`.
+        "WITH r AS (SELECT k, sum(v) AS s FROM fact WHERE v > 100 GROUP BY k) \
+         SELECT r.k, r.s, (SELECT max(s) FROM r) AS m FROM r JOIN dim d ON r.k = d.k \
+         WHERE d.a = 7",
+        // The place under the join runs first (it builds the outer join's hash table): a tap
+        // left in the shared scan would leave the preserved side 20 keys, not 20 000.
+        "WITH r AS (SELECT k, sum(v) AS s FROM fact GROUP BY k) \
+         SELECT count(*), count(a.k) FROM r b \
+         LEFT JOIN (SELECT r.k FROM r JOIN dim d ON r.k = d.k WHERE d.a = 7) a ON a.k = b.k",
+        // Q15 itself: the rows whose sum is the maximum.
+        "WITH r AS (SELECT k, sum(v) AS s FROM fact WHERE v < 50000 GROUP BY k) \
+         SELECT d.k, d.ks, r.s FROM dim d JOIN r ON d.k = r.k \
+         WHERE r.s = (SELECT max(s) FROM r) ORDER BY d.k",
+    ];
+    for q in shared {
+        same_rows(&c.oracle, &c.off, &c.on, q).await;
+        for ctx in [&c.on, &c.off] {
+            let plan = plan_of(ctx, q).await;
+            assert_eq!(count_nodes(&plan, "SharedExec"), 2, "{q}");
+            // Two places, one scan below both.
+            let scans = count_nodes(&plan, "TamisExec");
+            assert_eq!(scans, 3, "dim once, fact once under each SharedExec: {q}");
+        }
+    }
+    let m = query(
+        &c.on,
+        "WITH r AS (SELECT k, sum(v) AS s FROM fact WHERE v > 100 GROUP BY k) \
+         SELECT (SELECT max(s) FROM r) AS m FROM r JOIN dim d ON r.k = d.k WHERE d.a = 7 LIMIT 1",
+    )
+    .await;
+    let all = query(
+        &c.oracle,
+        "SELECT max(s) FROM (SELECT k, sum(v) AS s FROM fact WHERE v > 100 GROUP BY k)",
+    )
+    .await;
+    assert_eq!(m, all);
+
+    // Different filters, different tables (also under one alias, the same text): nothing is
+    // shared.
+    let plain = dir.path().join("fact_plain.parquet");
+    let plain = plain.to_str().unwrap();
+    c.on.register_table("fact2", Arc::new(TamisTable::open(plain).unwrap()))
+        .unwrap();
+    c.off
+        .register_table("fact2", Arc::new(TamisTable::open(plain).unwrap()))
+        .unwrap();
+    c.oracle
+        .register_table("fact2", oracle_table(plain))
+        .unwrap();
+    for q in [
+        "WITH r AS (SELECT x.k, sum(x.v) AS s FROM fact x GROUP BY x.k), \
+              q AS (SELECT x.k, sum(x.v) AS s FROM fact2 x GROUP BY x.k) \
+         SELECT r.k FROM r JOIN q ON r.k = q.k WHERE r.s = (SELECT max(s) FROM q)",
+        "WITH r AS (SELECT k, sum(v) AS s FROM fact WHERE v > 100 GROUP BY k), \
+              q AS (SELECT k, sum(v) AS s FROM fact WHERE v > 101 GROUP BY k) \
+         SELECT r.k FROM r JOIN q ON r.k = q.k WHERE r.s = (SELECT max(s) FROM q)",
+        "SELECT a.k FROM (SELECT k, max(a) AS m FROM dim GROUP BY k) a \
+         JOIN (SELECT k, max(v) AS m FROM fact GROUP BY k) b ON a.k = b.k AND a.m = b.m",
+    ] {
+        same_rows(&c.oracle, &c.off, &c.on, q).await;
+        let plan = plan_of(&c.on, q).await;
+        assert_eq!(count_nodes(&plan, "SharedExec"), 0, "{q}");
+    }
+}
