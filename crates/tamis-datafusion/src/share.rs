@@ -6,9 +6,9 @@
 //! computes the view once. [`ShareRepeatedSubplans`] finds aggregates whose subplans are the
 //! same and hands each consumer the rows of one run of it ([`SharedExec`]).
 //!
-//! Only aggregates over filters, projections, repartitions and tamis scans are shared: their
-//! output is bounded by their groups (it is held in memory for every consumer), and for these
-//! operators the plan's text and schema say all they compute. The scans are compared by what
+//! Only aggregates over filters, projections, repartitions, coalescing and tamis scans are
+//! shared: their output is bounded by their groups (it is held in memory for every consumer),
+//! and for these operators the plan's text and schema say all they compute. The scans are compared by what
 //! they read ([`TamisExec::reads_as`]), and the shared one is stripped of the runtime filters
 //! joins pushed into either copy: a join above one consumer may not filter the rows of another.
 
@@ -24,6 +24,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
@@ -204,6 +205,7 @@ fn all_shareable(node: &Arc<dyn ExecutionPlan>) -> bool {
         || node.is::<FilterExec>()
         || node.is::<RepartitionExec>()
         || node.is::<CoalescePartitionsExec>()
+        || node.is::<CooperativeExec>()
         || node.is::<TamisExec>();
     known && node.children().into_iter().all(all_shareable)
 }

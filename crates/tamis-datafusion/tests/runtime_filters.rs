@@ -681,6 +681,17 @@ async fn a_view_named_twice_is_computed_once_without_either_places_join_filters(
             assert_eq!(scans, 3, "dim once, fact once under each SharedExec: {q}");
         }
     }
+    // One partition: the aggregate reads its scan through DataFusion's cooperative wrapper.
+    let one = tamis_datafusion::sql::session(1, true);
+    for name in ["fact", "dim"] {
+        let path = dir.path().join(format!("{name}.parquet"));
+        let table = TamisTable::open(path.to_str().unwrap()).unwrap();
+        one.register_table(name, Arc::new(table)).unwrap();
+    }
+    for q in shared {
+        assert_eq!(query(&one, q).await, query(&c.oracle, q).await, "{q}");
+        assert_eq!(count_nodes(&plan_of(&one, q).await, "SharedExec"), 2, "{q}");
+    }
     let m = query(
         &c.on,
         "WITH r AS (SELECT k, sum(v) AS s FROM fact WHERE v > 100 GROUP BY k) \
