@@ -158,10 +158,11 @@ impl PhysicalOptimizerRule for ShareRepeatedSubplans {
         if groups.is_empty() {
             return Ok(plan);
         }
+        let reads = reads_once(&plan, &groups)?;
         // Each group's one node, for all its members.
         let shared = (groups.iter())
             .map(|g| {
-                let input = without_runtime_filters(Arc::clone(&g[0]))?;
+                let input = for_sharing(Arc::clone(&g[0]), &reads)?;
                 Ok(Arc::new(SharedExec::new(input, g.len())) as Arc<dyn ExecutionPlan>)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -225,13 +226,53 @@ fn same_subplan(a: &Arc<dyn ExecutionPlan>, b: &Arc<dyn ExecutionPlan>) -> bool 
         && ca.iter().zip(&cb).all(|(x, y)| same_subplan(x, y))
 }
 
-/// `plan` with its scans' runtime filters taken out.
-fn without_runtime_filters(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+/// Each scan's (table, columns read), a group's subplan counted once (only its first member
+/// is walked).
+fn reads_once(
+    plan: &Arc<dyn ExecutionPlan>,
+    groups: &[Vec<Arc<dyn ExecutionPlan>>],
+) -> Result<Vec<(*const tamis::Dataset, Vec<String>)>> {
+    let mut reads = Vec::new();
+    plan.apply(|node| {
+        if groups
+            .iter()
+            .any(|g| g[1..].iter().any(|m| Arc::ptr_eq(m, node)))
+        {
+            return Ok(TreeNodeRecursion::Jump);
+        }
+        if let Some(scan) = node.downcast_ref::<TamisExec>() {
+            reads.push((scan.table_id(), scan.read_columns()));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(reads)
+}
+
+/// `plan` to be shared: its scans without runtime filters, and keeping on their first read
+/// only the pages of columns a scan outside it reads too ([`crate::rules::KeepSharedPages`],
+/// which ran before, counted the copies this rule merges: Q15's one scan of `lineitem` kept
+/// every page it read, for a second scan that no longer runs).
+fn for_sharing(
+    plan: Arc<dyn ExecutionPlan>,
+    reads: &[(*const tamis::Dataset, Vec<String>)],
+) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| {
-        Ok(match node.downcast_ref::<TamisExec>() {
-            Some(scan) => Transformed::yes(Arc::new(scan.without_runtime_filters()) as _),
-            None => Transformed::no(node),
-        })
+        let Some(scan) = node.downcast_ref::<TamisExec>() else {
+            return Ok(Transformed::no(node));
+        };
+        let table = scan.table_id();
+        let read_elsewhere = |column: &String| {
+            let readers = (reads.iter())
+                .filter(|(t, columns)| *t == table && columns.contains(column))
+                .count();
+            readers > 1
+        };
+        let kept: Vec<String> = (scan.first_reads_kept().iter())
+            .filter(|c| read_elsewhere(c))
+            .cloned()
+            .collect();
+        let shared = scan.without_runtime_filters().keeping_first_reads(kept);
+        Ok(Transformed::yes(Arc::new(shared) as Arc<dyn ExecutionPlan>))
     })
     .map(|t| t.data)
 }

@@ -679,6 +679,16 @@ async fn a_view_named_twice_is_computed_once_without_either_places_join_filters(
             // Two places, one scan below both.
             let scans = count_nodes(&plan, "TamisExec");
             assert_eq!(scans, 3, "dim once, fact once under each SharedExec: {q}");
+            // `fact` is read once: no page of it is kept for a second read.
+            fn kept(p: &Arc<dyn ExecutionPlan>, out: &mut Vec<String>) {
+                if let Some(scan) = p.downcast_ref::<tamis_datafusion::TamisExec>() {
+                    out.extend(scan.first_reads_kept().iter().cloned());
+                }
+                p.children().into_iter().for_each(|c| kept(c, out));
+            }
+            let mut columns = Vec::new();
+            kept(&plan, &mut columns);
+            assert_eq!(columns, Vec::<String>::new(), "{q}");
         }
     }
     // One partition: the aggregate reads its scan through DataFusion's cooperative wrapper.
