@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
+use datafusion::common::TableReference;
 use datafusion::error::{DataFusionError, Result};
 use tamis::io::StorageOptions;
 
@@ -49,14 +50,27 @@ impl SessionTables {
         run: &RunOptions,
     ) -> std::result::Result<SessionTables, String> {
         let mut slots = BTreeMap::new();
-        for (name, path) in tables {
+        for (given, path) in tables {
+            // As DataFusion registers a name: unquoted parts folded to lower case.
+            let name = match TableReference::from(given.as_str()) {
+                TableReference::Bare { table } => table.to_string(),
+                _ => {
+                    return Err(format!(
+                        "table '{given}': a table name may not hold a '.' (it would name a schema)"
+                    ))
+                }
+            };
             let location = tamis::Dataset::locate(path, options)
-                .map_err(|e| format!("table '{name}': {}", squeeze(&e.to_string())))?;
+                .map_err(|e| format!("table '{given}': {}", squeeze(&e.to_string())))?;
             let slot = Slot::Located {
                 path: path.clone(),
                 location,
             };
-            slots.insert(name.clone(), slot);
+            if slots.insert(name, slot).is_some() {
+                return Err(format!(
+                    "table '{given}': a table of that name is given twice"
+                ));
+            }
         }
         Ok(SessionTables {
             slots: Mutex::new(slots),

@@ -143,6 +143,31 @@ fn only_the_tables_a_query_names_are_opened() {
         assert!(e.contains("bad.parquet") && !e.contains('\n'), "{sql}: {e}");
     }
 
+    // Names as DataFusion folds them: `T` is `t` unquoted, and given twice.
+    let upper = vec![("Big".to_string(), good.clone())];
+    let (_, b) = run(
+        "SELECT count(*) FROM big",
+        &upper,
+        &storage,
+        &options(false),
+    )
+    .unwrap();
+    assert_eq!(ints(&b), [100]);
+    let (_, b) = run(
+        "SELECT count(*) FROM Big",
+        &upper,
+        &storage,
+        &options(false),
+    )
+    .unwrap();
+    assert_eq!(ints(&b), [100]);
+    let twice = vec![
+        ("t".to_string(), good.clone()),
+        ("T".to_string(), good.clone()),
+    ];
+    let e = run("SELECT 1", &twice, &storage, &options(false)).unwrap_err();
+    assert!(e.contains("given twice"), "{e}");
+
     let missing = vec![
         ("t".to_string(), good.clone()),
         (
