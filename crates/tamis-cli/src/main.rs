@@ -295,7 +295,8 @@ pub struct SqlArgs {
     /// A table NAME=PATH (repeatable); PATH as for `query`: file, directory, glob or URL.
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_key_value)]
     pub table: Vec<(String, String)>,
-    /// A directory whose NAME.parquet files and NAME/ subdirectories become tables (repeatable).
+    /// A directory whose NAME.parquet files and NAME/ subdirectories become tables (repeatable;
+    /// only the tables the query names are opened).
     #[arg(long, value_name = "DIR")]
     pub tables: Vec<PathBuf>,
     /// Object-store option KEY=VALUE (repeatable), for every table.

@@ -464,8 +464,10 @@ def sql(query: str, tables: Mapping[str, PathLike], *,
     as a :class:`pyarrow.Table`.
 
     ``tables`` maps each table name to a path as :func:`scan` takes it (a file, a directory or
-    glob of ``*.parquet`` files, a hive-partitioned prefix, an object-store URL). DataFusion
-    plans and executes the query; tamis scans the tables, with the query's filters, projection
+    glob of ``*.parquet`` files, a hive-partitioned prefix, an object-store URL). Every path
+    is located when the call starts (one that names nothing raises), but only the tables the
+    query names have their footers read, so passing every table of a schema costs little.
+    DataFusion plans and executes the query; tamis scans the tables, with the query's filters, projection
     and limit pushed into the scan. ``threads`` is the number of partitions and workers
     (default: all cores). With ``runtime_filters`` (the default), a hash join's build-side
     keys are pushed into the other side's scan before it reads (min/max, key lists, Bloom
