@@ -308,7 +308,7 @@ fn runtime(threads: usize) -> Result<Arc<tokio::runtime::Runtime>, String> {
     Ok(runtime)
 }
 
-/// Runs `query` over `tables` to completion on a kept runtime of its width ([`runtime`]; the
+/// Runs `query` over `tables` to completion on a kept runtime of its width (`runtime`; the
 /// caller need not be async): the result's schema and batches (in tamis's arrow), or one line
 /// saying what went wrong.
 pub fn run(
