@@ -220,15 +220,14 @@ pub async fn plan(
     allow_statements: bool,
 ) -> Result<DataFrame, String> {
     let state = ctx.state();
-    let tables = ctx
-        .catalog("datafusion")
-        .and_then(|c| c.schema("public"))
-        .filter(|s| s.is::<SessionTables>());
+    let public = ctx.catalog("datafusion").and_then(|c| c.schema("public"));
+    let tables = public
+        .as_deref()
+        .and_then(|s| s.downcast_ref::<SessionTables>());
     // A table that failed to open, as tamis says it (DataFusion wraps the error).
     let failed = |e: DataFusionError| {
         tables
-            .as_ref()
-            .and_then(|t| t.downcast_ref::<SessionTables>()?.failed())
+            .and_then(SessionTables::failed)
             .unwrap_or_else(|| one_line(&e))
     };
     let dialect = state.config().options().sql_parser.dialect;
@@ -236,10 +235,7 @@ pub async fn plan(
         .sql_to_statement(query, &dialect)
         .map_err(|e| one_line(&e))?;
     // The tables the statement names, opened together before the planner asks for each.
-    if let Some(tables) = tables
-        .as_ref()
-        .and_then(|t| t.downcast_ref::<SessionTables>())
-    {
+    if let Some(tables) = tables {
         let names: Vec<String> = state
             .resolve_table_references(&statement)
             .map_err(|e| one_line(&e))?
@@ -264,7 +260,7 @@ pub async fn plan(
             format!(
                 "SQL error: {} (tamis runs queries only; allow statements with \
                  `tamis sql --allow-statements` or `tamis.sql(..., allow_statements=True)`)",
-                what.split_whitespace().collect::<Vec<_>>().join(" ")
+                squeeze(&what)
             )
         })?;
     ctx.execute_logical_plan(plan).await.map_err(failed)

@@ -96,23 +96,25 @@ impl SessionTables {
             }
             pending
         };
-        match pending.as_slice() {
-            [] => {}
-            [(name, path, location)] => self.settle(name, self.open(name, path, location)),
-            _ => {
-                let opened: Vec<_> = std::thread::scope(|s| {
-                    let handles: Vec<_> = pending
-                        .iter()
-                        .map(|(name, path, location)| s.spawn(|| self.open(name, path, location)))
-                        .collect();
-                    handles.into_iter().map(|h| h.join()).collect()
-                });
-                for ((name, _, _), result) in pending.iter().zip(opened) {
-                    let result = result
-                        .unwrap_or_else(|_| Err(format!("table '{name}': opening it panicked")));
-                    self.settle(name, result);
-                }
-            }
+        let opened: Vec<_> = if pending.len() < 2 {
+            (pending.iter())
+                .map(|(name, path, location)| self.open(name, path, location))
+                .collect()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (pending.iter())
+                    .map(|(name, path, location)| s.spawn(|| self.open(name, path, location)))
+                    .collect();
+                (handles.into_iter().zip(&pending))
+                    .map(|(h, (name, _, _))| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(format!("table '{name}': opening it panicked")))
+                    })
+                    .collect()
+            })
+        };
+        for ((name, _, _), result) in pending.iter().zip(opened) {
+            self.settle(name, result);
         }
     }
 

@@ -4,7 +4,7 @@
 //! their second read). Rows equal DataFusion's over the `parquet` crate's reader.
 
 mod common;
-use common::{oracle_table, rows};
+use common::{oracle_table, rows, scans};
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use tamis_arrow::array::{ArrayRef, Int64Array};
 use tamis_arrow::datatypes::{DataType, Field, Schema};
-use tamis_datafusion::{TamisExec, TamisTable};
+use tamis_datafusion::TamisTable;
 
 /// `fact(k, v, w)`, Snappy pages of 1 000 rows (the page cache keeps compressed chunks only).
 fn write_fact(path: &std::path::Path) {
@@ -48,13 +48,6 @@ fn write_fact(path: &std::path::Path) {
     .unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
-}
-
-/// The tamis scans of `plan`.
-fn scans(plan: &Arc<dyn ExecutionPlan>) -> Vec<&TamisExec> {
-    let mut found: Vec<&TamisExec> = plan.children().into_iter().flat_map(scans).collect();
-    found.extend(plan.downcast_ref::<TamisExec>());
-    found
 }
 
 /// A metric summed over the tamis scans of `plan` (after it ran).

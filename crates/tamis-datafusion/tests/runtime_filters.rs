@@ -4,7 +4,7 @@
 //! lists, long ones must become one Bloom filter shared by every scan of the table on that key.
 
 mod common;
-use common::oracle_table;
+use common::{oracle_table, scans};
 
 use std::sync::Arc;
 
@@ -677,18 +677,16 @@ async fn a_view_named_twice_is_computed_once_without_either_places_join_filters(
             let plan = plan_of(ctx, q).await;
             assert_eq!(count_nodes(&plan, "SharedExec"), 2, "{q}");
             // Two places, one scan below both.
-            let scans = count_nodes(&plan, "TamisExec");
-            assert_eq!(scans, 3, "dim once, fact once under each SharedExec: {q}");
+            let scan_count = count_nodes(&plan, "TamisExec");
+            assert_eq!(
+                scan_count, 3,
+                "dim once, fact once under each SharedExec: {q}"
+            );
             // `fact` is read once: no page of it is kept for a second read.
-            fn kept(p: &Arc<dyn ExecutionPlan>, out: &mut Vec<String>) {
-                if let Some(scan) = p.downcast_ref::<tamis_datafusion::TamisExec>() {
-                    out.extend(scan.first_reads_kept().iter().cloned());
-                }
-                p.children().into_iter().for_each(|c| kept(c, out));
-            }
-            let mut columns = Vec::new();
-            kept(&plan, &mut columns);
-            assert_eq!(columns, Vec::<String>::new(), "{q}");
+            let columns: Vec<&String> = (scans(&plan).into_iter())
+                .flat_map(|s| s.first_reads_kept())
+                .collect();
+            assert_eq!(columns, Vec::<&String>::new(), "{q}");
         }
     }
     // One partition: the aggregate reads its scan through DataFusion's cooperative wrapper.

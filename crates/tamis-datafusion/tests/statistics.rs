@@ -212,13 +212,9 @@ async fn joins_above_a_semi_join_are_not_weighed_by_unscaled_column_bytes() {
          AND NOT EXISTS (SELECT 1 FROM wide w3 WHERE w3.id = n.id AND w3.note LIKE '%7')",
     )
     .await;
-    fn anti(p: &Arc<dyn ExecutionPlan>) -> Option<&HashJoinExec> {
-        p.downcast_ref::<HashJoinExec>()
-            .filter(|j| matches!(j.join_type(), JoinType::LeftAnti | JoinType::RightAnti))
-            .or_else(|| p.children().into_iter().find_map(anti))
-    }
+    let anti = |j: &HashJoinExec| matches!(j.join_type(), JoinType::LeftAnti | JoinType::RightAnti);
     let shown = datafusion::physical_plan::displayable(p.as_ref()).indent(false);
-    let j = anti(&p).unwrap_or_else(|| panic!("an anti join:\n{shown}"));
+    let j = hash_join(&p, &anti).unwrap_or_else(|| panic!("an anti join:\n{shown}"));
     assert_eq!(
         *j.join_type(),
         JoinType::LeftAnti,
@@ -241,11 +237,7 @@ async fn joins_build_on_the_side_with_fewer_projected_bytes() {
          ON n.id = w.id AND w.note NOT LIKE '%7' GROUP BY n.id",
     )
     .await;
-    fn join(p: &Arc<dyn ExecutionPlan>) -> Option<&HashJoinExec> {
-        p.downcast_ref::<HashJoinExec>()
-            .or_else(|| p.children().into_iter().find_map(join))
-    }
-    let j = join(&p).expect("a hash join");
+    let j = hash_join(&p, &|_| true).expect("a hash join");
     let mut build = Vec::new();
     scans(j.left(), &mut build);
     assert_eq!(build.len(), 1);
@@ -255,6 +247,16 @@ async fn joins_build_on_the_side_with_fewer_projected_bytes() {
         datafusion::physical_plan::displayable(p.as_ref()).indent(false)
     );
     assert_eq!(*j.join_type(), JoinType::Left);
+}
+
+/// The first hash join of `p`, top down, that `keep` accepts.
+fn hash_join<'a>(
+    p: &'a Arc<dyn ExecutionPlan>,
+    keep: &dyn Fn(&HashJoinExec) -> bool,
+) -> Option<&'a HashJoinExec> {
+    p.downcast_ref::<HashJoinExec>()
+        .filter(|j| keep(j))
+        .or_else(|| p.children().into_iter().find_map(|c| hash_join(c, keep)))
 }
 
 /// `t(x)` of `ROWS` nullable Int64s (NULL every 7th row) in three row groups, written by the

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
+use tamis_datafusion::TamisExec;
 
 /// The whole file read by the `parquet` crate's reader (no pruning, no pushdown) as an
 /// in-memory table: DataFusion evaluates every predicate itself over it. (DataFusion's own
@@ -48,4 +50,12 @@ pub fn rows(batches: &[RecordBatch]) -> Vec<String> {
 pub async fn query(ctx: &SessionContext, sql: &str) -> Vec<String> {
     let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     rows(&df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}")))
+}
+
+/// The tamis scans of `plan`.
+#[allow(dead_code)]
+pub fn scans(plan: &Arc<dyn ExecutionPlan>) -> Vec<&TamisExec> {
+    let mut found: Vec<&TamisExec> = plan.children().into_iter().flat_map(scans).collect();
+    found.extend(plan.downcast_ref::<TamisExec>());
+    found
 }

@@ -90,8 +90,8 @@ pub fn validate_footer(metadata: &ParquetMetaData, leaves: usize) -> Result<()> 
 
 /// Decodes the footer at the end of `tail` (the last bytes of a file of `len` bytes), or
 /// `fixed`: the footer without the fields whose Thrift type is not parquet.thrift's (from
-/// [`check_footer_in_tail`], see [`thrift_guard::drop_mistyped_fields`]); `NeedMoreData` when `tail` does
-/// not hold all of it.
+/// [`check_footer_in_tail`], see [`thrift_guard::drop_mistyped_fields`]); `NeedMoreData`
+/// when `tail` does not hold all of it.
 fn decode_footer(
     tail: &bytes::Bytes,
     len: u64,
