@@ -25,6 +25,7 @@ pub mod cross;
 pub mod decimal;
 pub mod dynamic;
 mod exec;
+pub mod few_groups;
 pub mod rules;
 pub mod share;
 mod split;

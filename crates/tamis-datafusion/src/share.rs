@@ -36,6 +36,7 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::sync::OnceCell;
 
 use crate::exec::TamisExec;
+use crate::few_groups::FewGroupsExec;
 
 /// The batches of a subplan, by output partition, computed by the first consumer to ask.
 type Computed = Arc<OnceCell<Vec<Vec<arrow::array::RecordBatch>>>>;
@@ -207,6 +208,7 @@ fn all_shareable(node: &Arc<dyn ExecutionPlan>) -> bool {
         || node.is::<RepartitionExec>()
         || node.is::<CoalescePartitionsExec>()
         || node.is::<CooperativeExec>()
+        || node.is::<FewGroupsExec>()
         || node.is::<TamisExec>();
     known && node.children().into_iter().all(all_shareable)
 }

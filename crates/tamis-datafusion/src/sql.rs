@@ -11,6 +11,7 @@ use tamis_arrow::array::RecordBatch;
 use tamis_arrow::datatypes::SchemaRef;
 
 use crate::decimal::NarrowDecimalArithmetic;
+use crate::few_groups::GroupFewKeysByCode;
 use crate::rules::{KeepSharedPages, ProbeAggregates, TapBuildKeys};
 use crate::share::ShareRepeatedSubplans;
 use crate::tables::SessionTables;
@@ -108,6 +109,7 @@ pub fn session_with(config: SessionConfig) -> SessionContext {
     rules.insert(at, Arc::new(ProbeAggregates));
     rules.insert(at + 1, Arc::new(TapBuildKeys));
     rules.push(Arc::new(KeepSharedPages));
+    rules.push(Arc::new(GroupFewKeysByCode));
     rules.push(Arc::new(ShareRepeatedSubplans));
     let state = SessionStateBuilder::new()
         .with_config(config)

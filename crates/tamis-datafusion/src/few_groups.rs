@@ -1,0 +1,709 @@
+//! Partial aggregates over few groups, grouped by small codes instead of hashed rows.
+//!
+//! DataFusion's hash aggregate hashes every row's key columns, probes its table and compares
+//! the key values column by column, about 10 ns a row for TPC-H Q1's two one-letter keys: a
+//! sixth of the query at one thread (SF 1, `perf`), where DuckDB's is a fraction of that.
+//! Most rows of such a query carry one of a handful of key values, often the same as the row
+//! before. [`FewGroupsExec`] codes each key column's values (a value as it is in memory, up to
+//! 16 bytes: an integer, a date, a decimal, a string of at most 12 bytes inline in its view)
+//! into a small per-column code, checking the row before and then a short list, and packs
+//! the codes into one word that names the group, looked up the same way. The accumulators
+//! are DataFusion's own (`GroupsAccumulator`), fed the group indices, so the partial state
+//! this stage emits is exactly the one DataFusion's would: its `Final` stage runs unchanged.
+//!
+//! When a stream meets more than [`MAX_GROUPS`] groups, or a key this coding does not cover
+//! (a longer string), it emits the groups so far and hands the rest of its input, that batch
+//! first, to DataFusion's own partial aggregate: a partial stage may emit a group more than
+//! once, its final stage merges them.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
+use arrow::buffer::NullBuffer;
+use arrow::compute::{concat, take};
+use arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{HashMap, Result};
+use datafusion::error::DataFusionError;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
+use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, InputOrderMode, PlanProperties,
+};
+use futures::{StreamExt, TryStreamExt};
+
+/// Groups a stream keeps before it hands its input to DataFusion's hash aggregate.
+pub const MAX_GROUPS: usize = 1024;
+
+/// Key columns coded here at most (their codes are packed 16 bits each into one word).
+const MAX_KEYS: usize = 4;
+
+/// Distinct values compared one by one before a hash map takes over.
+const SHORT_LIST: usize = 8;
+
+/// Runs the partial stage of every eligible aggregate as a [`FewGroupsExec`]. A single-stage
+/// aggregate (one input partition, or inputs already partitioned by the keys) becomes a
+/// final stage over one, as DataFusion plans two stages.
+#[derive(Debug, Default)]
+pub struct GroupFewKeysByCode;
+
+impl PhysicalOptimizerRule for GroupFewKeysByCode {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_up(|node| {
+            let Some(aggregate) = node.downcast_ref::<AggregateExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            if !eligible(aggregate) {
+                return Ok(Transformed::no(node));
+            }
+            let final_mode = match aggregate.mode() {
+                AggregateMode::Partial => {
+                    let few = FewGroupsExec::try_new(Arc::new(aggregate.clone()))?;
+                    return Ok(Transformed::yes(Arc::new(few) as Arc<dyn ExecutionPlan>));
+                }
+                AggregateMode::Single => AggregateMode::Final,
+                AggregateMode::SinglePartitioned => AggregateMode::FinalPartitioned,
+                _ => return Ok(Transformed::no(node)),
+            };
+            let partial = AggregateExec::try_new(
+                AggregateMode::Partial,
+                aggregate.group_expr().clone(),
+                aggregate.aggr_expr().to_vec(),
+                aggregate.filter_expr().to_vec(),
+                Arc::clone(aggregate.input()),
+                aggregate.input_schema(),
+            )?;
+            let few = Arc::new(FewGroupsExec::try_new(Arc::new(partial))?);
+            let final_stage = AggregateExec::try_new(
+                final_mode,
+                aggregate.group_expr().as_final(),
+                aggregate.aggr_expr().to_vec(),
+                aggregate.filter_expr().to_vec(),
+                few,
+                aggregate.input_schema(),
+            )?;
+            // The rows are the same; only the plan's stages differ.
+            if final_stage.schema() != aggregate.schema() {
+                return Ok(Transformed::no(node));
+            }
+            Ok(Transformed::yes(
+                Arc::new(final_stage) as Arc<dyn ExecutionPlan>
+            ))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "tamis_group_few_keys_by_code"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// A grouped aggregate whose keys can be coded and whose accumulators are plain
+/// `GroupsAccumulator`s: no grouping sets, `FILTER`, `DISTINCT`, `ORDER BY` in an aggregate,
+/// limit, or input order to keep.
+fn eligible(aggregate: &AggregateExec) -> bool {
+    let group_by = aggregate.group_expr();
+    let input_schema = aggregate.input_schema();
+    let keys_codable = (group_by.expr().iter()).all(|(expr, _)| {
+        expr.data_type(&input_schema)
+            .is_ok_and(|t| codable_type(&t))
+    });
+    group_by.is_single()
+        && !group_by.expr().is_empty()
+        && group_by.expr().len() <= MAX_KEYS
+        && keys_codable
+        && aggregate.filter_expr().iter().all(Option::is_none)
+        && aggregate.aggr_expr().iter().all(|a| plain(a))
+        && aggregate.limit_options().is_none()
+        && aggregate.dynamic_expressions_produced().is_empty()
+        && *aggregate.input_order_mode() == InputOrderMode::Linear
+}
+
+fn plain(aggregate: &AggregateFunctionExpr) -> bool {
+    !aggregate.is_distinct()
+        && aggregate.order_bys().is_empty()
+        && aggregate.groups_accumulator_supported()
+}
+
+/// Key types whose values are compared here by their bits: integers, dates, times,
+/// timestamps, decimals, booleans and view strings (not floats: DataFusion's grouping of NaN
+/// and -0.0 is its own to define).
+fn codable_type(t: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        t,
+        Boolean
+            | Int8
+            | Int16
+            | Int32
+            | Int64
+            | UInt8
+            | UInt16
+            | UInt32
+            | UInt64
+            | Date32
+            | Date64
+            | Time32(_)
+            | Time64(_)
+            | Timestamp(_, _)
+            | Duration(_)
+            | Decimal128(_, _)
+            | Utf8View
+            | BinaryView
+    )
+}
+
+/// DataFusion's partial aggregate stage, grouping few keys by code (see the module
+/// documentation); `partial` is the stage it replaces, and runs what it hands over.
+#[derive(Debug)]
+pub struct FewGroupsExec {
+    partial: Arc<AggregateExec>,
+}
+
+impl FewGroupsExec {
+    fn try_new(partial: Arc<AggregateExec>) -> Result<Self> {
+        if *partial.mode() != AggregateMode::Partial {
+            return datafusion::common::internal_err!("FewGroupsExec runs partial stages only");
+        }
+        Ok(FewGroupsExec { partial })
+    }
+}
+
+impl DisplayAs for FewGroupsExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "FewGroupsExec: ")?;
+        // The stage's own text: what it computes, for plan comparisons too.
+        self.partial.fmt_as(t, f)
+    }
+}
+
+impl ExecutionPlan for FewGroupsExec {
+    fn name(&self) -> &str {
+        "FewGroupsExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        self.partial.properties()
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![self.partial.input()]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        self.partial.apply_expressions(f)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let partial = replace_children(Arc::clone(&self.partial), children)?;
+        let partial = partial
+            .downcast_ref::<AggregateExec>()
+            .map(|a| Arc::new(a.clone()))
+            .ok_or_else(|| DataFusionError::Internal("not an aggregate".into()))?;
+        Ok(Arc::new(FewGroupsExec::try_new(partial)?))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let mut input = self
+            .partial
+            .input()
+            .execute(partition, Arc::clone(&context))?;
+        let partial = Arc::clone(&self.partial);
+        let schema = self.partial.schema();
+        let mut groups = FewGroups::try_new(&partial)?;
+        let batches = futures::stream::once(async move {
+            while let Some(batch) = input.next().await {
+                let batch = batch?;
+                if groups.push(&batch)? {
+                    continue;
+                }
+                // Too many groups, or a key not coded here: the groups so far, then
+                // DataFusion's own stage over this batch and the rest.
+                let so_far = groups.emit()?;
+                let rest = futures::stream::once(async { Ok(batch) }).chain(input);
+                let rest = RecordBatchStreamAdapter::new(partial.input().schema(), rest);
+                let source = StreamingTableExec::try_new(
+                    partial.input().schema(),
+                    vec![Arc::new(Rest {
+                        schema: partial.input().schema(),
+                        stream: Mutex::new(Some(Box::pin(rest))),
+                    })],
+                    None,
+                    vec![],
+                    false,
+                    None,
+                )?;
+                let hash = replace_children(Arc::clone(&partial), vec![Arc::new(source)])?;
+                let hashed = hash.execute(0, context)?;
+                let so_far = futures::stream::iter(so_far.map(Ok));
+                return Ok::<_, DataFusionError>(so_far.chain(hashed).boxed());
+            }
+            Ok(futures::stream::iter(groups.emit()?.map(Ok)).boxed())
+        })
+        .try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
+    }
+}
+
+/// `plan` over `children`, its properties computed anew.
+fn replace_children(
+    plan: Arc<AggregateExec>,
+    children: Vec<Arc<dyn ExecutionPlan>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let recompute = ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute);
+    (plan as Arc<dyn ExecutionPlan>).replace_children(children, recompute)
+}
+
+/// The rest of an input stream, run by DataFusion's own partial stage (once).
+struct Rest {
+    schema: SchemaRef,
+    stream: Mutex<Option<SendableRecordBatchStream>>,
+}
+
+impl fmt::Debug for Rest {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("Rest")
+    }
+}
+
+impl PartitionStream for Rest {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let taken = self.stream.lock().ok().and_then(|mut s| s.take());
+        taken.unwrap_or_else(|| {
+            let error = DataFusionError::Internal("the rest of a stream is read once".into());
+            Box::pin(RecordBatchStreamAdapter::new(
+                Arc::clone(&self.schema),
+                futures::stream::once(async { Err(error) }),
+            ))
+        })
+    }
+}
+
+/// One stream's groups: each key column's codes, the groups' packed codes, the key values
+/// of each group (in group order) and DataFusion's accumulators.
+struct FewGroups {
+    schema: SchemaRef,
+    keys: Vec<Arc<dyn PhysicalExpr>>,
+    arguments: Vec<Vec<Arc<dyn PhysicalExpr>>>,
+    accumulators: Vec<Box<dyn GroupsAccumulator>>,
+    codes: Vec<Codes>,
+    groups: Codes,
+    /// Each key column's values of the groups, a piece per batch that added groups.
+    key_values: Vec<Vec<ArrayRef>>,
+    /// Groups the accumulators hold (`groups` may hold more after a batch that overflowed).
+    committed: usize,
+    // Scratch, kept between batches.
+    words: Words,
+    packed: Words,
+    group_codes: Vec<u32>,
+    row_codes: Vec<Vec<u32>>,
+    group_indices: Vec<usize>,
+    first_rows: Vec<u32>,
+}
+
+impl FewGroups {
+    fn try_new(partial: &AggregateExec) -> Result<Self> {
+        let keys: Vec<_> = (partial.group_expr().expr().iter())
+            .map(|(e, _)| Arc::clone(e))
+            .collect();
+        let aggregates = partial.aggr_expr();
+        Ok(FewGroups {
+            schema: partial.schema(),
+            arguments: aggregates.iter().map(|a| a.expressions()).collect(),
+            accumulators: (aggregates.iter())
+                .map(|a| a.create_groups_accumulator())
+                .collect::<Result<_>>()?,
+            codes: keys.iter().map(|_| Codes::default()).collect(),
+            groups: Codes::default(),
+            key_values: keys.iter().map(|_| Vec::new()).collect(),
+            row_codes: keys.iter().map(|_| Vec::new()).collect(),
+            keys,
+            committed: 0,
+            words: Words::default(),
+            packed: Words::default(),
+            group_codes: Vec::new(),
+            group_indices: Vec::new(),
+            first_rows: Vec::new(),
+        })
+    }
+
+    /// Adds `batch` to the groups; false (and nothing added) when its keys cannot be coded
+    /// or it would take the groups past [`MAX_GROUPS`].
+    fn push(&mut self, batch: &RecordBatch) -> Result<bool> {
+        let rows = batch.num_rows();
+        let mut key_arrays = Vec::with_capacity(self.keys.len());
+        for (c, key) in self.keys.iter().enumerate() {
+            let array = key.evaluate(batch)?.into_array(rows)?;
+            if !words_of(array.as_ref(), &mut self.words) {
+                return Ok(false);
+            }
+            let nulls = array.logical_nulls();
+            let out = &mut self.row_codes[c];
+            if !self.codes[c].code_all(&self.words, nulls.as_ref(), out) {
+                return Ok(false);
+            }
+            key_arrays.push(array);
+        }
+        // Each row's group: its columns' codes packed, 16 bits each.
+        let packed = &mut self.packed;
+        (packed.lo).clear();
+        (packed.lo).resize(rows, 0);
+        packed.wide = false;
+        for (c, codes) in self.row_codes.iter().enumerate() {
+            for (p, &code) in packed.lo.iter_mut().zip(codes) {
+                *p |= u64::from(code) << (16 * c);
+            }
+        }
+        if !(self.groups).code_all(packed, None, &mut self.group_codes) {
+            return Ok(false);
+        }
+        // Rows that started a group, in group order.
+        let total = self.groups.len();
+        self.first_rows.clear();
+        if total > self.committed {
+            let mut next = self.committed;
+            for (r, &g) in self.group_codes.iter().enumerate() {
+                if g as usize == next {
+                    self.first_rows.push(r as u32);
+                    next += 1;
+                }
+            }
+        }
+        if !self.first_rows.is_empty() {
+            let rows = UInt32Array::from(self.first_rows.clone());
+            for (c, array) in key_arrays.iter().enumerate() {
+                self.key_values[c].push(take(array.as_ref(), &rows, None)?);
+            }
+        }
+        self.group_indices.clear();
+        (self.group_indices).extend(self.group_codes.iter().map(|&g| g as usize));
+        for (accumulator, arguments) in self.accumulators.iter_mut().zip(&self.arguments) {
+            let values = (arguments.iter())
+                .map(|e| e.evaluate(batch)?.into_array(rows))
+                .collect::<Result<Vec<_>>>()?;
+            accumulator.update_batch(&values, &self.group_indices, None, total)?;
+        }
+        self.committed = total;
+        Ok(true)
+    }
+
+    /// The partial state of every group so far (none when there are none).
+    fn emit(&mut self) -> Result<Option<RecordBatch>> {
+        if self.committed == 0 {
+            return Ok(None);
+        }
+        let mut columns = Vec::with_capacity(self.schema.fields().len());
+        for pieces in &self.key_values {
+            let pieces: Vec<&dyn Array> = pieces.iter().map(|p| p.as_ref()).collect();
+            columns.push(concat(&pieces)?);
+        }
+        for accumulator in &mut self.accumulators {
+            columns.extend(accumulator.state(EmitTo::All)?);
+        }
+        self.committed = 0;
+        Ok(Some(RecordBatch::try_new(
+            Arc::clone(&self.schema),
+            columns,
+        )?))
+    }
+}
+
+/// A batch's values as the bits they have in memory, zero-extended to 128 (a null's are
+/// whatever they are): the low and, when some value is wider than 64 bits, the high halves.
+/// Two halves and not one `u128`: the passes over them compile to vector compares.
+#[derive(Default)]
+struct Words {
+    lo: Vec<u64>,
+    hi: Vec<u64>,
+    wide: bool,
+}
+
+impl Words {
+    fn word(&self, r: usize) -> (u64, u64) {
+        (self.lo[r], if self.wide { self.hi[r] } else { 0 })
+    }
+}
+
+/// Small codes for values, numbered in order of first appearance (a null is a value too).
+/// Up to [`SHORT_LIST`] values are found by a pass over the batch for each, comparing and
+/// selecting with no branch to mispredict (a key that changes from row to row at random, as
+/// Q1's do, costs a search row by row a misprediction a row); a hash map finds more.
+#[derive(Default)]
+struct Codes {
+    short: Vec<((u64, u64), u32)>,
+    map: HashMap<(u64, u64), u32>,
+    null: Option<u32>,
+    count: u32,
+}
+
+impl Codes {
+    /// Values coded so far.
+    fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// `out[r]` = the code of row `r`'s value (or of null, where `nulls` says so); false once
+    /// more than [`MAX_GROUPS`] values are coded.
+    fn code_all(&mut self, words: &Words, nulls: Option<&NullBuffer>, out: &mut Vec<u32>) -> bool {
+        const UNCODED: u32 = u32::MAX;
+        let rows = words.lo.len();
+        out.clear();
+        out.resize(rows, UNCODED);
+        if self.map.is_empty() {
+            // A pass over the batch for each listed value: compares and selects (all ones
+            // where the row holds the value), no branch.
+            for &((lo, hi), code) in &self.short {
+                if words.wide {
+                    let both = words.lo.iter().zip(&words.hi);
+                    for (o, (l, h)) in out.iter_mut().zip(both) {
+                        let hit = u32::from((*l == lo) & (*h == hi)).wrapping_neg();
+                        *o = (*o & !hit) | (code & hit);
+                    }
+                } else if hi == 0 {
+                    for (o, l) in out.iter_mut().zip(&words.lo) {
+                        let hit = u32::from(*l == lo).wrapping_neg();
+                        *o = (*o & !hit) | (code & hit);
+                    }
+                }
+            }
+        }
+        if let Some(nulls) = nulls.filter(|n| n.null_count() > 0) {
+            let code = self.null_code();
+            for r in (0..rows).filter(|&r| nulls.is_null(r)) {
+                out[r] = code;
+            }
+        }
+        if out.contains(&UNCODED) {
+            for (r, o) in out.iter_mut().enumerate() {
+                if *o == UNCODED {
+                    *o = self.code(words.word(r));
+                }
+            }
+        }
+        self.len() <= MAX_GROUPS
+    }
+
+    /// The code of one value, a new one if it has none.
+    fn code(&mut self, word: (u64, u64)) -> u32 {
+        if !self.map.is_empty() {
+            if let Some(&code) = self.map.get(&word) {
+                return code;
+            }
+            let code = self.next_code();
+            self.map.insert(word, code);
+            return code;
+        }
+        if let Some(&(_, code)) = self.short.iter().find(|(w, _)| *w == word) {
+            return code;
+        }
+        let code = self.next_code();
+        self.short.push((word, code));
+        if self.short.len() > SHORT_LIST {
+            self.map.extend(self.short.drain(..));
+        }
+        code
+    }
+
+    fn null_code(&mut self) -> u32 {
+        match self.null {
+            Some(code) => code,
+            None => {
+                let code = self.next_code();
+                self.null = Some(code);
+                code
+            }
+        }
+    }
+
+    fn next_code(&mut self) -> u32 {
+        self.count += 1;
+        self.count - 1
+    }
+}
+
+/// `array`'s values into `out` ([`Words`]); false for a type not coded here or a string
+/// longer than the 12 bytes a view holds inline.
+fn words_of(array: &dyn Array, out: &mut Words) -> bool {
+    out.lo.clear();
+    out.hi.clear();
+    out.wide = false;
+    let views = match array.data_type() {
+        DataType::Utf8View => Some(array.as_string_view().views()),
+        DataType::BinaryView => Some(array.as_binary_view().views()),
+        _ => None,
+    };
+    if let Some(views) = views {
+        // A view of at most 12 bytes holds them inline, zero-padded (arrow checks it when it
+        // builds the array): the view is the value.
+        let (longest, high) = (views.iter()).fold((0u32, 0u64), |(len, high), &v| {
+            (len.max(v as u32), high | (v >> 64) as u64)
+        });
+        if longest > 12 {
+            return false;
+        }
+        // Strings of at most 4 bytes are all in the low half.
+        out.lo.extend(views.iter().map(|&v| v as u64));
+        if high != 0 {
+            out.hi.extend(views.iter().map(|&v| (v >> 64) as u64));
+            out.wide = true;
+        }
+        return true;
+    }
+    if let DataType::Boolean = array.data_type() {
+        out.lo
+            .extend(array.as_boolean().values().iter().map(u64::from));
+        return true;
+    }
+    if !codable_type(array.data_type()) {
+        return false;
+    }
+    let data = array.to_data();
+    match array.data_type().primitive_width() {
+        Some(1) => out
+            .lo
+            .extend(data.buffer::<u8>(0).iter().map(|&v| u64::from(v))),
+        Some(2) => out
+            .lo
+            .extend(data.buffer::<u16>(0).iter().map(|&v| u64::from(v))),
+        Some(4) => out
+            .lo
+            .extend(data.buffer::<u32>(0).iter().map(|&v| u64::from(v))),
+        Some(8) => out.lo.extend_from_slice(data.buffer::<u64>(0)),
+        Some(16) => {
+            let values = data.buffer::<i128>(0);
+            out.lo.extend(values.iter().map(|&v| v as u64));
+            out.hi
+                .extend(values.iter().map(|&v| ((v as u128) >> 64) as u64));
+            out.wide = true;
+        }
+        _ => return false,
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Decimal128Array, Int64Array, StringViewArray};
+
+    /// Codes in order of first appearance, nulls one code, through the short list, the map
+    /// and the limit, narrow and wide, against a plain map.
+    #[test]
+    fn codes_number_values_in_order_of_first_appearance() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for wide in [false, true] {
+            for distinct in [1u64, 2, 7, 8, 9, 40, 1000, 1030] {
+                let mut codes = Codes::default();
+                let mut reference: std::collections::HashMap<Option<(u64, u64)>, u32> =
+                    Default::default();
+                let mut seen: std::collections::HashMap<u32, Option<(u64, u64)>> =
+                    Default::default();
+                let mut out = Vec::new();
+                for batch in 0..4 {
+                    let rows = 700 - batch * 100;
+                    let lo: Vec<u64> = (0..rows)
+                        .map(|i| if i % 5 == 0 { i as u64 } else { next() } % distinct)
+                        .collect();
+                    // Wide values that differ in their high half only, too.
+                    let hi: Vec<u64> = lo.iter().map(|&l| (l + batch as u64) % 3).collect();
+                    let words = Words {
+                        lo,
+                        hi: if wide { hi } else { Vec::new() },
+                        wide,
+                    };
+                    let nulls = NullBuffer::from_iter((0..rows).map(|i| i % 11 != 3));
+                    // Nulls in the odd batches only: without them, codes follow first
+                    // appearance exactly (groups rely on it); with them, the null's code
+                    // may come first.
+                    let nulls = (batch % 2 == 1).then_some(&nulls);
+                    let fits = codes.code_all(&words, nulls, &mut out);
+                    let mut want = Vec::new();
+                    for (r, &code) in out.iter().enumerate() {
+                        let key = nulls.is_none_or(|n| n.is_valid(r)).then(|| words.word(r));
+                        let n = reference.len() as u32;
+                        let expected = *reference.entry(key).or_insert(n);
+                        match nulls {
+                            None => want.push(expected),
+                            Some(_) => want.push(code),
+                        }
+                        let same = seen.entry(code).or_insert(key);
+                        assert_eq!(*same, key, "code {code} names two values");
+                    }
+                    assert_eq!(out, want, "{distinct} values, wide {wide}, batch {batch}");
+                    assert_eq!(codes.len(), reference.len());
+                    assert_eq!(fits, reference.len() <= MAX_GROUPS);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_view_of_at_most_12_bytes_is_the_value() {
+        let strings = ["", "A", "ab", "abc", "twelve bytes", "\0", "A"];
+        let mut words = Words::default();
+        assert!(words_of(
+            &StringViewArray::from(strings.to_vec()),
+            &mut words
+        ));
+        for (i, a) in strings.iter().enumerate() {
+            for (j, b) in strings.iter().enumerate() {
+                assert_eq!(words.word(i) == words.word(j), a == b, "{a:?} and {b:?}");
+            }
+        }
+        let long = StringViewArray::from(vec!["twelve bytes", "thirteen byte"]);
+        assert!(
+            !words_of(&long, &mut words),
+            "a 13-byte string is not inline"
+        );
+    }
+
+    #[test]
+    fn integers_are_their_bits() {
+        let mut out = Words::default();
+        let array = Int64Array::from(vec![-1, 0, 1, i64::MIN]).slice(1, 3);
+        assert!(words_of(&array, &mut out));
+        assert_eq!(out.lo, vec![0, 1, i64::MIN as u64]);
+        assert!(!out.wide);
+        let decimals = Decimal128Array::from(vec![-1i128, 1 << 64, 5]);
+        assert!(words_of(&decimals, &mut out));
+        let want = [(u64::MAX, u64::MAX), (0, 1), (5, 0)];
+        assert_eq!((0..3).map(|r| out.word(r)).collect::<Vec<_>>(), want);
+    }
+}
