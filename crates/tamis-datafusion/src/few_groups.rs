@@ -34,6 +34,9 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{
@@ -179,6 +182,7 @@ fn codable_type(t: &DataType) -> bool {
 pub struct FewGroupsExec {
     partial: Arc<AggregateExec>,
     hand_over: HandOver,
+    metrics: ExecutionPlanMetricsSet,
 }
 
 /// What a stream does with its input once it stops coding groups.
@@ -198,7 +202,11 @@ impl FewGroupsExec {
         if *partial.mode() != AggregateMode::Partial {
             return datafusion::common::internal_err!("FewGroupsExec runs partial stages only");
         }
-        Ok(FewGroupsExec { partial, hand_over })
+        Ok(FewGroupsExec {
+            partial,
+            hand_over,
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
     }
 }
 
@@ -233,6 +241,10 @@ impl ExecutionPlan for FewGroupsExec {
         self.partial.apply_expressions(f)
     }
 
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
     fn with_new_children(
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,
@@ -258,16 +270,28 @@ impl ExecutionPlan for FewGroupsExec {
         let hand_over = self.hand_over;
         let schema = self.partial.schema();
         let mut groups = FewGroups::try_new(&partial)?;
+        // Time and rows of the coded groups; rows handed over (EXPLAIN ANALYZE shows whether
+        // a stream stopped coding).
+        let baseline = BaselineMetrics::new(&self.metrics, partition);
+        let handed_over = MetricBuilder::new(&self.metrics).counter("rows_handed_over", partition);
         let batches = futures::stream::once(async move {
             while let Some(batch) = input.next().await {
                 let batch = batch?;
-                if groups.push(&batch)? {
+                let timer = baseline.elapsed_compute().timer();
+                let coded = groups.push(&batch)?;
+                timer.done();
+                if coded {
                     continue;
                 }
                 // Too many groups, or a key not coded here: the groups so far, then this
                 // batch and the rest as DataFusion's partial stage or as states.
-                let so_far = futures::stream::iter(groups.emit()?.map(Ok));
+                let so_far = futures::stream::iter(emit(&mut groups, &baseline)?.map(Ok));
                 let rest = futures::stream::once(async { Ok(batch) }).chain(input);
+                let rest = rest.inspect(move |b| {
+                    if let Ok(b) = b {
+                        handed_over.add(b.num_rows());
+                    }
+                });
                 let rest: SendableRecordBatchStream = match hand_over {
                     HandOver::Hash => hash_partial(&partial, rest, context)?,
                     HandOver::AsStates => {
@@ -278,11 +302,20 @@ impl ExecutionPlan for FewGroupsExec {
                 };
                 return Ok::<_, DataFusionError>(so_far.chain(rest).boxed());
             }
-            Ok(futures::stream::iter(groups.emit()?.map(Ok)).boxed())
+            Ok(futures::stream::iter(emit(&mut groups, &baseline)?.map(Ok)).boxed())
         })
         .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
     }
+}
+
+/// The groups' states, timed and counted.
+fn emit(groups: &mut FewGroups, baseline: &BaselineMetrics) -> Result<Option<RecordBatch>> {
+    let timer = baseline.elapsed_compute().timer();
+    let batch = groups.emit()?;
+    timer.done();
+    baseline.record_output(batch.as_ref().map_or(0, |b| b.num_rows()));
+    Ok(batch)
 }
 
 /// DataFusion's partial stage `partial` over `rest`, the rest of its input.

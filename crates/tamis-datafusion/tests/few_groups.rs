@@ -144,6 +144,33 @@ async fn check(path: &str, partitions: usize, sql: &str) -> bool {
     count_few_groups(&plan) > 0
 }
 
+/// The rows each `FewGroupsExec` of `sql`'s plan handed over, once the plan has run.
+async fn handed_over(path: &str, partitions: usize, sql: &str) -> Vec<usize> {
+    let ctx = tamis_datafusion::sql::session(partitions, true);
+    ctx.register_table("t", Arc::new(TamisTable::open(path).unwrap()))
+        .unwrap();
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    datafusion::physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
+        .await
+        .unwrap();
+    fn walk(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<usize>) {
+        if plan.downcast_ref::<FewGroupsExec>().is_some() {
+            let metrics = plan.metrics().unwrap();
+            out.push(metrics.sum_by_name("rows_handed_over").unwrap().as_usize());
+        }
+        plan.children().into_iter().for_each(|c| walk(c, out));
+    }
+    let mut out = Vec::new();
+    walk(&plan, &mut out);
+    out
+}
+
 const AGGREGATES: &str = "count(*), count(q), sum(q), avg(q), min(q), max(q), sum(m), avg(m), \
                           min(m), max(m), sum(x), avg(x), sum(m * (1 - m)), count(m)";
 
@@ -191,6 +218,14 @@ async fn streams_with_many_groups_or_long_strings_hand_over_to_the_hash_aggregat
             let sql = format!("SELECT {keys}, {AGGREGATES} FROM t GROUP BY {keys}");
             assert!(check(&path, partitions, &sql).await, "{sql}: not coded");
         }
+    }
+    // The streams did hand over: `g` after its first 9 000 rows, `s` never.
+    for partitions in [1, 2] {
+        let g = handed_over(&path, partitions, "SELECT g, count(*) FROM t GROUP BY g").await;
+        assert!(g.iter().sum::<usize>() >= ROWS - 9_000, "{g:?}");
+        assert!(g.iter().sum::<usize>() < ROWS, "{g:?}");
+        let s = handed_over(&path, partitions, "SELECT s, count(*) FROM t GROUP BY s").await;
+        assert_eq!(s, vec![0], "{s:?}");
     }
 }
 
