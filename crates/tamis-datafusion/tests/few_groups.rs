@@ -120,12 +120,24 @@ fn count_few_groups(plan: &Arc<dyn ExecutionPlan>) -> usize {
         .sum::<usize>()
 }
 
-/// The rows of `sql` over tamis (with tamis's rules) equal DataFusion's over the oracle, and
-/// whether the plan grouped by code.
-async fn check(path: &str, partitions: usize, sql: &str) -> bool {
+/// A session `partitions` wide with tamis's rules, `t` the file at `path`, and the physical
+/// plan of `sql` in it.
+async fn planned(
+    path: &str,
+    partitions: usize,
+    sql: &str,
+) -> (SessionContext, Arc<dyn ExecutionPlan>) {
     let ctx = tamis_datafusion::sql::session(partitions, true);
     ctx.register_table("t", Arc::new(TamisTable::open(path).unwrap()))
         .unwrap();
+    let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await;
+    (ctx, plan.unwrap())
+}
+
+/// The rows of `sql` over tamis (with tamis's rules) equal DataFusion's over the oracle, and
+/// whether the plan grouped by code.
+async fn check(path: &str, partitions: usize, sql: &str) -> bool {
+    let (ctx, plan) = planned(path, partitions, sql).await;
     let oracle = SessionContext::new_with_config(
         datafusion::prelude::SessionConfig::new().with_target_partitions(partitions),
     );
@@ -134,28 +146,12 @@ async fn check(path: &str, partitions: usize, sql: &str) -> bool {
     let want = query(&oracle, sql).await;
     assert_eq!(got, want, "{sql} at {partitions} partitions");
     assert!(!got.is_empty(), "{sql}: no rows, nothing compared");
-    let plan = ctx
-        .sql(sql)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
     count_few_groups(&plan) > 0
 }
 
 /// The rows each `FewGroupsExec` of `sql`'s plan handed over, once the plan has run.
 async fn handed_over(path: &str, partitions: usize, sql: &str) -> Vec<usize> {
-    let ctx = tamis_datafusion::sql::session(partitions, true);
-    ctx.register_table("t", Arc::new(TamisTable::open(path).unwrap()))
-        .unwrap();
-    let plan = ctx
-        .sql(sql)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
+    let (ctx, plan) = planned(path, partitions, sql).await;
     datafusion::physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
         .await
         .unwrap();
