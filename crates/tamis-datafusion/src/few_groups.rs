@@ -483,28 +483,39 @@ impl FewGroups {
             }
             key_arrays.push(array);
         }
-        // Each row's group: its columns' codes packed, 16 bits each.
-        let packed = &mut self.packed;
-        (packed.lo).clear();
-        (packed.lo).resize(rows, 0);
-        packed.wide = false;
-        for (c, codes) in self.row_codes.iter().enumerate() {
-            for (p, &code) in packed.lo.iter_mut().zip(codes) {
-                *p |= u64::from(code) << (16 * c);
+        let total = if self.keys.len() == 1 {
+            // One key: its codes are the groups.
+            std::mem::swap(&mut self.group_codes, &mut self.row_codes[0]);
+            self.codes[0].len()
+        } else {
+            // Each row's group: its columns' codes packed, 16 bits each.
+            let packed = &mut self.packed;
+            (packed.lo).clear();
+            (packed.lo).resize(rows, 0);
+            packed.wide = false;
+            for (c, codes) in self.row_codes.iter().enumerate() {
+                for (p, &code) in packed.lo.iter_mut().zip(codes) {
+                    *p |= u64::from(code) << (16 * c);
+                }
             }
-        }
-        if !(self.groups).code_all(packed, None, &mut self.group_codes) {
-            return Ok(false);
-        }
-        // Rows that started a group, in group order.
-        let total = self.groups.len();
+            if !(self.groups).code_all(packed, None, &mut self.group_codes) {
+                return Ok(false);
+            }
+            self.groups.len()
+        };
+        // The first row of each new group, in group order (every new group has one: codes
+        // are only made for rows of this batch).
         self.first_rows.clear();
-        if total > self.committed {
-            let mut next = self.committed;
-            for (r, &g) in self.group_codes.iter().enumerate() {
-                if g as usize == next {
-                    self.first_rows.push(r as u32);
-                    next += 1;
+        self.first_rows.resize(total - self.committed, u32::MAX);
+        let mut missing = self.first_rows.len();
+        for (r, &g) in self.group_codes.iter().enumerate() {
+            if missing == 0 {
+                break;
+            }
+            if let Some(first) = (g as usize).checked_sub(self.committed) {
+                if self.first_rows[first] == u32::MAX {
+                    self.first_rows[first] = r as u32;
+                    missing -= 1;
                 }
             }
         }
