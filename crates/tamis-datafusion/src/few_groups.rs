@@ -27,6 +27,7 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{HashMap, Result};
 use datafusion::error::DataFusionError;
+use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
@@ -274,19 +275,27 @@ impl ExecutionPlan for FewGroupsExec {
         // a stream stopped coding).
         let baseline = BaselineMetrics::new(&self.metrics, partition);
         let handed_over = MetricBuilder::new(&self.metrics).counter("rows_handed_over", partition);
+        let reservation = MemoryConsumer::new(format!("FewGroupsExec[{partition}]"))
+            .register(context.memory_pool());
         let batches = futures::stream::once(async move {
             while let Some(batch) = input.next().await {
                 let batch = batch?;
                 let timer = baseline.elapsed_compute().timer();
                 let coded = groups.push(&batch)?;
                 timer.done();
-                if coded {
-                    continue;
-                }
-                // Too many groups, or a key not coded here: the groups so far, then this
-                // batch and the rest as DataFusion's partial stage or as states.
+                // The groups' memory counts against the session's pool; where the pool has
+                // no more (an accumulator that keeps every value, as `median` does), the
+                // groups so far go out and DataFusion's stage, which can spill, takes over.
+                let pending = match coded {
+                    true if reservation.try_resize(groups.size()).is_ok() => continue,
+                    true => None,
+                    false => Some(batch),
+                };
+                // Too many groups, a key not coded here, or no memory: the groups so far, then
+                // the batch not coded (if any) and the rest as DataFusion's partial stage or as states.
                 let so_far = futures::stream::iter(emit(&mut groups, &baseline)?.map(Ok));
-                let rest = futures::stream::once(async { Ok(batch) }).chain(input);
+                reservation.free();
+                let rest = futures::stream::iter(pending.map(Ok)).chain(input);
                 let rest = rest.inspect(move |b| {
                     if let Ok(b) = b {
                         handed_over.add(b.num_rows());
@@ -522,7 +531,14 @@ impl FewGroups {
         if !self.first_rows.is_empty() {
             let rows = UInt32Array::from(self.first_rows.clone());
             for (c, array) in key_arrays.iter().enumerate() {
-                self.key_values[c].push(take(array.as_ref(), &rows, None)?);
+                let piece = take(array.as_ref(), &rows, None)?;
+                // Inline views only: `gc` drops the data buffers `take` kept (a page's).
+                let piece: ArrayRef = match piece.data_type() {
+                    DataType::Utf8View => Arc::new(piece.as_string_view().gc()),
+                    DataType::BinaryView => Arc::new(piece.as_binary_view().gc()),
+                    _ => piece,
+                };
+                self.key_values[c].push(piece);
             }
         }
         self.group_indices.clear();
@@ -535,6 +551,15 @@ impl FewGroups {
         }
         self.committed = total;
         Ok(true)
+    }
+
+    /// Bytes the groups hold: accumulators and key values.
+    fn size(&self) -> usize {
+        let accumulators: usize = self.accumulators.iter().map(|a| a.size()).sum();
+        let keys: usize = (self.key_values.iter().flatten())
+            .map(|k| k.get_array_memory_size())
+            .sum();
+        accumulators + keys
     }
 
     /// The partial state of every group so far (none when there are none).

@@ -240,3 +240,103 @@ async fn aggregates_it_does_not_cover_stay_datafusion_s() {
         assert!(!check(&path, 2, sql).await, "{sql}: coded");
     }
 }
+
+/// A memory pool that refuses `FewGroupsExec` more than `limit` bytes and grants every
+/// other consumer what it asks.
+#[derive(Debug)]
+struct TightForFewGroups {
+    limit: usize,
+    used: std::sync::atomic::AtomicUsize,
+}
+
+impl std::fmt::Display for TightForFewGroups {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "tight-for-few-groups({})", self.limit)
+    }
+}
+
+impl datafusion::execution::memory_pool::MemoryPool for TightForFewGroups {
+    fn name(&self) -> &str {
+        "tight-for-few-groups"
+    }
+
+    fn grow(&self, _: &datafusion::execution::memory_pool::MemoryReservation, additional: usize) {
+        self.used
+            .fetch_add(additional, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn shrink(&self, _: &datafusion::execution::memory_pool::MemoryReservation, shrink: usize) {
+        self.used
+            .fetch_sub(shrink, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn try_grow(
+        &self,
+        reservation: &datafusion::execution::memory_pool::MemoryReservation,
+        additional: usize,
+    ) -> datafusion::common::Result<()> {
+        let few = reservation.consumer().name().starts_with("FewGroupsExec");
+        if few && reservation.size() + additional > self.limit {
+            return datafusion::common::resources_err!("few groups past {}", self.limit);
+        }
+        self.grow(reservation, additional);
+        Ok(())
+    }
+
+    fn reserved(&self) -> usize {
+        self.used.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// An accumulator that keeps every value (`median`) and a pool that refuses its groups the
+/// memory: the stream hands over to DataFusion's stage, and the rows are still DataFusion's.
+/// With the memory, it does not.
+#[tokio::test]
+async fn a_stream_refused_memory_hands_over() {
+    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+    use datafusion::execution::SessionStateBuilder;
+    use tamis_datafusion::few_groups::GroupFewKeysByCode;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), 11);
+    let sql = "SELECT s, median(q), count(*) FROM t GROUP BY s";
+    for partitions in [1, 2] {
+        for (limit, hands_over) in [(64 << 20, false), (16 << 10, true)] {
+            let pool = TightForFewGroups {
+                limit,
+                used: Default::default(),
+            };
+            let runtime = RuntimeEnvBuilder::new()
+                .with_memory_pool(Arc::new(pool))
+                .build_arc()
+                .unwrap();
+            let config =
+                datafusion::prelude::SessionConfig::new().with_target_partitions(partitions);
+            let state = SessionStateBuilder::new()
+                .with_config(config.clone())
+                .with_runtime_env(runtime)
+                .with_default_features()
+                .with_physical_optimizer_rule(Arc::new(GroupFewKeysByCode))
+                .build();
+            let ctx = SessionContext::new_with_state(state);
+            ctx.register_table("t", Arc::new(TamisTable::open(&path).unwrap()))
+                .unwrap();
+            let oracle = SessionContext::new_with_config(config);
+            oracle.register_table("t", oracle_table(&path)).unwrap();
+            assert_eq!(query(&ctx, sql).await, query(&oracle, sql).await);
+            let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await;
+            let plan = plan.unwrap();
+            datafusion::physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
+                .await
+                .unwrap();
+            fn handed(plan: &Arc<dyn ExecutionPlan>) -> usize {
+                let own = (plan.downcast_ref::<FewGroupsExec>())
+                    .and_then(|_| plan.metrics().unwrap().sum_by_name("rows_handed_over"))
+                    .map_or(0, |m| m.as_usize());
+                own + plan.children().into_iter().map(handed).sum::<usize>()
+            }
+            let few = count_few_groups(&plan);
+            assert_eq!(few, 1, "{partitions} partitions: no FewGroupsExec");
+            assert_eq!(handed(&plan) > 0, hands_over, "limit {limit}");
+        }
+    }
+}
