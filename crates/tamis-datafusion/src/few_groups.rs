@@ -3,18 +3,18 @@
 //! DataFusion's hash aggregate hashes every row's key columns, probes its table and compares
 //! the key values column by column, about 10 ns a row for TPC-H Q1's two one-letter keys: a
 //! sixth of the query at one thread (SF 1, `perf`), where DuckDB's is a fraction of that.
-//! Most rows of such a query carry one of a handful of key values, often the same as the row
-//! before. [`FewGroupsExec`] codes each key column's values (a value as it is in memory, up to
-//! 16 bytes: an integer, a date, a decimal, a string of at most 12 bytes inline in its view)
-//! into a small per-column code, checking the row before and then a short list, and packs
-//! the codes into one word that names the group, looked up the same way. The accumulators
-//! are DataFusion's own (`GroupsAccumulator`), fed the group indices, so the partial state
-//! this stage emits is exactly the one DataFusion's would: its `Final` stage runs unchanged.
+//! Most rows of such a query carry one of a handful of key values. [`FewGroupsExec`] codes
+//! each key column's values (a value as it is in memory, up to 16 bytes: an integer, a date,
+//! a decimal, a string of at most 12 bytes inline in its view) into a small per-column code,
+//! with a branch-free pass over the batch per known value, and packs the codes into one word
+//! that names the group, coded the same way. The accumulators are DataFusion's own
+//! (`GroupsAccumulator`), fed the group indices, so the partial state this stage emits is
+//! exactly the one DataFusion's would: its `Final` stage runs unchanged.
 //!
-//! When a stream meets more than [`MAX_GROUPS`] groups, or a key this coding does not cover
-//! (a longer string), it emits the groups so far and hands the rest of its input, that batch
-//! first, to DataFusion's own partial aggregate: a partial stage may emit a group more than
-//! once, its final stage merges them.
+//! When a stream meets more than [`MAX_GROUPS`] groups, a key this coding does not cover (a
+//! longer string), or a memory pool that refuses its groups, it emits the groups so far and
+//! hands the rest of its input on (to DataFusion's partial stage, or as one state a row): a
+//! partial stage may emit a group more than once, its final stage merges them.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -32,6 +32,7 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr_common::utils::evaluate_expressions_to_arrays;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
@@ -349,40 +350,56 @@ fn hash_partial(
     replace_children(Arc::clone(partial), vec![Arc::new(source)])?.execute(0, context)
 }
 
+/// What a partial stage evaluates on each batch: its group keys and every aggregate's
+/// arguments.
+struct StageInputs {
+    keys: Vec<Arc<dyn PhysicalExpr>>,
+    arguments: Vec<Vec<Arc<dyn PhysicalExpr>>>,
+}
+
+impl StageInputs {
+    fn of(partial: &AggregateExec) -> Self {
+        StageInputs {
+            keys: (partial.group_expr().expr().iter())
+                .map(|(e, _)| Arc::clone(e))
+                .collect(),
+            arguments: partial
+                .aggr_expr()
+                .iter()
+                .map(|a| a.expressions())
+                .collect(),
+        }
+    }
+}
+
+/// A fresh accumulator for each of `partial`'s aggregates.
+fn accumulators(partial: &AggregateExec) -> Result<Vec<Box<dyn GroupsAccumulator>>> {
+    (partial.aggr_expr().iter())
+        .map(|a| a.create_groups_accumulator())
+        .collect()
+}
+
 /// Turns input rows into partial states, one a row, as DataFusion's partial stage does when
 /// it stops aggregating (`GroupsAccumulator::convert_to_state`).
 struct AsStates {
     schema: SchemaRef,
-    keys: Vec<Arc<dyn PhysicalExpr>>,
-    arguments: Vec<Vec<Arc<dyn PhysicalExpr>>>,
+    inputs: StageInputs,
     accumulators: Vec<Box<dyn GroupsAccumulator>>,
 }
 
 impl AsStates {
     fn try_new(partial: &AggregateExec) -> Result<Self> {
-        let aggregates = partial.aggr_expr();
         Ok(AsStates {
             schema: partial.schema(),
-            keys: (partial.group_expr().expr().iter())
-                .map(|(e, _)| Arc::clone(e))
-                .collect(),
-            arguments: aggregates.iter().map(|a| a.expressions()).collect(),
-            accumulators: (aggregates.iter())
-                .map(|a| a.create_groups_accumulator())
-                .collect::<Result<_>>()?,
+            inputs: StageInputs::of(partial),
+            accumulators: accumulators(partial)?,
         })
     }
 
     fn convert(&self, batch: &RecordBatch) -> Result<RecordBatch> {
-        let rows = batch.num_rows();
-        let mut columns = Vec::with_capacity(self.schema.fields().len());
-        for key in &self.keys {
-            columns.push(key.evaluate(batch)?.into_array(rows)?);
-        }
-        for (accumulator, arguments) in self.accumulators.iter().zip(&self.arguments) {
-            let values = (arguments.iter())
-                .map(|e| e.evaluate(batch)?.into_array(rows))
-                .collect::<Result<Vec<_>>>()?;
+        let mut columns = evaluate_expressions_to_arrays(&self.inputs.keys, batch)?;
+        for (accumulator, arguments) in self.accumulators.iter().zip(&self.inputs.arguments) {
+            let values = evaluate_expressions_to_arrays(arguments, batch)?;
             columns.extend(accumulator.convert_to_state(&values, None)?);
         }
         Ok(RecordBatch::try_new(Arc::clone(&self.schema), columns)?)
@@ -431,8 +448,7 @@ impl PartitionStream for Rest {
 /// of each group (in group order) and DataFusion's accumulators.
 struct FewGroups {
     schema: SchemaRef,
-    keys: Vec<Arc<dyn PhysicalExpr>>,
-    arguments: Vec<Vec<Arc<dyn PhysicalExpr>>>,
+    inputs: StageInputs,
     accumulators: Vec<Box<dyn GroupsAccumulator>>,
     codes: Vec<Codes>,
     groups: Codes,
@@ -451,21 +467,16 @@ struct FewGroups {
 
 impl FewGroups {
     fn try_new(partial: &AggregateExec) -> Result<Self> {
-        let keys: Vec<_> = (partial.group_expr().expr().iter())
-            .map(|(e, _)| Arc::clone(e))
-            .collect();
-        let aggregates = partial.aggr_expr();
+        let inputs = StageInputs::of(partial);
+        let keys = inputs.keys.len();
         Ok(FewGroups {
             schema: partial.schema(),
-            arguments: aggregates.iter().map(|a| a.expressions()).collect(),
-            accumulators: (aggregates.iter())
-                .map(|a| a.create_groups_accumulator())
-                .collect::<Result<_>>()?,
-            codes: keys.iter().map(|_| Codes::default()).collect(),
+            inputs,
+            accumulators: accumulators(partial)?,
+            codes: (0..keys).map(|_| Codes::default()).collect(),
             groups: Codes::default(),
-            key_values: keys.iter().map(|_| Vec::new()).collect(),
-            row_codes: keys.iter().map(|_| Vec::new()).collect(),
-            keys,
+            key_values: vec![Vec::new(); keys],
+            row_codes: vec![Vec::new(); keys],
             committed: 0,
             words: Words::default(),
             packed: Words::default(),
@@ -479,9 +490,8 @@ impl FewGroups {
     /// or it would take the groups past [`MAX_GROUPS`].
     fn push(&mut self, batch: &RecordBatch) -> Result<bool> {
         let rows = batch.num_rows();
-        let mut key_arrays = Vec::with_capacity(self.keys.len());
-        for (c, key) in self.keys.iter().enumerate() {
-            let array = key.evaluate(batch)?.into_array(rows)?;
+        let key_arrays = evaluate_expressions_to_arrays(&self.inputs.keys, batch)?;
+        for (c, array) in key_arrays.iter().enumerate() {
             if !words_of(array.as_ref(), &mut self.words) {
                 return Ok(false);
             }
@@ -490,9 +500,8 @@ impl FewGroups {
             if !self.codes[c].code_all(&self.words, nulls.as_ref(), out) {
                 return Ok(false);
             }
-            key_arrays.push(array);
         }
-        let total = if self.keys.len() == 1 {
+        let total = if key_arrays.len() == 1 {
             // One key: its codes are the groups.
             std::mem::swap(&mut self.group_codes, &mut self.row_codes[0]);
             self.codes[0].len()
@@ -543,10 +552,8 @@ impl FewGroups {
         }
         self.group_indices.clear();
         (self.group_indices).extend(self.group_codes.iter().map(|&g| g as usize));
-        for (accumulator, arguments) in self.accumulators.iter_mut().zip(&self.arguments) {
-            let values = (arguments.iter())
-                .map(|e| e.evaluate(batch)?.into_array(rows))
-                .collect::<Result<Vec<_>>>()?;
+        for (accumulator, arguments) in self.accumulators.iter_mut().zip(&self.inputs.arguments) {
+            let values = evaluate_expressions_to_arrays(arguments, batch)?;
             accumulator.update_batch(&values, &self.group_indices, None, total)?;
         }
         self.committed = total;
