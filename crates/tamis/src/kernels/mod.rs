@@ -17,6 +17,7 @@
 //! | [`pack`]        | a comparison per value → bitmap, compiled for AVX2 too          | —     |
 //! | [`popcount`]    | set bits of bitmap words, compiled for `popcnt` too             | —     |
 //! | [`key_probe`]   | join keys against a blocked Bloom filter (AVX-512 gather)       | T13   |
+//! | [`groups`]      | codes, counts and sums of few groups, compiled for AVX-512 too  | —     |
 //!
 //! One more module holds `unsafe` code without being CPU-specific: `snappy` (the `cpp-snappy`
 //! feature), the call into Google's C++ Snappy for Snappy pages.
@@ -67,6 +68,7 @@ mod bits;
 #[cfg(all(target_arch = "x86_64", feature = "bmi-select"))]
 pub mod bmi2;
 pub mod gather;
+pub mod groups;
 pub mod key_probe;
 pub mod pack;
 pub mod popcount;

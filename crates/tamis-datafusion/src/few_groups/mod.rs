@@ -20,12 +20,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
-use arrow::buffer::NullBuffer;
 use arrow::compute::{concat, take};
 use arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{HashMap, Result};
+use datafusion::common::Result;
 use datafusion::error::DataFusionError;
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -46,14 +45,17 @@ use datafusion::physical_plan::{
 };
 use futures::{StreamExt, TryStreamExt};
 
+use codes::{words_of, Codes, Words};
+use sums::{Summed, Sums};
+
+mod codes;
+mod sums;
+
 /// Groups a stream keeps before it hands its input to DataFusion's hash aggregate.
 pub const MAX_GROUPS: usize = 1024;
 
 /// Key columns coded here at most (their codes are packed 16 bits each into one word).
 const MAX_KEYS: usize = 4;
-
-/// Distinct values compared one by one before a hash map takes over.
-const SHORT_LIST: usize = 8;
 
 /// Runs the partial stage of every eligible aggregate as a [`FewGroupsExec`]. A single-stage
 /// aggregate (one input partition, or inputs already partitioned by the keys) becomes a
@@ -445,11 +447,13 @@ impl PartitionStream for Rest {
 }
 
 /// One stream's groups: each key column's codes, the groups' packed codes, the key values
-/// of each group (in group order) and DataFusion's accumulators.
+/// of each group (in group order), and their aggregates: `sum`, `avg` and `count` summed
+/// here ([`sums`]), the others in DataFusion's accumulators.
 struct FewGroups {
     schema: SchemaRef,
     inputs: StageInputs,
-    accumulators: Vec<Box<dyn GroupsAccumulator>>,
+    aggregates: Vec<Aggregate>,
+    sums: Sums,
     codes: Vec<Codes>,
     groups: Codes,
     /// Each key column's values of the groups, a piece per batch that added groups.
@@ -465,14 +469,38 @@ struct FewGroups {
     first_rows: Vec<u32>,
 }
 
+/// How one aggregate of the stage is computed.
+enum Aggregate {
+    Summed(Summed),
+    /// DataFusion's accumulator, fed the arguments at this index of [`StageInputs`].
+    Accumulator(Box<dyn GroupsAccumulator>, usize),
+}
+
 impl FewGroups {
     fn try_new(partial: &AggregateExec) -> Result<Self> {
         let inputs = StageInputs::of(partial);
         let keys = inputs.keys.len();
+        let input_schema = partial.input_schema();
+        let mut measures = Vec::new();
+        let aggregates = (partial.aggr_expr().iter().enumerate())
+            .map(
+                |(i, a)| match sums::summed(a, &input_schema, &mut measures) {
+                    Some(summed) => Ok(Aggregate::Summed(summed)),
+                    None => Ok(Aggregate::Accumulator(a.create_groups_accumulator()?, i)),
+                },
+            )
+            .collect::<Result<Vec<_>>>()?;
+        let summed: Vec<Summed> = (aggregates.iter())
+            .filter_map(|a| match a {
+                Aggregate::Summed(s) => Some(s.clone()),
+                Aggregate::Accumulator(..) => None,
+            })
+            .collect();
         Ok(FewGroups {
             schema: partial.schema(),
             inputs,
-            accumulators: accumulators(partial)?,
+            sums: Sums::new(measures, &summed),
+            aggregates,
             codes: (0..keys).map(|_| Codes::default()).collect(),
             groups: Codes::default(),
             key_values: vec![Vec::new(); keys],
@@ -551,18 +579,29 @@ impl FewGroups {
             }
         }
         self.group_indices.clear();
-        (self.group_indices).extend(self.group_codes.iter().map(|&g| g as usize));
-        for (accumulator, arguments) in self.accumulators.iter_mut().zip(&self.inputs.arguments) {
-            let values = evaluate_expressions_to_arrays(arguments, batch)?;
-            accumulator.update_batch(&values, &self.group_indices, None, total)?;
+        self.sums.update(batch, &self.group_codes, total)?;
+        for aggregate in &mut self.aggregates {
+            if let Aggregate::Accumulator(accumulator, i) = aggregate {
+                if self.group_indices.is_empty() {
+                    (self.group_indices).extend(self.group_codes.iter().map(|&g| g as usize));
+                }
+                let values = evaluate_expressions_to_arrays(&self.inputs.arguments[*i], batch)?;
+                accumulator.update_batch(&values, &self.group_indices, None, total)?;
+            }
         }
         self.committed = total;
         Ok(true)
     }
 
-    /// Bytes the groups hold: accumulators and key values.
+    /// Bytes the groups hold: sums, accumulators and key values.
     fn size(&self) -> usize {
-        let accumulators: usize = self.accumulators.iter().map(|a| a.size()).sum();
+        let accumulators: usize = (self.aggregates.iter())
+            .map(|a| match a {
+                Aggregate::Accumulator(a, _) => a.size(),
+                Aggregate::Summed(_) => 0,
+            })
+            .sum::<usize>()
+            + self.sums.size();
         let keys: usize = (self.key_values.iter().flatten())
             .map(|k| k.get_array_memory_size())
             .sum();
@@ -579,282 +618,17 @@ impl FewGroups {
             let pieces: Vec<&dyn Array> = pieces.iter().map(|p| p.as_ref()).collect();
             columns.push(concat(&pieces)?);
         }
-        for accumulator in &mut self.accumulators {
-            columns.extend(accumulator.state(EmitTo::All)?);
+        for aggregate in &mut self.aggregates {
+            match aggregate {
+                Aggregate::Summed(s) => columns.extend(self.sums.state(s)?),
+                Aggregate::Accumulator(a, _) => columns.extend(a.state(EmitTo::All)?),
+            }
         }
+        self.sums.clear();
         self.committed = 0;
         Ok(Some(RecordBatch::try_new(
             Arc::clone(&self.schema),
             columns,
         )?))
-    }
-}
-
-/// A batch's values as the bits they have in memory, zero-extended to 128 (a null's are
-/// whatever they are): the low and, when some value is wider than 64 bits, the high halves.
-/// Two halves and not one `u128`: the passes over them compile to vector compares.
-#[derive(Default)]
-struct Words {
-    lo: Vec<u64>,
-    hi: Vec<u64>,
-    wide: bool,
-}
-
-impl Words {
-    fn word(&self, r: usize) -> (u64, u64) {
-        (self.lo[r], if self.wide { self.hi[r] } else { 0 })
-    }
-}
-
-/// Small codes for values, numbered in order of first appearance (a null is a value too).
-/// Up to [`SHORT_LIST`] values are found by a pass over the batch for each, comparing and
-/// selecting with no branch to mispredict (a key that changes from row to row at random, as
-/// Q1's do, costs a search row by row a misprediction a row); a hash map finds more.
-#[derive(Default)]
-struct Codes {
-    short: Vec<((u64, u64), u32)>,
-    map: HashMap<(u64, u64), u32>,
-    null: Option<u32>,
-    count: u32,
-}
-
-impl Codes {
-    /// Values coded so far.
-    fn len(&self) -> usize {
-        self.count as usize
-    }
-
-    /// `out[r]` = the code of row `r`'s value (or of null, where `nulls` says so); false once
-    /// more than [`MAX_GROUPS`] values are coded.
-    fn code_all(&mut self, words: &Words, nulls: Option<&NullBuffer>, out: &mut Vec<u32>) -> bool {
-        const UNCODED: u32 = u32::MAX;
-        let rows = words.lo.len();
-        out.clear();
-        out.resize(rows, UNCODED);
-        if self.map.is_empty() {
-            // A pass over the batch for each listed value: compares and selects (all ones
-            // where the row holds the value), no branch.
-            for &((lo, hi), code) in &self.short {
-                if words.wide {
-                    let both = words.lo.iter().zip(&words.hi);
-                    for (o, (l, h)) in out.iter_mut().zip(both) {
-                        let hit = u32::from((*l == lo) & (*h == hi)).wrapping_neg();
-                        *o = (*o & !hit) | (code & hit);
-                    }
-                } else if hi == 0 {
-                    for (o, l) in out.iter_mut().zip(&words.lo) {
-                        let hit = u32::from(*l == lo).wrapping_neg();
-                        *o = (*o & !hit) | (code & hit);
-                    }
-                }
-            }
-        }
-        if let Some(nulls) = nulls.filter(|n| n.null_count() > 0) {
-            let code = self.null_code();
-            for r in (0..rows).filter(|&r| nulls.is_null(r)) {
-                out[r] = code;
-            }
-        }
-        if out.contains(&UNCODED) {
-            for (r, o) in out.iter_mut().enumerate() {
-                if *o == UNCODED {
-                    *o = self.code(words.word(r));
-                }
-            }
-        }
-        self.len() <= MAX_GROUPS
-    }
-
-    /// The code of one value, a new one if it has none.
-    fn code(&mut self, word: (u64, u64)) -> u32 {
-        if !self.map.is_empty() {
-            if let Some(&code) = self.map.get(&word) {
-                return code;
-            }
-            let code = self.next_code();
-            self.map.insert(word, code);
-            return code;
-        }
-        if let Some(&(_, code)) = self.short.iter().find(|(w, _)| *w == word) {
-            return code;
-        }
-        let code = self.next_code();
-        self.short.push((word, code));
-        if self.short.len() > SHORT_LIST {
-            self.map.extend(self.short.drain(..));
-        }
-        code
-    }
-
-    fn null_code(&mut self) -> u32 {
-        match self.null {
-            Some(code) => code,
-            None => {
-                let code = self.next_code();
-                self.null = Some(code);
-                code
-            }
-        }
-    }
-
-    fn next_code(&mut self) -> u32 {
-        self.count += 1;
-        self.count - 1
-    }
-}
-
-/// `array`'s values into `out` ([`Words`]); false for a type not coded here or a string
-/// longer than the 12 bytes a view holds inline.
-fn words_of(array: &dyn Array, out: &mut Words) -> bool {
-    out.lo.clear();
-    out.hi.clear();
-    out.wide = false;
-    let views = match array.data_type() {
-        DataType::Utf8View => Some(array.as_string_view().views()),
-        DataType::BinaryView => Some(array.as_binary_view().views()),
-        _ => None,
-    };
-    if let Some(views) = views {
-        // A view of at most 12 bytes holds them inline, zero-padded (arrow checks it when it
-        // builds the array): the view is the value.
-        let (longest, high) = (views.iter()).fold((0u32, 0u64), |(len, high), &v| {
-            (len.max(v as u32), high | (v >> 64) as u64)
-        });
-        if longest > 12 {
-            return false;
-        }
-        // Strings of at most 4 bytes are all in the low half.
-        out.lo.extend(views.iter().map(|&v| v as u64));
-        if high != 0 {
-            out.hi.extend(views.iter().map(|&v| (v >> 64) as u64));
-            out.wide = true;
-        }
-        return true;
-    }
-    if let DataType::Boolean = array.data_type() {
-        out.lo
-            .extend(array.as_boolean().values().iter().map(u64::from));
-        return true;
-    }
-    if !codable_type(array.data_type()) {
-        return false;
-    }
-    let data = array.to_data();
-    match array.data_type().primitive_width() {
-        Some(1) => out
-            .lo
-            .extend(data.buffer::<u8>(0).iter().map(|&v| u64::from(v))),
-        Some(2) => out
-            .lo
-            .extend(data.buffer::<u16>(0).iter().map(|&v| u64::from(v))),
-        Some(4) => out
-            .lo
-            .extend(data.buffer::<u32>(0).iter().map(|&v| u64::from(v))),
-        Some(8) => out.lo.extend_from_slice(data.buffer::<u64>(0)),
-        Some(16) => {
-            let values = data.buffer::<i128>(0);
-            out.lo.extend(values.iter().map(|&v| v as u64));
-            out.hi
-                .extend(values.iter().map(|&v| ((v as u128) >> 64) as u64));
-            out.wide = true;
-        }
-        _ => return false,
-    }
-    true
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use arrow::array::{Decimal128Array, Int64Array, StringViewArray};
-
-    /// Codes in order of first appearance, nulls one code, through the short list, the map
-    /// and the limit, narrow and wide, against a plain map.
-    #[test]
-    fn codes_number_values_in_order_of_first_appearance() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for wide in [false, true] {
-            for distinct in [1u64, 2, 7, 8, 9, 40, 1000, 1030] {
-                let mut codes = Codes::default();
-                let mut reference: std::collections::HashMap<Option<(u64, u64)>, u32> =
-                    Default::default();
-                let mut seen: std::collections::HashMap<u32, Option<(u64, u64)>> =
-                    Default::default();
-                let mut out = Vec::new();
-                for batch in 0..4 {
-                    let rows = 700 - batch * 100;
-                    let lo: Vec<u64> = (0..rows)
-                        .map(|i| if i % 5 == 0 { i as u64 } else { next() } % distinct)
-                        .collect();
-                    // Wide values that differ in their high half only, too.
-                    let hi: Vec<u64> = lo.iter().map(|&l| (l + batch as u64) % 3).collect();
-                    let words = Words {
-                        lo,
-                        hi: if wide { hi } else { Vec::new() },
-                        wide,
-                    };
-                    let nulls = NullBuffer::from_iter((0..rows).map(|i| i % 11 != 3));
-                    // Nulls in the odd batches only: without them, codes follow first
-                    // appearance exactly (groups rely on it); with them, the null's code
-                    // may come first.
-                    let nulls = (batch % 2 == 1).then_some(&nulls);
-                    let fits = codes.code_all(&words, nulls, &mut out);
-                    let mut want = Vec::new();
-                    for (r, &code) in out.iter().enumerate() {
-                        let key = nulls.is_none_or(|n| n.is_valid(r)).then(|| words.word(r));
-                        let n = reference.len() as u32;
-                        let expected = *reference.entry(key).or_insert(n);
-                        match nulls {
-                            None => want.push(expected),
-                            Some(_) => want.push(code),
-                        }
-                        let same = seen.entry(code).or_insert(key);
-                        assert_eq!(*same, key, "code {code} names two values");
-                    }
-                    assert_eq!(out, want, "{distinct} values, wide {wide}, batch {batch}");
-                    assert_eq!(codes.len(), reference.len());
-                    assert_eq!(fits, reference.len() <= MAX_GROUPS);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_view_of_at_most_12_bytes_is_the_value() {
-        let strings = ["", "A", "ab", "abc", "twelve bytes", "\0", "A"];
-        let mut words = Words::default();
-        assert!(words_of(
-            &StringViewArray::from(strings.to_vec()),
-            &mut words
-        ));
-        for (i, a) in strings.iter().enumerate() {
-            for (j, b) in strings.iter().enumerate() {
-                assert_eq!(words.word(i) == words.word(j), a == b, "{a:?} and {b:?}");
-            }
-        }
-        let long = StringViewArray::from(vec!["twelve bytes", "thirteen byte"]);
-        assert!(
-            !words_of(&long, &mut words),
-            "a 13-byte string is not inline"
-        );
-    }
-
-    #[test]
-    fn integers_are_their_bits() {
-        let mut out = Words::default();
-        let array = Int64Array::from(vec![-1, 0, 1, i64::MIN]).slice(1, 3);
-        assert!(words_of(&array, &mut out));
-        assert_eq!(out.lo, vec![0, 1, i64::MIN as u64]);
-        assert!(!out.wide);
-        let decimals = Decimal128Array::from(vec![-1i128, 1 << 64, 5]);
-        assert!(words_of(&decimals, &mut out));
-        let want = [(u64::MAX, u64::MAX), (0, 1), (5, 0)];
-        assert_eq!((0..3).map(|r| out.word(r)).collect::<Vec<_>>(), want);
     }
 }
