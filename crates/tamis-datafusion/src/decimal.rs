@@ -130,10 +130,7 @@ impl<'a> Operand<'a> {
 
 /// Whether every value (null slots included) fits in an `i64`: one pass, no branches.
 fn all_fit_i64(values: &[i128]) -> bool {
-    values
-        .iter()
-        .fold(0i128, |bad, &v| bad | (v ^ (v as i64 as i128)))
-        == 0
+    tamis::kernels::narrow::fits_i64(values)
 }
 
 /// `f` over the pairs of values, each narrowed to `i64`. The caller checked they fit.

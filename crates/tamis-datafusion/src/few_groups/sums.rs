@@ -21,7 +21,8 @@ use datafusion::common::Result;
 use datafusion::logical_expr::ColumnarValue;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::PhysicalExpr;
-use tamis::kernels::groups::{count_by_group, lows_if_sums_fit, sum_by_group};
+use tamis::kernels::groups::{count_by_group, sum_by_group};
+use tamis::kernels::narrow::lows_if_sums_fit;
 
 /// An aggregate computed here, and the measure (argument column) it reads.
 #[derive(Debug, Clone)]

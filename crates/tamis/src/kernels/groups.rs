@@ -130,33 +130,6 @@ pub fn split_with(wide: bool, values: &[u128], lo: &mut Vec<u64>) -> (u32, u64) 
     split_body(values, lo)
 }
 
-/// The values' low 64 bits into `lows`, when every value fits in an `i64` and no sum of
-/// `values.len()` of them can overflow one; false (and `lows` unusable) otherwise. A bound,
-/// not the exact test: the OR of the values' magnitudes, plus one a value.
-pub fn lows_if_sums_fit(values: &[i128], lows: &mut Vec<i64>) -> bool {
-    lows_if_sums_fit_with(wide(), values, lows)
-}
-
-/// [`lows_if_sums_fit`], with the AVX-512 build when `wide` (and the CPU has it).
-pub fn lows_if_sums_fit_with(wide: bool, values: &[i128], lows: &mut Vec<i64>) -> bool {
-    lows.clear();
-    lows.reserve(values.len());
-    #[cfg(target_arch = "x86_64")]
-    let (bad, magnitudes) = if wide && avx512_detected() {
-        // SAFETY: `lows_avx512` only enables AVX-512 code generation; detected just above.
-        unsafe { lows_avx512(values, lows) }
-    } else {
-        lows_body(values, lows)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let (bad, magnitudes) = {
-        let _ = wide;
-        lows_body(values, lows)
-    };
-    let bound = u128::from(magnitudes) + 1;
-    bad == 0 && bound * values.len() as u128 <= i64::MAX as u128
-}
-
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl")]
 unsafe fn code_equal_avx512(
@@ -173,12 +146,6 @@ unsafe fn code_equal_avx512(
 #[target_feature(enable = "avx512f,avx512vl")]
 unsafe fn split_avx512(values: &[u128], lo: &mut Vec<u64>) -> (u32, u64) {
     split_body(values, lo)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl")]
-unsafe fn lows_avx512(values: &[i128], lows: &mut Vec<i64>) -> (u64, u64) {
-    lows_body(values, lows)
 }
 
 #[inline(always)]
@@ -206,27 +173,14 @@ fn code_equal_body(lo: &[u64], hi: Option<&[u64]>, value: (u64, u64), code: u32,
 fn split_body(values: &[u128], lo: &mut Vec<u64>) -> (u32, u64) {
     lo.clear();
     let (mut longest, mut high) = (0u32, 0u64);
-    lo.extend(values.iter().map(|&v| {
-        longest = longest.max(v as u32);
-        high |= (v >> 64) as u64;
-        v as u64
-    }));
+    // Sized first and written in place: `extend` is not inlined into the AVX-512 build.
+    lo.resize(values.len(), 0);
+    for (out, (l, h)) in lo.iter_mut().zip(super::narrow::halves(values)) {
+        longest = longest.max(l as u32);
+        high |= h;
+        *out = l;
+    }
     (longest, high)
-}
-
-/// Extends `lows`; returns the OR of the high halves that are not a low half's sign, and the
-/// OR of the magnitudes (one's complement for a negative).
-#[inline(always)]
-fn lows_body(values: &[i128], lows: &mut Vec<i64>) -> (u64, u64) {
-    let (mut bad, mut magnitudes) = (0u64, 0u64);
-    lows.extend(values.iter().map(|&v| {
-        let lo = v as i64;
-        let sign = (lo as u64 >> 63).wrapping_neg();
-        bad |= ((v >> 64) as u64) ^ sign;
-        magnitudes |= lo as u64 ^ sign;
-        lo
-    }));
-    (bad, magnitudes)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -335,58 +289,6 @@ mod tests {
             }
         }
 
-        /// The narrowing check: true only where the exact sums of the values fit in an
-        /// `i64`, and then the values' lows; small batches of small values always pass.
-        #[test]
-        fn lows_only_where_sums_fit(
-            values in prop::collection::vec(prop_oneof![
-                -1000i128..1000,
-                any::<i64>().prop_map(i128::from),
-                any::<i128>(),
-            ], 0..100),
-        ) {
-            let small = values.iter().all(|v| v.abs() < 1000);
-            for wide in paths() {
-                let mut lows = Vec::new();
-                let fits = lows_if_sums_fit_with(wide, &values, &mut lows);
-                if small {
-                    prop_assert!(fits);
-                }
-                if fits {
-                    let total: i128 = values.iter().map(|v| v.abs()).sum();
-                    prop_assert!(total <= i128::from(i64::MAX));
-                    prop_assert_eq!(&lows, &values.iter().map(|&v| v as i64).collect::<Vec<_>>());
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn narrowing_edges() {
-        let mut lows = Vec::new();
-        let fits = |v: &[i128], lows: &mut Vec<i64>| {
-            let got: Vec<bool> = paths()
-                .into_iter()
-                .map(|w| lows_if_sums_fit_with(w, v, lows))
-                .collect();
-            assert!(got.iter().all(|&g| g == got[0]), "paths disagree on {v:?}");
-            got[0]
-        };
-        assert!(fits(&[], &mut lows));
-        assert!(fits(&[-5, 7, 0], &mut lows));
-        assert_eq!(lows, vec![-5, 7, 0]);
-        let max = i64::MAX as i128;
-        // The bound is |v| + 1 a value, so one `i64::MAX` is refused already.
-        assert!(fits(&[max - 1], &mut lows));
-        assert!(fits(&[-max], &mut lows));
-        assert!(!fits(&[max], &mut lows));
-        assert!(!fits(&[max - 1, 1], &mut lows), "two can overflow");
-        assert!(!fits(&[max + 1], &mut lows), "past an i64");
-        assert!(!fits(&[-max - 2], &mut lows), "past an i64");
-        assert!(!fits(&[1 << 64], &mut lows));
-        let quarter = (1i128 << 61) - 1;
-        assert!(fits(&[quarter, -quarter], &mut lows));
-        assert!(!fits(&[(quarter + 1) << 1, 0], &mut lows));
     }
 
     #[test]

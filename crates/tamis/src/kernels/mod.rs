@@ -18,6 +18,7 @@
 //! | [`popcount`]    | set bits of bitmap words, compiled for `popcnt` too             | —     |
 //! | [`key_probe`]   | join keys against a blocked Bloom filter (AVX-512 gather)       | T13   |
 //! | [`groups`]      | codes, counts and sums of few groups, compiled for AVX-512 too  | —     |
+//! | [`narrow`]      | `Decimal128` values that fit 64-bit lanes, AVX-512 build too    | —     |
 //!
 //! One more module holds `unsafe` code without being CPU-specific: `snappy` (the `cpp-snappy`
 //! feature), the call into Google's C++ Snappy for Snappy pages.
@@ -70,6 +71,7 @@ pub mod bmi2;
 pub mod gather;
 pub mod groups;
 pub mod key_probe;
+pub mod narrow;
 pub mod pack;
 pub mod popcount;
 pub mod portable;
