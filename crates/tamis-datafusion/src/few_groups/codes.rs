@@ -124,7 +124,6 @@ impl Codes {
 /// `array`'s values into `out` ([`Words`]); false for a type not coded here or a string
 /// longer than the 12 bytes a view holds inline.
 pub(super) fn words_of(array: &dyn Array, out: &mut Words) -> bool {
-    out.lo.clear();
     out.hi.clear();
     out.wide = false;
     let views = match array.data_type() {
@@ -135,7 +134,7 @@ pub(super) fn words_of(array: &dyn Array, out: &mut Words) -> bool {
     if let Some(views) = views {
         // A view of at most 12 bytes holds them inline, zero-padded (arrow checks it when it
         // builds the array): the view is the value. Strings of at most 4 bytes are all in
-        // the low half.
+        // the low half. (`split` overwrites `lo`, not zeroing it first.)
         let (longest, high) = split(views, &mut out.lo);
         if longest > 12 {
             return false;
@@ -146,6 +145,7 @@ pub(super) fn words_of(array: &dyn Array, out: &mut Words) -> bool {
         }
         return true;
     }
+    out.lo.clear();
     if let DataType::Boolean = array.data_type() {
         out.lo
             .extend(array.as_boolean().values().iter().map(u64::from));

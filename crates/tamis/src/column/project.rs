@@ -188,7 +188,7 @@ impl Projected {
             }
             match values {
                 Values::I32(v) => wide.extend(v.into_iter().map(i128::from)),
-                Values::I64(v) => wide.extend(v.into_iter().map(i128::from)),
+                Values::I64(v) => crate::kernels::narrow::widen_into(&v, wide),
                 _ => return Err(Error::internal("decimal values of an unexpected type")),
             }
             return Ok(());

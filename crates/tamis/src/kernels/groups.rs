@@ -171,9 +171,10 @@ fn code_equal_body(lo: &[u64], hi: Option<&[u64]>, value: (u64, u64), code: u32,
 
 #[inline(always)]
 fn split_body(values: &[u128], lo: &mut Vec<u64>) -> (u32, u64) {
-    lo.clear();
     let (mut longest, mut high) = (0u32, 0u64);
     // Sized first and written in place: `extend` is not inlined into the AVX-512 build.
+    // What the last batch left is overwritten, not zeroed first.
+    lo.truncate(values.len());
     lo.resize(values.len(), 0);
     for (out, (l, h)) in lo.iter_mut().zip(super::narrow::halves(values)) {
         longest = longest.max(l as u32);

@@ -1,12 +1,15 @@
-//! `Decimal128` values into 64-bit lanes: whether every value of a batch fits in an `i64`
-//! (decimal arithmetic then multiplies and adds `i64`s, [`fits_i64`]), and whether no sum
-//! of them can overflow one (an aggregate then sums their low halves, [`lows_if_sums_fit`]).
+//! `Decimal128` values and 64-bit lanes: whether every value of a batch fits in an `i64`
+//! (decimal arithmetic then multiplies and adds `i64`s, [`fits_i64`]), whether no sum of
+//! them can overflow one (an aggregate then sums their low halves, [`lows_if_sums_fit`]),
+//! and 64-bit values widened to `i128` (a scan's INT64 decimals, [`widen_into`]).
 //!
-//! Both are one pass of shifts, XORs and ORs, no branch. SSE2, x86-64's baseline, has no
+//! Each is one pass of shifts, XORs and ORs, no branch. SSE2, x86-64's baseline, has no
 //! 64-bit arithmetic shift, so the passes are compiled twice: portable, and with AVX-512
-//! (TPC-H Q1's four checks a batch went from 8 % of the query to 2 %). Nothing here is
-//! `unsafe` beyond calling the AVX-512 build, which runs only where the CPU has AVX-512 F and
-//! VL and `TAMIS_FORCE_ISA=scalar` is not set ([`wide`]).
+//! (TPC-H Q1's fit checks went from about 5 % of the query to 3 %). An `i128` is read as two
+//! `u64`s ([`halves`]), which the compiler loads whole vectors of. The `unsafe` here: that
+//! reinterpretation, writing widened values into a vector's spare room, and calling the
+//! AVX-512 build, which runs only where the CPU has AVX-512 F and VL and
+//! `TAMIS_FORCE_ISA=scalar` is not set ([`wide`]).
 
 use super::groups::wide;
 
@@ -39,8 +42,6 @@ pub fn lows_if_sums_fit(values: &[i128], lows: &mut Vec<i64>) -> bool {
 
 /// [`lows_if_sums_fit`], with the AVX-512 build when `wide` (and the CPU has it).
 pub fn lows_if_sums_fit_with(wide: bool, values: &[i128], lows: &mut Vec<i64>) -> bool {
-    lows.clear();
-    lows.reserve(values.len());
     #[cfg(target_arch = "x86_64")]
     let (bad, magnitudes) = if wide && avx512_detected() {
         // SAFETY: `lows_avx512` only enables AVX-512 code generation; detected just above.
@@ -55,6 +56,47 @@ pub fn lows_if_sums_fit_with(wide: bool, values: &[i128], lows: &mut Vec<i64>) -
     };
     let bound = u128::from(magnitudes) + 1;
     bad == 0 && bound * values.len() as u128 <= i64::MAX as u128
+}
+
+/// Appends `values`, each widened to an `i128`.
+pub fn widen_into(values: &[i64], out: &mut Vec<i128>) {
+    widen_into_with(wide(), values, out)
+}
+
+/// [`widen_into`], with the AVX-512 build when `wide` (and the CPU has it).
+pub fn widen_into_with(wide: bool, values: &[i64], out: &mut Vec<i128>) {
+    out.reserve(values.len());
+    let start = out.len();
+    let spare = &mut out.spare_capacity_mut()[..values.len()];
+    #[cfg(target_arch = "x86_64")]
+    if wide && avx512_detected() {
+        // SAFETY: `widen_avx512` only enables AVX-512 code generation; detected just above.
+        unsafe { widen_avx512(values, spare) };
+    } else {
+        widen_body(values, spare);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = wide;
+        widen_body(values, spare);
+    }
+    // SAFETY: the `values.len()` slots past `start` were reserved above and every one of
+    // them was written by `widen_body` (`spare` is exactly that long, and as long as `values`).
+    unsafe { out.set_len(start + values.len()) };
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn widen_avx512(values: &[i64], out: &mut [std::mem::MaybeUninit<i128>]) {
+    widen_body(values, out)
+}
+
+/// Writes every slot of `out` (as long as `values`).
+#[inline(always)]
+fn widen_body(values: &[i64], out: &mut [std::mem::MaybeUninit<i128>]) {
+    for (o, &v) in out.iter_mut().zip(values) {
+        o.write(i128::from(v));
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -98,15 +140,16 @@ fn fits_body(values: &[i128]) -> u64 {
     halves(values).fold(0u64, |bad, (lo, hi)| bad | (hi ^ (lo >> 63).wrapping_neg()))
 }
 
-/// Extends `lows`; returns the OR of the high halves that are not a low half's sign, and the
+/// `lows` = the values' low halves; returns the OR of the high halves that are not a low half's sign, and the
 /// OR of the magnitudes (one's complement for a negative).
 #[inline(always)]
 fn lows_body(values: &[i128], lows: &mut Vec<i64>) -> (u64, u64) {
     let (mut bad, mut magnitudes) = (0u64, 0u64);
     // Sized first and written in place: `extend` is not inlined into the AVX-512 build.
-    let start = lows.len();
-    lows.resize(start + values.len(), 0);
-    for (out, (lo, hi)) in lows[start..].iter_mut().zip(halves(values)) {
+    // What the last batch left is overwritten, not zeroed first.
+    lows.truncate(values.len());
+    lows.resize(values.len(), 0);
+    for (out, (lo, hi)) in lows.iter_mut().zip(halves(values)) {
         let sign = (lo >> 63).wrapping_neg();
         bad |= hi ^ sign;
         magnitudes |= lo ^ sign;
@@ -168,6 +211,23 @@ mod tests {
                     prop_assert!(total <= i128::from(i64::MAX));
                     prop_assert_eq!(&lows, &values.iter().map(|&v| v as i64).collect::<Vec<_>>());
                 }
+            }
+        }
+    }
+
+    proptest! {
+        /// Widening appends each value as `i128::from` does, after what was there.
+        #[test]
+        fn widen_equals_from(
+            before in prop::collection::vec(any::<i128>(), 0..5),
+            values in prop::collection::vec(any::<i64>(), 0..100),
+        ) {
+            let mut want = before.clone();
+            want.extend(values.iter().map(|&v| i128::from(v)));
+            for wide in paths() {
+                let mut out = before.clone();
+                widen_into_with(wide, &values, &mut out);
+                prop_assert_eq!(&out, &want);
             }
         }
     }
