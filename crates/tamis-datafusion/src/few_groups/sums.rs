@@ -18,6 +18,7 @@ use arrow::array::{Array, ArrayRef, AsArray, Int64Array, PrimitiveArray, RecordB
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::{DataType, Decimal128Type, Int64Type, Schema};
 use datafusion::common::Result;
+use datafusion::functions_aggregate::{average::Avg, count::Count, sum::Sum};
 use datafusion::logical_expr::ColumnarValue;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::PhysicalExpr;
@@ -52,11 +53,17 @@ pub(super) fn summed(
         _ => None,
     };
     let decimal = scale(&input).is_some();
-    let kind = match (aggregate.fun().name(), states.as_slice()) {
-        ("sum", [state]) if decimal && scale(state) == scale(&input) => 0,
-        ("sum", [DataType::Int64]) if input == DataType::Int64 => 0,
-        ("avg", [DataType::UInt64, state]) if decimal && scale(state) == scale(&input) => 1,
-        ("count", [DataType::Int64]) => 2,
+    // DataFusion's own functions, by type: a function registered under one of their names
+    // may compute something else.
+    let function = aggregate.fun().inner();
+    let is_sum = function.downcast_ref::<Sum>().is_some();
+    let is_avg = function.downcast_ref::<Avg>().is_some();
+    let is_count = function.downcast_ref::<Count>().is_some();
+    let kind = match states.as_slice() {
+        [state] if is_sum && decimal && scale(state) == scale(&input) => 0,
+        [DataType::Int64] if is_sum && input == DataType::Int64 => 0,
+        [DataType::UInt64, state] if is_avg && decimal && scale(state) == scale(&input) => 1,
+        [DataType::Int64] if is_count => 2,
         _ => return None,
     };
     let measure = match measures
