@@ -59,11 +59,12 @@ pub(super) fn summed(
     let is_sum = function.downcast_ref::<Sum>().is_some();
     let is_avg = function.downcast_ref::<Avg>().is_some();
     let is_count = function.downcast_ref::<Count>().is_some();
-    let kind = match states.as_slice() {
-        [state] if is_sum && decimal && scale(state) == scale(&input) => 0,
-        [DataType::Int64] if is_sum && input == DataType::Int64 => 0,
-        [DataType::UInt64, state] if is_avg && decimal && scale(state) == scale(&input) => 1,
-        [DataType::Int64] if is_count => 2,
+    let same_scale = |state: &DataType| decimal && scale(state) == scale(&input);
+    let computed = match states.as_slice() {
+        [state] if is_sum && same_scale(state) => Some(state),
+        [DataType::Int64] if is_sum && input == DataType::Int64 => Some(&DataType::Int64),
+        [DataType::UInt64, state] if is_avg && same_scale(state) => Some(state),
+        [DataType::Int64] if is_count => None,
         _ => return None,
     };
     let measure = match measures
@@ -76,11 +77,16 @@ pub(super) fn summed(
             measures.len() - 1
         }
     };
-    let state = states.last().cloned().unwrap_or(DataType::Int64);
-    Some(match kind {
-        0 => Summed::Sum { measure, state },
-        1 => Summed::Avg { measure, state },
-        _ => Summed::Count { measure },
+    Some(match computed {
+        None => Summed::Count { measure },
+        Some(state) if is_sum => Summed::Sum {
+            measure,
+            state: state.clone(),
+        },
+        Some(state) => Summed::Avg {
+            measure,
+            state: state.clone(),
+        },
     })
 }
 
@@ -129,7 +135,10 @@ impl Sums {
         }
     }
 
-    /// Adds `batch`'s rows, row `r` to group `groups[r]` (of `total`).
+    /// Adds `batch`'s rows, row `r` to group `groups[r]` (of `total`). Every group past those
+    /// of earlier batches must have a row here, as groups numbered in order of first
+    /// appearance do: DataFusion's state of a group that never had a row is not always null
+    /// (its `NullState` marks every group seen after a batch with no nulls), and here it is.
     pub(super) fn update(
         &mut self,
         batch: &RecordBatch,
@@ -244,10 +253,11 @@ fn sum_state(
             let sums = m.sums.iter().map(|&s| s as i64).collect::<Vec<_>>();
             Arc::new(PrimitiveArray::<Int64Type>::new(sums.into(), no_value(m)))
         }
-        _ => Arc::new(
+        DataType::Decimal128(_, _) => Arc::new(
             PrimitiveArray::<Decimal128Type>::new(m.sums.clone().into(), no_value(m))
                 .with_data_type(state.clone()),
         ),
+        t => return datafusion::common::internal_err!("FewGroupsExec has no {t} sums"),
     })
 }
 
@@ -367,15 +377,18 @@ mod tests {
                 let mut oracles: Vec<Box<dyn GroupsAccumulator>> = (aggregates.iter())
                     .map(|a| a.create_groups_accumulator().unwrap())
                     .collect();
-                // Groups appear as batches go, as they do in `FewGroups`.
-                let mut seen = 0usize;
+                // Groups numbered in order of first appearance, as `FewGroups` numbers them:
+                // every new group has a row in the batch that makes it.
+                let mut ids = std::collections::HashMap::new();
                 for rows in [0usize, 1, 63, 64, 65, 1000] {
                     let batch = batch(&mut next, rows, shape);
                     let codes: UInt32Array = (0..rows)
-                        .map(|_| (next() % (seen as u64 + 2)).min(total as u64 - 1) as u32)
+                        .map(|_| {
+                            let n = ids.len() as u32;
+                            *ids.entry(next() % total as u64).or_insert(n)
+                        })
                         .collect();
-                    let now =
-                        (codes.values().iter().map(|&c| c as usize + 1)).fold(seen, usize::max);
+                    let now = ids.len();
                     sums.update(&batch, codes.values(), now).unwrap();
                     for (o, a) in oracles.iter_mut().zip(&aggregates) {
                         let values: Vec<ArrayRef> = (a.expressions().iter())
@@ -385,7 +398,6 @@ mod tests {
                             codes.values().iter().map(|&c| c as usize).collect();
                         o.update_batch(&values, &indices, None, now).unwrap();
                     }
-                    seen = now;
                 }
                 for (k, (s, o)) in summed.iter().zip(&mut oracles).enumerate() {
                     let want = o.state(EmitTo::All).unwrap();

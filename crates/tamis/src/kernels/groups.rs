@@ -12,29 +12,26 @@
 //! (eight codes compared and eight `i64`s added under a mask an instruction, against two at a
 //! time on SSE2's baseline, which has no 64-bit compare). More groups add row by row.
 //!
-//! Every pass here is compiled both ways. Nothing here is `unsafe` beyond calling the AVX-512 build, which runs only where the CPU
-//! has AVX-512 F and VL and `TAMIS_FORCE_ISA=scalar` is not set ([`wide`]).
+//! Every pass here is compiled both ways. The `unsafe` here: calling the AVX-512 build, which
+//! runs only where the CPU has AVX-512 F and VL and `TAMIS_FORCE_ISA=scalar` is not set
+//! ([`wide`]); [`split`] reads 128-bit values as `u64` halves ([`super::narrow`]).
 
 /// Groups counted or summed by a pass each.
 pub const FEW: usize = 8;
 
 /// Whether this process runs the AVX-512 build. Read once.
 pub fn wide() -> bool {
-    use std::sync::OnceLock;
-    static WIDE: OnceLock<bool> = OnceLock::new();
-    *WIDE.get_or_init(|| !super::forced_scalar() && avx512_detected())
+    super::avx512_builds()
 }
 
-fn avx512_detected() -> bool {
-    super::x86_feature!("avx512f") && super::x86_feature!("avx512vl")
-}
-
-/// `out[g]` = the rows of group `g` of `groups`.
+/// `out[g]` = the rows in group `g`, for `g` below `groups` (codes at or past it are not
+/// counted).
 pub fn count_by_group(codes: &[u32], groups: usize, out: &mut Vec<u64>) {
     count_with(wide(), codes, groups, out)
 }
 
-/// `out[g]` = the sum of group `g`'s `values`, wrapped in 64 bits.
+/// `out[g]` = the sum of group `g`'s `values`, wrapped in 64 bits, for `g` below `groups`
+/// (codes at or past it are not summed).
 pub fn sum_by_group(codes: &[u32], values: &[i64], groups: usize, out: &mut Vec<i64>) {
     sum_with(wide(), codes, values, groups, out)
 }
@@ -53,7 +50,7 @@ pub fn count_with(wide: bool, codes: &[u32], groups: usize, out: &mut Vec<u64>) 
     }
     for g in 0..groups as u32 {
         #[cfg(target_arch = "x86_64")]
-        if wide && avx512_detected() {
+        if wide && crate::kernels::avx512_vl_detected() {
             // SAFETY: `count_avx512` only enables AVX-512 code generation; detected just above.
             out.push(unsafe { count_avx512(codes, g) });
             continue;
@@ -78,7 +75,7 @@ pub fn sum_with(wide: bool, codes: &[u32], values: &[i64], groups: usize, out: &
     }
     for g in 0..groups as u32 {
         #[cfg(target_arch = "x86_64")]
-        if wide && avx512_detected() {
+        if wide && crate::kernels::avx512_vl_detected() {
             // SAFETY: `sum_avx512` only enables AVX-512 code generation; detected just above.
             out.push(unsafe { sum_avx512(codes, values, g) });
             continue;
@@ -104,7 +101,7 @@ pub fn code_equal_with(
     out: &mut [u32],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if wide && avx512_detected() {
+    if wide && crate::kernels::avx512_vl_detected() {
         // SAFETY: `code_equal_avx512` only enables AVX-512 code generation; detected just
         // above.
         return unsafe { code_equal_avx512(lo, hi, value, code, out) };
@@ -122,7 +119,7 @@ pub fn split(values: &[u128], lo: &mut Vec<u64>) -> (u32, u64) {
 /// [`split`], with the AVX-512 build when `wide` (and the CPU has it).
 pub fn split_with(wide: bool, values: &[u128], lo: &mut Vec<u64>) -> (u32, u64) {
     #[cfg(target_arch = "x86_64")]
-    if wide && avx512_detected() {
+    if wide && crate::kernels::avx512_vl_detected() {
         // SAFETY: `split_avx512` only enables AVX-512 code generation; detected just above.
         return unsafe { split_avx512(values, lo) };
     }
@@ -215,7 +212,7 @@ mod tests {
 
     /// Every path this CPU runs: portable, and the AVX-512 build where present.
     fn paths() -> Vec<bool> {
-        if avx512_detected() {
+        if crate::kernels::avx512_vl_detected() {
             vec![false, true]
         } else {
             vec![false]

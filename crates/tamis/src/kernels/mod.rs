@@ -63,6 +63,18 @@ macro_rules! x86_feature {
 }
 pub(crate) use x86_feature;
 
+/// Whether this process runs the AVX-512 builds of [`groups`] and [`narrow`]: the CPU has
+/// AVX-512 F and VL and the kernels were not forced to the portable path. Read once.
+pub fn avx512_builds() -> bool {
+    static WIDE: OnceLock<bool> = OnceLock::new();
+    *WIDE.get_or_init(|| !forced_scalar() && avx512_vl_detected())
+}
+
+/// Whether the CPU has AVX-512 F and VL (false on other architectures).
+fn avx512_vl_detected() -> bool {
+    x86_feature!("avx512f") && x86_feature!("avx512vl")
+}
+
 #[cfg(target_arch = "x86_64")]
 pub mod avx512;
 mod bits;

@@ -6,16 +6,12 @@
 //! Each is one pass of shifts, XORs and ORs, no branch. SSE2, x86-64's baseline, has no
 //! 64-bit arithmetic shift, so the passes are compiled twice: portable, and with AVX-512
 //! (TPC-H Q1's fit checks went from about 5 % of the query to 3 %). An `i128` is read as two
-//! `u64`s ([`halves`]), which the compiler loads whole vectors of. The `unsafe` here: that
+//! `u64`s (`halves`), which the compiler loads whole vectors of. The `unsafe` here: that
 //! reinterpretation, writing widened values into a vector's spare room, and calling the
 //! AVX-512 build, which runs only where the CPU has AVX-512 F and VL and
 //! `TAMIS_FORCE_ISA=scalar` is not set ([`wide`]).
 
-use super::groups::wide;
-
-fn avx512_detected() -> bool {
-    super::x86_feature!("avx512f") && super::x86_feature!("avx512vl")
-}
+use super::avx512_builds as wide;
 
 /// Whether every value (null slots too) fits in an `i64`.
 pub fn fits_i64(values: &[i128]) -> bool {
@@ -25,7 +21,7 @@ pub fn fits_i64(values: &[i128]) -> bool {
 /// [`fits_i64`], with the AVX-512 build when `wide` (and the CPU has it).
 pub fn fits_i64_with(wide: bool, values: &[i128]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if wide && avx512_detected() {
+    if wide && crate::kernels::avx512_vl_detected() {
         // SAFETY: `fits_avx512` only enables AVX-512 code generation; detected just above.
         return unsafe { fits_avx512(values) } == 0;
     }
@@ -43,7 +39,7 @@ pub fn lows_if_sums_fit(values: &[i128], lows: &mut Vec<i64>) -> bool {
 /// [`lows_if_sums_fit`], with the AVX-512 build when `wide` (and the CPU has it).
 pub fn lows_if_sums_fit_with(wide: bool, values: &[i128], lows: &mut Vec<i64>) -> bool {
     #[cfg(target_arch = "x86_64")]
-    let (bad, magnitudes) = if wide && avx512_detected() {
+    let (bad, magnitudes) = if wide && crate::kernels::avx512_vl_detected() {
         // SAFETY: `lows_avx512` only enables AVX-512 code generation; detected just above.
         unsafe { lows_avx512(values, lows) }
     } else {
@@ -69,7 +65,7 @@ pub fn widen_into_with(wide: bool, values: &[i64], out: &mut Vec<i128>) {
     let start = out.len();
     let spare = &mut out.spare_capacity_mut()[..values.len()];
     #[cfg(target_arch = "x86_64")]
-    if wide && avx512_detected() {
+    if wide && crate::kernels::avx512_vl_detected() {
         // SAFETY: `widen_avx512` only enables AVX-512 code generation; detected just above.
         unsafe { widen_avx512(values, spare) };
     } else {
@@ -112,17 +108,26 @@ unsafe fn lows_avx512(values: &[i128], lows: &mut Vec<i64>) -> (u64, u64) {
 }
 
 /// 128-bit integers, read here as two `u64`s.
-pub(super) trait Wide: Copy {}
-impl Wide for i128 {}
-impl Wide for u128 {}
+///
+/// # Safety
+///
+/// An implementor is 16 bytes with no padding, aligned at least as a `u64` is.
+pub(super) unsafe trait Wide: Copy {}
+// SAFETY: 16-byte integers, no padding, aligned to 16 (8 on older compilers): the trait's terms.
+unsafe impl Wide for i128 {}
+// SAFETY: as for `i128`.
+unsafe impl Wide for u128 {}
 
 /// Each value's halves, low then high: a slice of `u64`s the compiler loads whole vectors
 /// of (over 128-bit integers it loads 64 bits at a time).
 #[inline(always)]
 pub(super) fn halves<T: Wide>(values: &[T]) -> impl Iterator<Item = (u64, u64)> + '_ {
-    const { assert!(std::mem::size_of::<T>() == 16) };
-    // SAFETY: a `Wide` is a 16-byte integer with no padding, aligned at least as a `u64`
-    // is, and any bits are a valid `u64`: the slice covers exactly `values`' memory,
+    const {
+        assert!(std::mem::size_of::<T>() == 16);
+        assert!(std::mem::align_of::<T>() >= std::mem::align_of::<u64>());
+    };
+    // SAFETY: a `Wide` is 16 bytes with no padding, aligned at least as a `u64` is (checked
+    // above too), and any bits are a valid `u64`: the slice covers exactly `values`' memory,
     // borrowed for as long.
     let words =
         unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u64>(), values.len() * 2) };
@@ -134,14 +139,14 @@ pub(super) fn halves<T: Wide>(values: &[T]) -> impl Iterator<Item = (u64, u64)> 
     words.chunks_exact(2).map(move |w| (w[lo], w[hi]))
 }
 
-/// The OR of the high halves that are not their low half's sign: zero where all fit.
+/// The OR of each high half XOR its low half's sign: zero where all fit.
 #[inline(always)]
 fn fits_body(values: &[i128]) -> u64 {
     halves(values).fold(0u64, |bad, (lo, hi)| bad | (hi ^ (lo >> 63).wrapping_neg()))
 }
 
-/// `lows` = the values' low halves; returns the OR of the high halves that are not a low half's sign, and the
-/// OR of the magnitudes (one's complement for a negative).
+/// `lows` = the values' low halves; returns the OR of each high half XOR its low half's sign
+/// (zero where all fit) and the OR of the magnitudes (one's complement for a negative).
 #[inline(always)]
 fn lows_body(values: &[i128], lows: &mut Vec<i64>) -> (u64, u64) {
     let (mut bad, mut magnitudes) = (0u64, 0u64);
@@ -165,7 +170,7 @@ mod tests {
 
     /// Every path this CPU runs: portable, and the AVX-512 build where present.
     fn paths() -> Vec<bool> {
-        if avx512_detected() {
+        if crate::kernels::avx512_vl_detected() {
             vec![false, true]
         } else {
             vec![false]
