@@ -210,14 +210,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Every path this CPU runs: portable, and the AVX-512 build where present.
-    fn paths() -> Vec<bool> {
-        if crate::kernels::avx512_vl_detected() {
-            vec![false, true]
-        } else {
-            vec![false]
-        }
-    }
+    use crate::kernels::avx512_paths as paths;
 
     /// The reference: a row at a time into its group's slot.
     fn reference(codes: &[u32], values: &[i64], groups: usize) -> (Vec<u64>, Vec<i64>) {

@@ -75,6 +75,17 @@ fn avx512_vl_detected() -> bool {
     x86_feature!("avx512f") && x86_feature!("avx512vl")
 }
 
+/// For the tests of [`groups`] and [`narrow`]: every build this CPU runs, portable (`false`)
+/// and AVX-512 (`true`) where present.
+#[cfg(test)]
+fn avx512_paths() -> Vec<bool> {
+    if avx512_vl_detected() {
+        vec![false, true]
+    } else {
+        vec![false]
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 pub mod avx512;
 mod bits;

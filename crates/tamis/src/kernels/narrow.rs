@@ -168,14 +168,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Every path this CPU runs: portable, and the AVX-512 build where present.
-    fn paths() -> Vec<bool> {
-        if crate::kernels::avx512_vl_detected() {
-            vec![false, true]
-        } else {
-            vec![false]
-        }
-    }
+    use crate::kernels::avx512_paths as paths;
 
     proptest! {
         /// `fits_i64` against `i64::try_from`, value by value.
