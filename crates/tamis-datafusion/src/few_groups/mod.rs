@@ -6,10 +6,11 @@
 //! Most rows of such a query carry one of a handful of key values. [`FewGroupsExec`] codes
 //! each key column's values (a value as it is in memory, up to 16 bytes: an integer, a date,
 //! a decimal, a string of at most 12 bytes inline in its view) into a small per-column code,
-//! with a branch-free pass over the batch per known value, and packs the codes into one word
-//! that names the group, coded the same way. The accumulators are DataFusion's own
-//! (`GroupsAccumulator`), fed the group indices, so the partial state this stage emits is
-//! exactly the one DataFusion's would: its `Final` stage runs unchanged.
+//! with a branch-free pass over the batch per known value (`codes.rs`), and packs the codes
+//! into one word that names the group, coded the same way. `sum`, `avg` and `count` are
+//! computed here a column at a time (`sums.rs`); other aggregates by DataFusion's own
+//! accumulators (`GroupsAccumulator`), fed the group indices. Either way the partial state
+//! this stage emits is exactly the one DataFusion's would: its `Final` stage runs unchanged.
 //!
 //! When a stream meets more than [`MAX_GROUPS`] groups, a key this coding does not cover (a
 //! longer string), or a memory pool that refuses its groups, it emits the groups so far and
@@ -481,25 +482,17 @@ impl FewGroups {
         let inputs = StageInputs::of(partial);
         let keys = inputs.keys.len();
         let input_schema = partial.input_schema();
-        let mut measures = Vec::new();
+        let mut sums = Sums::default();
         let aggregates = (partial.aggr_expr().iter().enumerate())
-            .map(
-                |(i, a)| match sums::summed(a, &input_schema, &mut measures) {
-                    Some(summed) => Ok(Aggregate::Summed(summed)),
-                    None => Ok(Aggregate::Accumulator(a.create_groups_accumulator()?, i)),
-                },
-            )
-            .collect::<Result<Vec<_>>>()?;
-        let summed: Vec<Summed> = (aggregates.iter())
-            .filter_map(|a| match a {
-                Aggregate::Summed(s) => Some(s.clone()),
-                Aggregate::Accumulator(..) => None,
+            .map(|(i, a)| match sums.add(a, &input_schema) {
+                Some(summed) => Ok(Aggregate::Summed(summed)),
+                None => Ok(Aggregate::Accumulator(a.create_groups_accumulator()?, i)),
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         Ok(FewGroups {
             schema: partial.schema(),
             inputs,
-            sums: Sums::new(measures, &summed),
+            sums,
             aggregates,
             codes: (0..keys).map(|_| Codes::default()).collect(),
             groups: Codes::default(),

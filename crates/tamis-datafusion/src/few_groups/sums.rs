@@ -26,7 +26,7 @@ use tamis::kernels::groups::{count_by_group, sum_by_group};
 use tamis::kernels::narrow::lows_if_sums_fit;
 
 /// An aggregate computed here, and the measure (argument column) it reads.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) enum Summed {
     /// `sum`: its state, the wrapped sum (a decimal or an `Int64`), null for no value.
     Sum { measure: usize, state: DataType },
@@ -36,61 +36,8 @@ pub(super) enum Summed {
     Count { measure: usize },
 }
 
-/// How `aggregate` is computed here, adding its argument to `measures` (or finding it
-/// there); `None` where DataFusion's accumulator must compute it.
-pub(super) fn summed(
-    aggregate: &AggregateFunctionExpr,
-    input_schema: &Schema,
-    measures: &mut Vec<Arc<dyn PhysicalExpr>>,
-) -> Option<Summed> {
-    let [argument] = aggregate.expressions().try_into().ok()?;
-    let input = argument.data_type(input_schema).ok()?;
-    let states: Vec<DataType> = (aggregate.state_fields().ok()?.iter())
-        .map(|f| f.data_type().clone())
-        .collect();
-    let scale = |t: &DataType| match t {
-        DataType::Decimal128(_, s) => Some(*s),
-        _ => None,
-    };
-    let decimal = scale(&input).is_some();
-    // DataFusion's own functions, by type: a function registered under one of their names
-    // may compute something else.
-    let function = aggregate.fun().inner();
-    let is_sum = function.downcast_ref::<Sum>().is_some();
-    let is_avg = function.downcast_ref::<Avg>().is_some();
-    let is_count = function.downcast_ref::<Count>().is_some();
-    let same_scale = |state: &DataType| decimal && scale(state) == scale(&input);
-    let computed = match states.as_slice() {
-        [state] if is_sum && same_scale(state) => Some(state),
-        [DataType::Int64] if is_sum && input == DataType::Int64 => Some(&DataType::Int64),
-        [DataType::UInt64, state] if is_avg && same_scale(state) => Some(state),
-        [DataType::Int64] if is_count => None,
-        _ => return None,
-    };
-    let measure = match measures
-        .iter()
-        .position(|m| m.as_ref() == argument.as_ref())
-    {
-        Some(m) => m,
-        None => {
-            measures.push(argument);
-            measures.len() - 1
-        }
-    };
-    Some(match computed {
-        None => Summed::Count { measure },
-        Some(state) if is_sum => Summed::Sum {
-            measure,
-            state: state.clone(),
-        },
-        Some(state) => Summed::Avg {
-            measure,
-            state: state.clone(),
-        },
-    })
-}
-
 /// The sums and counts of every measure, group by group.
+#[derive(Default)]
 pub(super) struct Sums {
     measures: Vec<Measure>,
     // Scratch, kept between batches.
@@ -112,27 +59,59 @@ struct Measure {
 }
 
 impl Sums {
-    /// Sums of `measures`, where `aggregates` say which are summed.
-    pub(super) fn new(measures: Vec<Arc<dyn PhysicalExpr>>, aggregates: &[Summed]) -> Self {
-        let measures = (measures.into_iter().enumerate())
-            .map(|(m, expr)| Measure {
-                expr,
-                summed: aggregates.iter().any(|a| match a {
-                    Summed::Sum { measure, .. } | Summed::Avg { measure, .. } => *measure == m,
-                    Summed::Count { .. } => false,
-                }),
+    /// How `aggregate` is computed here, its argument added to the measures (or found
+    /// there); `None` where DataFusion's accumulator must compute it.
+    pub(super) fn add(
+        &mut self,
+        aggregate: &AggregateFunctionExpr,
+        input_schema: &Schema,
+    ) -> Option<Summed> {
+        let [argument] = aggregate.expressions().try_into().ok()?;
+        let input = argument.data_type(input_schema).ok()?;
+        let states: Vec<DataType> = (aggregate.state_fields().ok()?.iter())
+            .map(|f| f.data_type().clone())
+            .collect();
+        let scale = |t: &DataType| match t {
+            DataType::Decimal128(_, s) => Some(*s),
+            _ => None,
+        };
+        let decimal = scale(&input).is_some();
+        // DataFusion's own functions, by type: a function registered under one of their
+        // names may compute something else.
+        let function = aggregate.fun().inner();
+        let is_sum = function.downcast_ref::<Sum>().is_some();
+        let is_avg = function.downcast_ref::<Avg>().is_some();
+        let is_count = function.downcast_ref::<Count>().is_some();
+        let same_scale = |state: &DataType| decimal && scale(state) == scale(&input);
+        let computed = match states.as_slice() {
+            [state] if is_sum && same_scale(state) => Some(state),
+            [DataType::Int64] if is_sum && input == DataType::Int64 => Some(&DataType::Int64),
+            [DataType::UInt64, state] if is_avg && same_scale(state) => Some(state),
+            [DataType::Int64] if is_count => None,
+            _ => return None,
+        };
+        let found = (self.measures.iter()).position(|m| m.expr.as_ref() == argument.as_ref());
+        let measure = found.unwrap_or_else(|| {
+            self.measures.push(Measure {
+                expr: argument,
+                summed: false,
                 sums: Vec::new(),
                 counts: Vec::new(),
-            })
-            .collect();
-        Sums {
-            measures,
-            codes: Vec::new(),
-            lows: Vec::new(),
-            batch_sums: Vec::new(),
-            batch_rows: Vec::new(),
-            batch_counts: Vec::new(),
-        }
+            });
+            self.measures.len() - 1
+        });
+        self.measures[measure].summed |= computed.is_some();
+        Some(match computed {
+            None => Summed::Count { measure },
+            Some(state) if is_sum => Summed::Sum {
+                measure,
+                state: state.clone(),
+            },
+            Some(state) => Summed::Avg {
+                measure,
+                state: state.clone(),
+            },
+        })
     }
 
     /// Adds `batch`'s rows, row `r` to group `groups[r]` (of `total`). Every group past those
@@ -209,20 +188,16 @@ impl Sums {
 
     /// `aggregate`'s state for every group so far.
     pub(super) fn state(&self, aggregate: &Summed) -> Result<Vec<ArrayRef>> {
-        let measure = |m: usize| &self.measures[m];
-        let no_value = |m: &Measure| {
-            (m.counts.contains(&0)).then(|| NullBuffer::from_iter(m.counts.iter().map(|&c| c > 0)))
-        };
         Ok(match aggregate {
-            Summed::Count { measure: m } => {
-                let counts = measure(*m).counts.iter().map(|&c| c as i64);
+            Summed::Count { measure } => {
+                let counts = self.measures[*measure].counts.iter().map(|&c| c as i64);
                 vec![Arc::new(Int64Array::from_iter_values(counts))]
             }
-            Summed::Sum { measure: m, state } => vec![sum_state(measure(*m), state, no_value)?],
-            Summed::Avg { measure: m, state } => {
-                let m = measure(*m);
-                let counts = UInt64Array::new(m.counts.clone().into(), no_value(m));
-                vec![Arc::new(counts), sum_state(m, state, no_value)?]
+            Summed::Sum { measure, state } => vec![self.measures[*measure].sum_state(state)?],
+            Summed::Avg { measure, state } => {
+                let m = &self.measures[*measure];
+                let counts = UInt64Array::new(m.counts.clone().into(), m.no_value());
+                vec![Arc::new(counts), m.sum_state(state)?]
             }
         })
     }
@@ -243,22 +218,30 @@ impl Sums {
     }
 }
 
-fn sum_state(
-    m: &Measure,
-    state: &DataType,
-    no_value: impl Fn(&Measure) -> Option<NullBuffer>,
-) -> Result<ArrayRef> {
-    Ok(match state {
-        DataType::Int64 => {
-            let sums = m.sums.iter().map(|&s| s as i64).collect::<Vec<_>>();
-            Arc::new(PrimitiveArray::<Int64Type>::new(sums.into(), no_value(m)))
-        }
-        DataType::Decimal128(_, _) => Arc::new(
-            PrimitiveArray::<Decimal128Type>::new(m.sums.clone().into(), no_value(m))
-                .with_data_type(state.clone()),
-        ),
-        t => return datafusion::common::internal_err!("FewGroupsExec has no {t} sums"),
-    })
+impl Measure {
+    /// Null for each group that saw no value, as DataFusion's `NullState` has it.
+    fn no_value(&self) -> Option<NullBuffer> {
+        (self.counts.contains(&0))
+            .then(|| NullBuffer::from_iter(self.counts.iter().map(|&c| c > 0)))
+    }
+
+    /// The sums as the state type `state`.
+    fn sum_state(&self, state: &DataType) -> Result<ArrayRef> {
+        Ok(match state {
+            DataType::Int64 => {
+                let sums = self.sums.iter().map(|&s| s as i64).collect::<Vec<_>>();
+                Arc::new(PrimitiveArray::<Int64Type>::new(
+                    sums.into(),
+                    self.no_value(),
+                ))
+            }
+            DataType::Decimal128(_, _) => Arc::new(
+                PrimitiveArray::<Decimal128Type>::new(self.sums.clone().into(), self.no_value())
+                    .with_data_type(state.clone()),
+            ),
+            t => return datafusion::common::internal_err!("FewGroupsExec has no {t} sums"),
+        })
+    }
 }
 
 fn add(totals: &mut [u64], batch: &[u64]) {
@@ -365,15 +348,14 @@ mod tests {
         let mut next = rng(42);
         for total in [1usize, 2, 5, 8, 9, 300] {
             for shape in 0..4 {
-                let mut measures = Vec::new();
+                let mut sums = Sums::default();
                 let summed: Vec<Summed> = (aggregates.iter())
                     .map(|a| {
-                        summed(a, &schema, &mut measures)
+                        sums.add(a, &schema)
                             .unwrap_or_else(|| panic!("{} {:?}", a.fun().name(), a.state_fields()))
                     })
                     .collect();
-                assert_eq!(measures.len(), 3, "d, i and the constant, each once");
-                let mut sums = Sums::new(measures, &summed);
+                assert_eq!(sums.measures.len(), 3, "d, i and the constant, each once");
                 let mut oracles: Vec<Box<dyn GroupsAccumulator>> = (aggregates.iter())
                     .map(|a| a.create_groups_accumulator().unwrap())
                     .collect();
