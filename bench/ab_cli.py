@@ -22,6 +22,7 @@ import json
 import os
 import shlex
 import statistics
+import resource
 import subprocess
 import sys
 import tempfile
@@ -57,13 +58,18 @@ def scan_command(binary, q, threads, stats):
 
 
 def run(cmd, stats):
+    """(the measure, wall ms, user CPU ms) of one process: user time is what a VM whose page
+    faults swing by seconds between runs (BENCHMARKS.md, "the issue's data shape") leaves
+    comparable."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
     start = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
     wall = (time.perf_counter() - start) * 1e3
+    user = (resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before) * 1e3
     if stats is None:
-        return wall, wall
+        return wall, wall, user
     with open(stats) as f:
-        return json.load(f)["time_total_ns"] / 1e6, wall
+        return json.load(f)["time_total_ns"] / 1e6, wall, user
 
 
 def suite_queries(args):
@@ -124,9 +130,10 @@ def main():
     what = "wall ms" if args.suite == "tpch-sql" else "scan ms"
     print(f"Suite `{args.suite}`, {args.threads} thread(s), medians of {args.runs}, "
           "builds interleaved\n")
-    print(f"| query | before {what} | after {what} | after / before | before wall ms | after wall ms |")
-    print("|---|---|---|---|---|---|")
-    ratios = []
+    print(f"| query | before {what} | after {what} | after / before | before wall ms | after wall ms "
+          "| before user ms | after user ms | user after / before |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    ratios, user_ratios = [], []
     for name, job in jobs:
         times = {"before": [], "after": []}
         for i in range(args.runs + 1):
@@ -134,15 +141,17 @@ def main():
                 t = run(*job(builds[b], extra[b]))
                 if i > 0:
                     times[b].append(t)
-        med = {b: (statistics.median(s for s, _ in v), statistics.median(w for _, w in v))
+        med = {b: tuple(statistics.median(t[k] for t in v) for k in range(3))
                for b, v in times.items()}
-        (bs, bw), (as_, aw) = med["before"], med["after"]
+        (bs, bw, bu), (as_, aw, au) = med["before"], med["after"]
         ratios.append(as_ / bs)
-        print(f"| {name} | {bs:.1f} | {as_:.1f} | {as_ / bs:.3f} | {bw:.0f} | {aw:.0f} |",
-              flush=True)
+        user_ratios.append(au / bu)
+        print(f"| {name} | {bs:.1f} | {as_:.1f} | {as_ / bs:.3f} | {bw:.0f} | {aw:.0f} "
+              f"| {bu:.0f} | {au:.0f} | {au / bu:.3f} |", flush=True)
     geo = statistics.geometric_mean(ratios)
     print(f"\nGeometric mean after / before: {geo:.3f} over {len(ratios)} queries "
-          f"(range {min(ratios):.2f}–{max(ratios):.2f})")
+          f"(range {min(ratios):.2f}–{max(ratios):.2f}); user CPU time: "
+          f"{statistics.geometric_mean(user_ratios):.3f}")
 
 
 if __name__ == "__main__":
