@@ -33,6 +33,10 @@ import os
 # that can hit it) is off here unless TAMIS_PAGE_CACHE asks for it (bench/page_cache.py and
 # bench/disk_cache.py measure the cache).
 os.environ.setdefault("TAMIS_PAGE_CACHE", "0")
+# numpy (loaded with pyarrow) starts an OpenBLAS thread per other core, which spins in
+# `blas_thread_server` beside the engines it times (0.7 % of a 2-thread profile); no
+# engine here uses BLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import platform
 import re
 import statistics
