@@ -20,9 +20,9 @@ import argparse
 import glob
 import json
 import os
+import resource
 import shlex
 import statistics
-import resource
 import subprocess
 import sys
 import tempfile

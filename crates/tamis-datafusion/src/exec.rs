@@ -37,7 +37,7 @@ use crate::tap::KeyTap;
 /// TPC-H SF 10 Q1 0.83 s against 0.74 s at 16 threads, 2.44 against 2.16 s at 4. With two
 /// threads per partition on as many CPUs as partitions, two batches of slack made each thread
 /// block and be woken every batch or two; eight let each run longer (2 cores, tpchgen-cli
-/// SF 10, 2 threads, medians of 5–7: Q1 0.87–0.93, Q5 0.88–0.92 of the time with two; SF 1,
+/// SF 10, 2 threads, medians of 5–7: Q1 0.92–0.93, Q5 0.89–0.92 of the time with two; SF 1,
 /// all 22 queries: geometric mean 0.97). At most eight batches of 8 Ki rows a partition.
 const CHANNEL_BATCHES: usize = 8;
 

@@ -292,8 +292,8 @@ mod tests {
                 // The last try's failed probes are loading their pages: let them land, so
                 // that the eviction takes them too and this try sees only `will_need`'s.
                 std::thread::sleep(std::time::Duration::from_secs(1));
+                let _ = rustix::fs::fadvise(&f.file, 0, None, rustix::fs::Advice::DontNeed);
             }
-            let _ = rustix::fs::fadvise(&f.file, 0, None, rustix::fs::Advice::DontNeed);
             f.will_need(std::slice::from_ref(&(0..len as u64)));
             std::thread::sleep(std::time::Duration::from_secs(wait_s));
             missing = (probes.iter().copied())
