@@ -26,6 +26,7 @@ pub mod decimal;
 pub mod dynamic;
 mod exec;
 pub mod few_groups;
+pub mod join_order;
 pub mod rules;
 pub mod share;
 mod split;

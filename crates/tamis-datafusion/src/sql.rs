@@ -12,6 +12,7 @@ use tamis_arrow::datatypes::SchemaRef;
 
 use crate::decimal::NarrowDecimalArithmetic;
 use crate::few_groups::GroupFewKeysByCode;
+use crate::join_order::OrderJoins;
 use crate::rules::{KeepSharedPages, ProbeAggregates, TapBuildKeys};
 use crate::share::ShareRepeatedSubplans;
 use crate::tables::SessionTables;
@@ -101,11 +102,24 @@ pub fn session(threads: usize, runtime_filters: bool) -> SessionContext {
 
 /// A session with `config` (see [`config`]) and tamis's rules.
 pub fn session_with(config: SessionConfig) -> SessionContext {
+    build_session(config, false)
+}
+
+/// [`session_with`], its inner joins reordered by [`OrderJoins`] before DataFusion's join
+/// selection. Not the default: on TPC-H SF 10 it made Q5 6 % faster but Q7, Q8, Q9 and Q10
+/// 13–60 % slower (BENCHMARKS.md, "Join order"), the large build sides it moves joins onto
+/// feeding runtime filters that cost more than they save.
+pub fn session_ordering_joins(config: SessionConfig) -> SessionContext {
+    build_session(config, true)
+}
+
+fn build_session(config: SessionConfig, order_joins: bool) -> SessionContext {
     let mut rules = PhysicalOptimizer::new().rules;
-    let at = rules
-        .iter()
-        .position(|r| r.name() == "join_selection")
-        .map_or(0, |i| i + 1);
+    let selection = rules.iter().position(|r| r.name() == "join_selection");
+    if order_joins {
+        rules.insert(selection.unwrap_or(0), Arc::new(OrderJoins));
+    }
+    let at = selection.map_or(0, |i| i + 1 + usize::from(order_joins));
     rules.insert(at, Arc::new(ProbeAggregates));
     rules.insert(at + 1, Arc::new(TapBuildKeys));
     rules.push(Arc::new(KeepSharedPages));
