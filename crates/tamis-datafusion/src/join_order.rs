@@ -249,43 +249,29 @@ impl JoinTree {
             stats.push(s);
         }
         let estimate = Estimate { stats: &stats };
+        let Some(steps) = self.greedy(&estimate) else {
+            return Ok(None);
+        };
+        // The joins only when their order differs from the query's.
+        let mut greedy_joins: Vec<(u64, u64)> = steps.iter().map(|s| s.joins).collect();
+        let mut original_joins = self.joins.clone();
+        original_joins.sort_unstable();
+        greedy_joins.sort_unstable();
+        if greedy_joins == original_joins {
+            return Ok(None);
+        }
         let mut parts: Vec<Part> = (self.inputs.iter().enumerate())
             .map(|(i, input)| Part {
                 plan: input.clone(),
                 columns: (0..input.schema().fields().len()).map(|c| (i, c)).collect(),
                 inputs: 1 << i,
-                rows: estimate.input_rows(i),
             })
             .collect();
-        let mut greedy = Vec::with_capacity(parts.len());
-        while parts.len() > 1 {
-            // The connected pair whose join is estimated smallest (the first such pair on ties).
-            let mut best: Option<(usize, usize, f64)> = None;
-            for a in 0..parts.len() {
-                for b in a + 1..parts.len() {
-                    let Some(rows) = estimate.join_rows(&parts[a], &parts[b], &self.keys) else {
-                        continue;
-                    };
-                    if best.is_none_or(|(_, _, r)| rows < r) {
-                        best = Some((a, b, rows));
-                    }
-                }
-            }
-            let Some((a, b, rows)) = best else {
-                return Ok(None);
-            };
-            let right = parts.remove(b);
-            let left = parts.remove(a);
-            let (l, r) = (left.inputs, right.inputs);
-            greedy.push((l.min(r), l.max(r)));
-            let joined = self.join(left, right, rows, &parts, output)?;
-            parts.insert(a, joined);
-        }
-        let mut original_joins = self.joins.clone();
-        original_joins.sort_unstable();
-        greedy.sort_unstable();
-        if greedy == original_joins {
-            return Ok(None);
+        for step in steps {
+            let right = parts.remove(step.b);
+            let left = parts.remove(step.a);
+            let joined = self.join(left, right, &parts, output)?;
+            parts.insert(step.a, joined);
         }
         let top = parts.pop().expect("one part is left");
         let schema = original.schema();
@@ -309,23 +295,49 @@ impl JoinTree {
         Ok(Some(Arc::new(ProjectionExec::try_new(exprs, top.plan)?)))
     }
 
+    /// Greedy operator ordering: at each step the connected pair of parts whose join is
+    /// estimated smallest (the first such pair on ties); `None` when the inputs are not all
+    /// connected by keys.
+    fn greedy(&self, estimate: &Estimate) -> Option<Vec<Step>> {
+        // Each part as (its inputs, its estimated rows).
+        let mut parts: Vec<(u64, f64)> = (0..self.inputs.len())
+            .map(|i| (1 << i, estimate.input_rows(i)))
+            .collect();
+        let mut steps = Vec::with_capacity(parts.len());
+        while parts.len() > 1 {
+            let mut best: Option<(usize, usize, f64)> = None;
+            for a in 0..parts.len() {
+                for b in a + 1..parts.len() {
+                    let Some(rows) = estimate.join_rows(parts[a], parts[b], &self.keys) else {
+                        continue;
+                    };
+                    if best.is_none_or(|(_, _, r)| rows < r) {
+                        best = Some((a, b, rows));
+                    }
+                }
+            }
+            let (a, b, rows) = best?;
+            let (l, r) = (parts[a].0, parts[b].0);
+            steps.push(Step {
+                a,
+                b,
+                joins: (l.min(r), l.max(r)),
+            });
+            parts.remove(b);
+            parts[a] = (l | r, rows);
+        }
+        Some(steps)
+    }
+
     /// `left ⋈ right` on every key between them, keeping the columns that `output` or a key to
     /// one of `rest` needs.
-    fn join(
-        &self,
-        left: Part,
-        right: Part,
-        rows: f64,
-        rest: &[Part],
-        output: &[Col],
-    ) -> Result<Part> {
+    fn join(&self, left: Part, right: Part, rest: &[Part], output: &[Col]) -> Result<Part> {
         let inputs = left.inputs | right.inputs;
-        let in_part = |c: &Col, mask: u64| mask & (1 << c.0) != 0;
         let mut on = Vec::new();
         for (a, b) in &self.keys {
-            let (l, r) = if in_part(a, left.inputs) && in_part(b, right.inputs) {
+            let (l, r) = if in_inputs(a, left.inputs) && in_inputs(b, right.inputs) {
                 (a, b)
-            } else if in_part(b, left.inputs) && in_part(a, right.inputs) {
+            } else if in_inputs(b, left.inputs) && in_inputs(a, right.inputs) {
                 (b, a)
             } else {
                 continue;
@@ -341,11 +353,11 @@ impl JoinTree {
         // The filters that have all their columns first here (a single input's own columns
         // count as not yet filtered).
         let covers = |f: &TreeFilter, p: &Part| {
-            f.columns.iter().all(|c| in_part(c, p.inputs)) && p.inputs.count_ones() > 1
+            f.columns.iter().all(|c| in_inputs(c, p.inputs)) && p.inputs.count_ones() > 1
         };
         let (here, later): (Vec<&TreeFilter>, Vec<&TreeFilter>) = (self.filters.iter())
             .filter(|f| !covers(f, &left) && !covers(f, &right))
-            .partition(|f| f.columns.iter().all(|c| in_part(c, inputs)));
+            .partition(|f| f.columns.iter().all(|c| in_inputs(c, inputs)));
         let filter = self.join_filter(&here, &left, &right)?;
         let needed = |c: &Col| {
             output.contains(c)
@@ -358,7 +370,7 @@ impl JoinTree {
                     } else {
                         return false;
                     };
-                    rest.iter().any(|p| in_part(other, p.inputs))
+                    rest.iter().any(|p| in_inputs(other, p.inputs))
                 })
         };
         let all: Vec<Col> = left.columns.iter().chain(&right.columns).copied().collect();
@@ -379,7 +391,6 @@ impl JoinTree {
             plan: Arc::new(plan),
             columns,
             inputs,
-            rows,
         })
     }
 
@@ -429,13 +440,24 @@ impl JoinTree {
     }
 }
 
-/// A joined part of the tree: its plan, its output columns, the inputs it joins (a bit mask),
-/// and its estimated rows.
+/// A joined part of the tree: its plan, its output columns, the inputs it joins (a bit mask).
 struct Part {
     plan: Arc<dyn ExecutionPlan>,
     columns: Vec<Col>,
     inputs: u64,
-    rows: f64,
+}
+
+/// One join of the greedy order: the positions of the two parts it joins (`a < b`) in the list
+/// of parts at that step (the joined part takes `a`'s place), and their inputs (smaller first).
+struct Step {
+    a: usize,
+    b: usize,
+    joins: (u64, u64),
+}
+
+/// Whether column `c` belongs to one of `inputs` (a bit mask of the tree's inputs).
+fn in_inputs(c: &Col, inputs: u64) -> bool {
+    inputs & (1 << c.0) != 0
 }
 
 /// Row and distinct-value estimates from the inputs' statistics.
@@ -459,23 +481,23 @@ impl Estimate<'_> {
         known.unwrap_or(rows).min(rows).max(1.0)
     }
 
-    /// The estimated rows of `a ⋈ b` on the most selective key between them; `None` when no
-    /// key joins them.
-    fn join_rows(&self, a: &Part, b: &Part, keys: &[(Col, Col)]) -> Option<f64> {
-        let in_part = |c: &Col, p: &Part| p.inputs & (1 << c.0) != 0;
+    /// The estimated rows of `a ⋈ b`, each part given as (its inputs, its rows), on the most
+    /// selective key between them; `None` when no key joins them.
+    fn join_rows(&self, a: (u64, f64), b: (u64, f64), keys: &[(Col, Col)]) -> Option<f64> {
+        let ((a, a_rows), (b, b_rows)) = (a, b);
         let divisor = keys
             .iter()
             .filter_map(|(x, y)| {
-                let (x, y) = if in_part(x, a) && in_part(y, b) {
+                let (x, y) = if in_inputs(x, a) && in_inputs(y, b) {
                     (x, y)
-                } else if in_part(y, a) && in_part(x, b) {
+                } else if in_inputs(y, a) && in_inputs(x, b) {
                     (y, x)
                 } else {
                     return None;
                 };
-                Some(self.distinct(*x, a.rows).max(self.distinct(*y, b.rows)))
+                Some(self.distinct(*x, a_rows).max(self.distinct(*y, b_rows)))
             })
             .reduce(f64::max)?;
-        Some((a.rows * b.rows / divisor).max(1.0))
+        Some((a_rows * b_rows / divisor).max(1.0))
     }
 }
