@@ -6,6 +6,9 @@
 #
 # Usage: bash crates/tamis-spark/build-jar.sh [OUT.jar]
 #   PROFILE=release|dev (default release), PYTHON=python with pyspark (default python3).
+#   TAMIS_SPARK_LIB=a libtamis_spark.so already built, to carry instead of building one (CI
+#   passes its workspace build's: `-p tamis-spark` alone resolves shared dependencies' features
+#   for this crate only, so Cargo would compile most of the workspace's dependencies again).
 #   OUT defaults to $CARGO_TARGET_DIR/tamis-spark.jar.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -15,9 +18,17 @@ profile="${PROFILE:-release}"
 python="${PYTHON:-python3}"
 out="${1:-$CARGO_TARGET_DIR/tamis-spark.jar}"
 
-cargo build -q -p tamis-spark --profile "$profile" --manifest-path "$root/Cargo.toml"
-dir="$([ "$profile" = dev ] && echo debug || echo "$profile")"
-lib="$CARGO_TARGET_DIR/$dir/libtamis_spark.so"
+if [ -n "${TAMIS_SPARK_LIB:-}" ]; then
+    lib="$TAMIS_SPARK_LIB"
+    if [ ! -s "$lib" ]; then
+        echo "build-jar: TAMIS_SPARK_LIB=$lib is not a built library" >&2
+        exit 1
+    fi
+else
+    cargo build -q -p tamis-spark --profile "$profile" --manifest-path "$root/Cargo.toml"
+    dir="$([ "$profile" = dev ] && echo debug || echo "$profile")"
+    lib="$CARGO_TARGET_DIR/$dir/libtamis_spark.so"
+fi
 
 jars="$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
 # Arrow's C Data classes of the same version as Spark's Arrow vectors.
