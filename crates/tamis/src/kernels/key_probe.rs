@@ -92,9 +92,9 @@ pub fn probe(wide: bool, blocks: &[u64], keys: &[i64]) -> u64 {
 
 /// Filters of more blocks than this (1 MiB, an L2 cache) take [`probe_batched`] on the portable
 /// path. Measured on a 2-vCPU EPYC (AVX2, 1 MiB L2, 15 M probes alone, BENCHMARKS.md): batched
-/// is about 2.2x faster from 4 MB on (18 against 42 ns a probe at 4 MB, 38 against 77 at
-/// 12 MB), 10-20 % slower at 40-400 KB, where the loads hit anyway; between, in a query whose
-/// hash tables and pages share the L3, it won (TPC-H Q3, Q5, Q10 at SF 10).
+/// is about 2x faster from 4 MB on (18 against 42 ns a probe at 4 MB, 38 against 77 at
+/// 12 MB) and 2-10 % slower at 40-400 KB, where the loads hit anyway; in queries, where the
+/// filter shares the caches with hash tables and pages, TPC-H SF 10 Q3 took 0.85x the time.
 const BATCH_MIN_BLOCKS: usize = (1 << 20) / 8;
 
 /// The portable path for filters beyond the caches: every key's place first, then the blocks,
@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn edges() {
         let extremes = [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX];
-        // The last two sizes are past `BATCH_MIN_BLOCKS`: `probe` batches their loads.
+        // The last two sizes straddle `BATCH_MIN_BLOCKS`: `probe` batches the second's loads.
         for blocks in [
             1usize,
             2,
